@@ -1,0 +1,41 @@
+# The two commands the README starts with: `make demo` and `make check`.
+# Everything else is meson + ninja in build/ (release) and build-asan/
+# (AddressSanitizer + UndefinedBehaviorSanitizer, used by the tests).
+
+BUILD      ?= build
+BUILD_ASAN ?= build-asan
+MESON_OPTS ?= -Dwerror=true
+
+.PHONY: all deps test-deps build asan check demo bench clean
+
+all: build
+
+deps:
+	@scripts/install-deps.sh
+
+test-deps:
+	@QUASH_DEPS_TEST=1 scripts/install-deps.sh
+
+$(BUILD)/build.ninja: | deps
+	meson setup $(BUILD) $(MESON_OPTS) --buildtype=release -Db_ndebug=true
+
+$(BUILD_ASAN)/build.ninja: | deps
+	meson setup $(BUILD_ASAN) $(MESON_OPTS) --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false
+
+build: $(BUILD)/build.ninja
+	ninja -C $(BUILD)
+
+asan: $(BUILD_ASAN)/build.ninja
+	ninja -C $(BUILD_ASAN)
+
+check: test-deps build asan
+	@tests/run.sh
+
+demo: test-deps build
+	@scripts/demo.sh
+
+bench: test-deps build
+	bench/run-all.sh
+
+clean:
+	rm -rf $(BUILD) $(BUILD_ASAN)

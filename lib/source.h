@@ -1,0 +1,75 @@
+/*
+ * source.h - byte sources: where an image's bytes come from.
+ *
+ * The reader never opens files itself.  It reads an image only through this
+ * interface: read N bytes at an offset, the total size, and an identity
+ * string.  A local file, an HTTP(S) URL and an S3 object are interchangeable
+ * behind it, and so are wrappers (an offset window, a chunk cache).
+ *
+ * Contract for implementations:
+ *  - pread() fills exactly len bytes, or returns a negative errno.  Reading
+ *    past size is an error (-EIO), never a short read: a source must not
+ *    invent or drop bytes.
+ *  - pread() is called from many threads at once and must be thread-safe.
+ *  - size and identity never change once open.  A source that notices its
+ *    backing object changed (another ETag) fails reads with -ESTALE.
+ *  - On failure a source sets a message with qs_set_error() naming itself.
+ */
+#ifndef QUASH_SOURCE_H
+#define QUASH_SOURCE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct qs_source;
+
+struct qs_source_ops {
+	int (*pread)(struct qs_source *src, void *buf, size_t len, uint64_t off);
+	void (*close)(struct qs_source *src);
+};
+
+struct qs_source {
+	const struct qs_source_ops *ops;
+	uint64_t size;          /* bytes readable */
+	char *name;             /* what the user gave: a path or URL without secrets, for messages */
+	char *identity;         /* stable identity of the exact bytes, e.g. "file:DEV:INO:SIZE:MTIME" */
+	void *priv;             /* implementation state */
+};
+
+/* Options for qs_source_open(); zero-initialised means defaults. */
+struct qs_source_options {
+	const char *endpoint;       /* S3 endpoint URL (else AWS_ENDPOINT_URL, else AWS) */
+	const char *region;         /* S3 region (else AWS_REGION / AWS_DEFAULT_REGION) */
+	const char *cache_dir;      /* persistent chunk cache shared between processes, or NULL */
+	uint64_t cache_dir_limit;   /* bytes; 0 = default */
+	size_t chunk_size;          /* remote fetch granularity; 0 = default */
+	size_t memory_cache;        /* bytes of remote chunks held in memory; 0 = default */
+	unsigned retry_seconds;     /* total time budget for retries of one request; 0 = default */
+};
+
+/*
+ * Open whatever 'spec' names: "http://", "https://", "s3://BUCKET/KEY" or a
+ * local path ("/proc/self/fd/N" included).  Returns 0 and *out, or -errno
+ * with a message.
+ */
+int qs_source_open(const char *spec, const struct qs_source_options *opt, struct qs_source **out);
+
+/* A local file, opened read-only. */
+int qs_source_open_file(const char *path, struct qs_source **out);
+
+/* Bytes [offset, offset+size) of 'base' as a source of their own; takes ownership of base. */
+int qs_source_open_window(struct qs_source *base, uint64_t offset, uint64_t size, struct qs_source **out);
+
+static inline int qs_source_pread(struct qs_source *src, void *buf, size_t len, uint64_t off)
+{
+	return src->ops->pread(src, buf, len, off);
+}
+
+void qs_source_close(struct qs_source *src);
+
+/* Helpers for implementations: allocate a source with name and identity copied. */
+struct qs_source *qs_source_alloc(const struct qs_source_ops *ops, const char *name, const char *identity,
+				  uint64_t size, void *priv);
+
+#endif

@@ -1,0 +1,10 @@
+/*
+ * pack.h - entry point of the image writer, called by the quash binary.
+ */
+#ifndef QUASH_PACK_H
+#define QUASH_PACK_H
+
+/* quash pack [OPTIONS] SOURCE... IMAGE; argv[0] is "pack". */
+int pack_main(int argc, char **argv);
+
+#endif

@@ -1,0 +1,31 @@
+#!/bin/sh
+# Install the Debian 12 packages quash builds, tests and benchmarks with.
+# Idempotent and quick when everything is present; needs root otherwise.
+set -eu
+
+BUILD_PKGS="meson ninja-build pkg-config gcc libc6-dev
+  libzstd-dev liblz4-dev liblzma-dev zlib1g-dev libdeflate-dev liblzo2-dev
+  libfuse3-dev fuse3 libarchive-dev libcurl4-openssl-dev libcmocka-dev"
+TEST_PKGS="squashfs-tools squashfs-tools-ng squashfuse attr xxd fio nginx-light openssl
+  libarchive-tools zstd lz4 xz-utils bzip2 cpio zip curl"
+
+want=""
+for p in $BUILD_PKGS ${QUASH_DEPS_TEST:+$TEST_PKGS}; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || want="$want $p"
+done
+[ -z "$want" ] && exit 0
+
+if [ "$(id -u)" != 0 ]; then
+	echo "install-deps: missing packages:$want (run as root, or install them)" >&2
+	exit 1
+fi
+echo "install-deps: installing$want"
+export DEBIAN_FRONTEND=noninteractive
+# A fresh machine has no package lists yet; refresh at most once an hour.
+if [ -z "$(find /var/lib/apt/lists -maxdepth 1 -name '*Packages*' -mmin -60 2>/dev/null | head -1)" ]; then
+	apt-get update -qq
+fi
+# nginx must not start a system-wide server on port 80 when installed.
+printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
+apt-get install -y -qq --no-install-recommends $want >/dev/null
+rm -f /usr/sbin/policy-rc.d
