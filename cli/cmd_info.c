@@ -39,6 +39,18 @@ static const char *const gzip_strategies[] = {
 
 #define N_GZIP_STRATEGIES (sizeof(gzip_strategies) / sizeof(gzip_strategies[0]))
 
+/* lzo algorithms by number, as mksquashfs -Xalgorithm names them. */
+static const char *const lzo_algorithms[] = {
+	"lzo1x_1", "lzo1x_1_11", "lzo1x_1_12", "lzo1x_1_15", "lzo1x_999",
+};
+
+#define N_LZO_ALGORITHMS (sizeof(lzo_algorithms) / sizeof(lzo_algorithms[0]))
+
+static const char *lzo_algorithm_name(uint32_t algorithm)
+{
+	return algorithm < N_LZO_ALGORITHMS ? lzo_algorithms[algorithm] : "unknown";
+}
+
 /* The names of the set bits of mask, joined by sep; "" when none. */
 static void print_bit_names(FILE *f, uint32_t mask, const char *const *names, size_t n, bool json)
 {
@@ -93,7 +105,8 @@ static void print_comp_options_text(const struct qs_info *in)
 		putchar('\n');
 		break;
 	case SQFS_COMP_LZO:
-		printf("%-22s algorithm %u, level %u\n", "compressor options:", c->algorithm, c->level);
+		printf("%-22s algorithm %s, level %u\n", "compressor options:", lzo_algorithm_name(c->algorithm),
+		       c->level);
 		break;
 	case SQFS_COMP_LZ4:
 		printf("%-22s version %u%s\n", "compressor options:", c->version,
@@ -148,27 +161,50 @@ static void print_json_table(const char *key, uint64_t start, bool last)
 		printf("    \"%s\": %llu%s\n", key, (unsigned long long)start, last ? "" : ",");
 }
 
-static void print_json(const char *image, const struct qs_info *in)
+static void print_json_comp_options(const struct qs_info *in)
 {
 	const struct qs_comp_options *c = &in->comp;
 
+	fputs("  \"compressor_options\": ", stdout);
+	if (!c->present) {
+		fputs("null,\n", stdout);
+		return;
+	}
+	switch (in->compressor) {
+	case SQFS_COMP_GZIP:
+		printf("{\"level\": %u, \"window_size\": %u, \"strategies\": [", c->level, c->window_size);
+		print_bit_names(stdout, c->strategies, gzip_strategies, N_GZIP_STRATEGIES, true);
+		fputs("]},\n", stdout);
+		break;
+	case SQFS_COMP_XZ:
+		printf("{\"dictionary_size\": %u, \"filters\": [", c->dictionary_size);
+		print_bit_names(stdout, c->filters, xz_filters, N_XZ_FILTERS, true);
+		fputs("]},\n", stdout);
+		break;
+	case SQFS_COMP_LZO:
+		printf("{\"algorithm\": \"%s\", \"level\": %u},\n", lzo_algorithm_name(c->algorithm), c->level);
+		break;
+	case SQFS_COMP_LZ4:
+		printf("{\"version\": %u, \"high_compression\": %s},\n", c->version, c->flags & 1 ? "true" : "false");
+		break;
+	case SQFS_COMP_ZSTD:
+		printf("{\"level\": %u},\n", c->level);
+		break;
+	default:
+		fputs("{},\n", stdout);
+		break;
+	}
+}
+
+static void print_json(const char *image, const struct qs_info *in)
+{
 	fputs("{\n  \"image\": ", stdout);
 	cli_print_json_string(stdout, image);
 	printf(",\n  \"offset\": %llu,\n", (unsigned long long)in->offset);
 	printf("  \"version\": \"%u.%u\",\n", in->version_major, in->version_minor);
 	printf("  \"compressor\": \"%s\",\n", in->compressor_name);
 	printf("  \"compressor_id\": %u,\n", in->compressor);
-	if (c->present) {
-		printf("  \"compressor_options\": {\"level\": %u, \"window_size\": %u, \"strategies\": [",
-		       c->level, c->window_size);
-		print_bit_names(stdout, c->strategies, gzip_strategies, N_GZIP_STRATEGIES, true);
-		printf("], \"dictionary_size\": %u, \"filters\": [", c->dictionary_size);
-		print_bit_names(stdout, c->filters, xz_filters, N_XZ_FILTERS, true);
-		printf("], \"algorithm\": %u, \"version\": %u, \"high_compression\": %s},\n",
-		       c->algorithm, c->version, c->flags & 1 ? "true" : "false");
-	} else {
-		fputs("  \"compressor_options\": null,\n", stdout);
-	}
+	print_json_comp_options(in);
 	printf("  \"block_size\": %u,\n  \"block_log\": %u,\n", in->block_size, in->block_log);
 	printf("  \"flags\": %u,\n  \"flag_names\": [", in->flags);
 	for (size_t i = 0, n = 0; i < N_SUPER_FLAGS; i++) {
