@@ -68,6 +68,13 @@ static int window_pread(struct qs_source *src, void *buf, size_t len, uint64_t o
 	return qs_source_pread(w->base, buf, len, w->offset + off);
 }
 
+static int window_prefetch(struct qs_source *src, uint64_t off, uint64_t len)
+{
+	struct window *w = src->priv;
+
+	return qs_source_prefetch(w->base, w->offset + off, len);
+}
+
 static void window_close(struct qs_source *src)
 {
 	struct window *w = src->priv;
@@ -79,6 +86,7 @@ static void window_close(struct qs_source *src)
 static const struct qs_source_ops window_ops = {
 	.pread = window_pread,
 	.close = window_close,
+	.prefetch = window_prefetch,
 };
 
 int qs_source_open_window(struct qs_source *base, uint64_t offset, uint64_t size, struct qs_source **out)
