@@ -283,6 +283,24 @@ static void test_cap_too_small(void **state)
 	free(data);
 }
 
+/* An .lzma header that claims more than fits, or a dictionary beyond the memory limit. */
+static void test_lzma_header_limits(void **state)
+{
+	const size_t len = 16 * KIB;
+	uint8_t *data = xmalloc(len);
+	struct packed pk = pack_text(&qs_lzma_compressor, data, len);
+
+	(void)state;
+	sqfs_put64(pk.buf + 5, len + 1);
+	assert_eio_with_message(decode_into_exact(&qs_lzma_compressor, pk.buf, pk.len, len));
+	sqfs_put64(pk.buf + 5, len);
+	sqfs_put32(pk.buf + 1, 1u << 30);
+	assert_eio_with_message(decode_into_exact(&qs_lzma_compressor, pk.buf, pk.len, len));
+	assert_non_null(strstr(qs_last_error(), "MiB"));
+	free(pk.buf);
+	free(data);
+}
+
 /* ---- options blocks ------------------------------------------------------- */
 
 static void test_lookup(void **state)
@@ -633,13 +651,16 @@ struct tool_case {
 	const char *encode;
 };
 
+/* python's zlib module: CALL is applied to the input file's bytes. */
+#define PY_ZLIB(call) \
+	"python3 -c 'import sys, zlib; d = open(sys.argv[1], \"rb\").read(); " \
+	"sys.stdout.buffer.write(" call ")' IN > OUT"
+
 static const struct tool_case tool_cases[] = {
 	{ &qs_zstd_compressor, "zstd", "zstd -q -d -c IN > OUT", "zstd -q -19 -c IN > OUT" },
 	{ &qs_xz_compressor, "xz", "xz -d -c IN > OUT", "xz -c --check=crc32 IN > OUT" },
 	{ &qs_lzma_compressor, "xz", "xz --format=lzma -d -c IN > OUT", "xz --format=lzma -c IN > OUT" },
-	{ &qs_gzip_compressor, "python3",
-	  "python3 -c 'import sys,zlib; sys.stdout.buffer.write(zlib.decompress(open(sys.argv[1],\"rb\").read()))' IN > OUT",
-	  "python3 -c 'import sys,zlib; sys.stdout.buffer.write(zlib.compress(open(sys.argv[1],\"rb\").read(),6))' IN > OUT" },
+	{ &qs_gzip_compressor, "python3", PY_ZLIB("zlib.decompress(d)"), PY_ZLIB("zlib.compress(d, 6)") },
 };
 
 static void run_tool(const char *tmpl, const char *in, const char *out)
@@ -717,6 +738,7 @@ int main(void)
 		cmocka_unit_test(test_truncated),
 		cmocka_unit_test(test_corrupt),
 		cmocka_unit_test(test_cap_too_small),
+		cmocka_unit_test(test_lzma_header_limits),
 		cmocka_unit_test(test_options_round_trip),
 		cmocka_unit_test(test_hostile_options),
 		cmocka_unit_test(test_bad_params),
