@@ -2,10 +2,11 @@
  * test_compressor.c - the six compressors behind compressor.h.
  *
  * Round trips at several levels and block sizes; corrupt, truncated and
- * oversized blocks; options blocks.  Two real oracles check the formats:
- * blocks and options blocks that mksquashfs writes are decoded and compared
- * with what went in, and blocks we write are decoded by the command-line
- * tools of the same format (zstd, xz, xz --format=lzma, python's zlib).
+ * oversized blocks; options blocks.  Real oracles check the formats: blocks
+ * and options blocks that mksquashfs writes are decoded and compared with
+ * what went in; blocks we write are read by the kernel from a loop-mounted
+ * image (as root) and decoded by the command-line tools of the same format
+ * (zstd, xz, xz --format=lzma, python's zlib), whose output we decode too.
  */
 #include <errno.h>
 #include <pthread.h>
