@@ -558,6 +558,26 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t nodeid, const char *name, siz
 	qs_xattr_free(xs, count);
 }
 
+/*
+ * The kernel's squashfs on an image without an xattr table: directories,
+ * symlinks and extended regular files have no listxattr (EOPNOTSUPP, seen on
+ * Linux 6.18), other inodes list nothing.
+ */
+static void listxattr_without_table(struct qm_fs *fs, fuse_req_t req, fuse_ino_t nodeid, size_t size)
+{
+	struct qs_inode in;
+	int err = read_node(fs, nodeid, &in);
+
+	if (err)
+		reply_failure(fs, req, err, "listxattr", nodeid);
+	else if (in.type == QS_DIR || in.type == QS_SYMLINK || (in.type == QS_FILE && in.extended))
+		fuse_reply_err(req, EOPNOTSUPP);
+	else if (size == 0)
+		fuse_reply_xattr(req, 0);
+	else
+		fuse_reply_buf(req, NULL, 0);
+}
+
 static void op_listxattr(fuse_req_t req, fuse_ino_t nodeid, size_t size)
 {
 	struct qm_fs *fs = fs_of(req);
@@ -567,6 +587,10 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t nodeid, size_t size)
 	int err;
 
 	touch(fs);
+	if (!fs->has_xattrs) {
+		listxattr_without_table(fs, req, nodeid, size);
+		return;
+	}
 	err = load_xattrs(fs, nodeid, &xs, &count);
 	if (err) {
 		reply_failure(fs, req, err, "listxattr", nodeid);
