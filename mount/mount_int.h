@@ -49,6 +49,8 @@ struct qm_options {
 	const char *notify_pipe;
 	unsigned idle_timeout;      /* seconds; 0: never */
 	char kernel_opts[1024];     /* comma-separated options for the FUSE mount */
+	char strings[8192];         /* copies of the -o lists; subdir= etc. point here */
+	size_t strings_used;
 };
 
 enum qm_parse_result { QM_PARSE_OK, QM_PARSE_ERROR, QM_PARSE_HELP };

@@ -19,8 +19,6 @@
 
 #include "mount_int.h"
 
-#define QM_OPTION_MAX 4096
-
 /* Handed to the kernel's FUSE mount as they are. */
 static const char *const kernel_flags[] = {
 	"allow_other", "allow_root", "dev", "nodev", "suid", "nosuid", "exec", "noexec", "ro",
@@ -160,23 +158,23 @@ unknown:
 	return -EINVAL;
 }
 
-/* A comma-separated list; the strings are kept (subdir= and notify_pipe= point into them). */
+/* A comma-separated list, copied into opt->strings: subdir= and notify_pipe= point into it. */
 static int parse_list(struct qm_options *opt, const char *list)
 {
-	char *copy, *o, *save = NULL;
+	size_t len = strlen(list) + 1;
+	char *copy = opt->strings + opt->strings_used, *o, *save = NULL;
 
-	if (strlen(list) > QM_OPTION_MAX) {
+	if (len > sizeof(opt->strings) - opt->strings_used) {
 		fprintf(stderr, "%s: mount options too long\n", progname_of(opt));
 		return -E2BIG;
 	}
-	copy = strdup(list);
-	if (!copy)
-		return -ENOMEM;
+	memcpy(copy, list, len);
+	opt->strings_used += len;
 	for (o = strtok_r(copy, ",", &save); o; o = strtok_r(NULL, ",", &save)) {
 		int err = parse_one(opt, o);
 
 		if (err)
-			return err;     /* the copy stays with the process that exits */
+			return err;
 	}
 	return 0;
 }
