@@ -93,7 +93,7 @@ run_case() {   # run_case NAME SECONDS MOUNT-OPTIONS...
 	fusermount3 -u "$M/q"
 	wait $pid
 	st=$?
-	check "$name: clean exit, no sanitizer report" [ $st -eq 0 ] && ! grep -q Sanitizer "$M/$name.log"
+	check "$name: clean exit, no sanitizer report" clean_exit $st "$M/$name.log"
 }
 
 run_case default 8

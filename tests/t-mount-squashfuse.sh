@@ -62,10 +62,6 @@ with open(out, "wb") as f:
 PY
 kmount "$M/img.sqfs" "$M/k"
 
-not_mounted() {
-	! is_mounted "$1"
-}
-
 same_as_kernel() {   # same_as_kernel DIR [uid gid]: content and listing, owners as given
 	cmp -s "$M/k/etc/data" "$1/etc/data" && cmp -s "$M/k/etc/hostname" "$1/etc/hostname" &&
 		[ "$(ls "$M/k/opt/app")" = "$(ls "$1/opt/app")" ] &&
@@ -137,7 +133,8 @@ mkdir -p "$M/n"
 "$SQFUSE_LL" -o "notify_pipe=$M/pipe" "$M/img.sqfs" "$M/n" &
 got=$(timeout 10 cat "$M/pipe")
 QM_MOUNTS+=("f:$M/n")
-check "notify_pipe: 's' when mounted" [ "$got" = s ] && is_mounted "$M/n"
+check "notify_pipe: 's' when mounted" [ "$got" = s ]
+check "notify_pipe: mounted when 's' came" is_mounted "$M/n"
 fusermount3 -u "$M/n"
 wait
 "$SQFUSE_LL" -o "notify_pipe=$M/pipe" "$M/nonexistent.sqfs" "$M/n" 2>/dev/null &

@@ -41,6 +41,14 @@ is_mounted() {
 	mountpoint -q "$1"
 }
 
+clean_exit() {   # clean_exit STATUS LOG: exit 0 and no sanitizer report in LOG
+	[ "$1" -eq 0 ] && ! grep -q Sanitizer "$2"
+}
+
+not_mounted() {
+	! is_mounted "$1"
+}
+
 wait_mounted() {
 	local i
 	for i in $(seq 100); do
