@@ -27,6 +27,13 @@ struct qs_source;
 struct qs_source_ops {
 	int (*pread)(struct qs_source *src, void *buf, size_t len, uint64_t off);
 	void (*close)(struct qs_source *src);
+	/*
+	 * Optional hint: [off, off+len) will be read soon and often (the image
+	 * opener passes every metadata table, which squashfs keeps together at
+	 * the end of the image).  A remote source fetches it in a few large
+	 * requests and keeps it.  May be NULL; errors are not fatal.
+	 */
+	int (*prefetch)(struct qs_source *src, uint64_t off, uint64_t len);
 };
 
 struct qs_source {
@@ -64,6 +71,11 @@ int qs_source_open_window(struct qs_source *base, uint64_t offset, uint64_t size
 static inline int qs_source_pread(struct qs_source *src, void *buf, size_t len, uint64_t off)
 {
 	return src->ops->pread(src, buf, len, off);
+}
+
+static inline int qs_source_prefetch(struct qs_source *src, uint64_t off, uint64_t len)
+{
+	return src->ops->prefetch ? src->ops->prefetch(src, off, len) : 0;
 }
 
 void qs_source_close(struct qs_source *src);

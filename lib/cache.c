@@ -1,0 +1,226 @@
+/*
+ * cache.c - the sharded block cache: per shard a hash table of entries, an
+ * LRU list of the ones nobody holds, and a byte count against the shard's
+ * share of the limit.
+ *
+ * A missing block is inserted in the LOADING state before the shard lock is
+ * dropped to load it; threads that find a LOADING entry take a reference and
+ * sleep on the shard's condition variable until the loader publishes it.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache.h"
+
+#define BUCKETS_PER_SHARD 512       /* power of two; chains stay short at any sane limit */
+
+enum { LOADING, READY };
+
+struct shard {
+	pthread_mutex_t lock;
+	pthread_cond_t loaded;
+	struct qs_block *buckets[BUCKETS_PER_SHARD];
+	struct qs_block lru;        /* sentinel: lru.lru_next is the most recently used */
+	size_t bytes, limit;
+	uint64_t hits, misses, waits, evictions;
+};
+
+struct qs_cache {
+	struct shard shards[QS_CACHE_SHARDS];
+	size_t limit;
+};
+
+static uint64_t mix(uint64_t a, uint64_t b)
+{
+	uint64_t h = a * 0x9e3779b97f4a7c15ull ^ (b + 0x632be59bd9b4e019ull);
+
+	h ^= h >> 31;
+	h *= 0xbf58476d1ce4e5b9ull;
+	return h ^ (h >> 29);
+}
+
+struct qs_cache *qs_cache_create(size_t limit_bytes)
+{
+	struct qs_cache *cache = calloc(1, sizeof(*cache));
+
+	if (!cache)
+		return NULL;
+	cache->limit = limit_bytes;
+	for (int i = 0; i < QS_CACHE_SHARDS; i++) {
+		struct shard *s = &cache->shards[i];
+
+		pthread_mutex_init(&s->lock, NULL);
+		pthread_cond_init(&s->loaded, NULL);
+		s->lru.lru_next = s->lru.lru_prev = &s->lru;
+		s->limit = limit_bytes / QS_CACHE_SHARDS;
+	}
+	return cache;
+}
+
+static void block_free(struct qs_block *b)
+{
+	free(b->data);
+	free(b);
+}
+
+void qs_cache_destroy(struct qs_cache *cache)
+{
+	if (!cache)
+		return;
+	for (int i = 0; i < QS_CACHE_SHARDS; i++) {
+		struct shard *s = &cache->shards[i];
+
+		for (int j = 0; j < BUCKETS_PER_SHARD; j++) {
+			struct qs_block *b = s->buckets[j], *next;
+
+			for (; b; b = next) {
+				next = b->hash_next;
+				block_free(b);
+			}
+		}
+		pthread_mutex_destroy(&s->lock);
+		pthread_cond_destroy(&s->loaded);
+	}
+	free(cache);
+}
+
+static void lru_unlink(struct qs_block *b)
+{
+	b->lru_prev->lru_next = b->lru_next;
+	b->lru_next->lru_prev = b->lru_prev;
+	b->lru_prev = b->lru_next = NULL;
+}
+
+static void lru_push_front(struct shard *s, struct qs_block *b)
+{
+	b->lru_next = s->lru.lru_next;
+	b->lru_prev = &s->lru;
+	s->lru.lru_next->lru_prev = b;
+	s->lru.lru_next = b;
+}
+
+static void hash_remove(struct shard *s, struct qs_block *b, unsigned bucket)
+{
+	struct qs_block **pp = &s->buckets[bucket];
+
+	while (*pp != b)
+		pp = &(*pp)->hash_next;
+	*pp = b->hash_next;
+}
+
+/* Drop unheld blocks from the cold end until the shard fits its limit. */
+static void shard_evict(struct shard *s)
+{
+	while (s->bytes > s->limit && s->lru.lru_prev != &s->lru) {
+		struct qs_block *b = s->lru.lru_prev;
+
+		lru_unlink(b);
+		hash_remove(s, b, (unsigned)(mix(b->key_a, b->key_b) >> 7) & (BUCKETS_PER_SHARD - 1));
+		s->bytes -= b->charge;
+		s->evictions++;
+		block_free(b);
+	}
+}
+
+int qs_cache_get(struct qs_cache *cache, uint64_t key_a, uint64_t key_b, qs_cache_loader load, void *ctx,
+		 struct qs_block **out)
+{
+	uint64_t h = mix(key_a, key_b);
+	struct shard *s = &cache->shards[h & (QS_CACHE_SHARDS - 1)];
+	unsigned bucket = (unsigned)(h >> 7) & (BUCKETS_PER_SHARD - 1);
+	struct qs_block *b;
+	int err;
+
+	pthread_mutex_lock(&s->lock);
+	for (b = s->buckets[bucket]; b; b = b->hash_next)
+		if (b->key_a == key_a && b->key_b == key_b)
+			break;
+	if (b) {
+		if (b->refs++ == 0 && b->state == READY)
+			lru_unlink(b);
+		if (b->state == LOADING) {
+			s->waits++;
+			while (b->state == LOADING && !b->error)
+				pthread_cond_wait(&s->loaded, &s->lock);
+			if (b->error) {
+				err = b->error;
+				if (--b->refs == 0)
+					block_free(b);    /* the loader already unhashed it */
+				pthread_mutex_unlock(&s->lock);
+				return qs_set_error(err, "an earlier read of this block failed");
+			}
+		} else {
+			s->hits++;
+		}
+		pthread_mutex_unlock(&s->lock);
+		*out = b;
+		return 0;
+	}
+
+	s->misses++;
+	b = calloc(1, sizeof(*b));
+	if (!b) {
+		pthread_mutex_unlock(&s->lock);
+		return qs_set_error(-ENOMEM, "out of memory");
+	}
+	b->key_a = key_a;
+	b->key_b = key_b;
+	b->state = LOADING;
+	b->refs = 1;
+	b->hash_next = s->buckets[bucket];
+	s->buckets[bucket] = b;
+	pthread_mutex_unlock(&s->lock);
+
+	err = load(ctx, b);
+
+	pthread_mutex_lock(&s->lock);
+	if (err) {
+		hash_remove(s, b, bucket);
+		b->error = err;
+		pthread_cond_broadcast(&s->loaded);
+		if (--b->refs == 0)
+			block_free(b);
+		pthread_mutex_unlock(&s->lock);
+		return err;
+	}
+	if (!b->charge)
+		b->charge = b->size;
+	b->charge += sizeof(*b);
+	b->state = READY;
+	s->bytes += b->charge;
+	pthread_cond_broadcast(&s->loaded);
+	pthread_mutex_unlock(&s->lock);
+	*out = b;
+	return 0;
+}
+
+void qs_cache_release(struct qs_cache *cache, struct qs_block *b)
+{
+	struct shard *s = &cache->shards[mix(b->key_a, b->key_b) & (QS_CACHE_SHARDS - 1)];
+
+	pthread_mutex_lock(&s->lock);
+	if (--b->refs == 0) {
+		lru_push_front(s, b);
+		shard_evict(s);
+	}
+	pthread_mutex_unlock(&s->lock);
+}
+
+void qs_cache_stats(struct qs_cache *cache, struct qs_cache_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->limit = cache->limit;
+	for (int i = 0; i < QS_CACHE_SHARDS; i++) {
+		struct shard *s = &cache->shards[i];
+
+		pthread_mutex_lock(&s->lock);
+		out->hits += s->hits;
+		out->misses += s->misses;
+		out->waits += s->waits;
+		out->evictions += s->evictions;
+		out->bytes += s->bytes;
+		pthread_mutex_unlock(&s->lock);
+	}
+}

@@ -1,0 +1,55 @@
+/*
+ * cache.h - a bounded, sharded cache of decompressed blocks.
+ *
+ * Keys are two 64-bit words chosen by the caller (block.c uses the block's
+ * image position and its stored size word).  The cache guarantees:
+ *  - one load per key even when many threads miss it at once: the first
+ *    loads, the rest wait for it ("single flight");
+ *  - no lock held while a loader runs (reading, decompressing);
+ *  - memory bounded by the byte limit plus the blocks callers still hold;
+ *  - a failed load is not cached, so a later call tries again (a remote
+ *    source may have had a passing fault).
+ * Each shard has its own lock, so threads working on different blocks
+ * rarely meet.
+ */
+#ifndef QUASH_CACHE_H
+#define QUASH_CACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "quash.h"
+
+#define QS_CACHE_SHARDS 32          /* power of two */
+
+struct qs_cache;
+
+/* A cached block.  data/size/aux are filled by the loader; the rest is the cache's. */
+struct qs_block {
+	void *data;                 /* malloc'd by the loader, freed by the cache */
+	size_t size;                /* valid bytes in data */
+	size_t charge;              /* bytes counted against the limit */
+	uint64_t aux;               /* loader-defined (metadata: position of the next block) */
+
+	uint64_t key_a, key_b;
+	int state;                  /* LOADING, READY */
+	int error;                  /* of a failed load, for the threads that waited on it */
+	unsigned refs;
+	struct qs_block *hash_next;
+	struct qs_block *lru_prev, *lru_next;
+};
+
+/* Fill block->data, ->size (and ->aux, ->charge); return 0 or -errno with a message. */
+typedef int (*qs_cache_loader)(void *ctx, struct qs_block *block);
+
+struct qs_cache *qs_cache_create(size_t limit_bytes);
+void qs_cache_destroy(struct qs_cache *cache);
+
+/* Find or load the block for (key_a, key_b); release it with qs_cache_release(). */
+int qs_cache_get(struct qs_cache *cache, uint64_t key_a, uint64_t key_b, qs_cache_loader load, void *ctx,
+		 struct qs_block **out);
+void qs_cache_release(struct qs_cache *cache, struct qs_block *block);
+
+void qs_cache_stats(struct qs_cache *cache, struct qs_cache_stats *out);
+
+#endif

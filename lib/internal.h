@@ -1,0 +1,96 @@
+/*
+ * internal.h - the open image and the helpers its parts share.  Not part of
+ * the public contract (that is quash.h).
+ */
+#ifndef QUASH_INTERNAL_H
+#define QUASH_INTERNAL_H
+
+#include <stdint.h>
+
+#include "cache.h"
+#include "compressor.h"
+#include "quash.h"
+#include "squashfs_fs.h"
+
+/* Bounds on tables, so that a hostile superblock cannot make us allocate much. */
+#define QS_ID_COUNT_MAX        65536u        /* the on-disk count is 16 bits */
+#define QS_TABLE_INDEX_MAX     (1u << 20)    /* metadata blocks listed by one table index */
+
+struct qs_image {
+	struct qs_source *src;
+	struct sqfs_super sb;
+	struct qs_info info;
+	const struct qs_compressor *comp;
+	struct qs_comp_options comp_opts;
+	struct qs_cache *cache;
+
+	uint32_t *ids;                  /* id table, id_count entries */
+
+	uint64_t *fragment_index;       /* metadata block of each 512 fragment entries */
+	uint32_t fragment_index_count;
+
+	uint64_t *export_index;         /* metadata block of each 1024 inode references */
+	uint32_t export_index_count;
+
+	struct sqfs_xattr_id_table xattr_table;
+	uint64_t *xattr_index;          /* metadata block of each 512 xattr ids */
+	uint32_t xattr_index_count;
+
+	struct qs_block sparse_block;   /* zeros, block_size bytes; not in the cache */
+};
+
+/* ---- block.c: one block, read and decompressed through the cache ---- */
+
+/* The metadata block at image position pos; its ->aux is the next block's position. */
+int qs_metadata_block(struct qs_image *img, uint64_t pos, struct qs_block **out);
+
+/* The data or fragment block at pos with stored size word 'word' (never 0). */
+int qs_data_block(struct qs_image *img, uint64_t pos, uint32_t word, struct qs_block **out);
+
+/* Read len raw bytes at image position pos (relative to the superblock). */
+int qs_image_pread(struct qs_image *img, void *buf, size_t len, uint64_t pos);
+
+/* ---- metadata.c: a position in a chain of metadata blocks ---- */
+
+struct qs_meta_cursor {
+	struct qs_image *img;
+	uint64_t block;                 /* image position of the current block */
+	uint32_t offset;                /* within its decompressed bytes */
+};
+
+static inline void qs_meta_cursor_init(struct qs_meta_cursor *c, struct qs_image *img, uint64_t block,
+				       uint32_t offset)
+{
+	c->img = img;
+	c->block = block;
+	c->offset = offset;
+}
+
+/* Copy len bytes and advance, following the chain across block boundaries. */
+int qs_meta_read(struct qs_meta_cursor *c, void *buf, size_t len);
+int qs_meta_skip(struct qs_meta_cursor *c, size_t len);
+
+/*
+ * Read a table stored as metadata blocks listed by an index of 64-bit block
+ * positions at 'index_pos' (id, fragment, export and xattr id tables):
+ * 'count' entries of 'entry_size' bytes into a freshly allocated index.
+ */
+int qs_table_index_load(struct qs_image *img, const char *what, uint64_t index_pos, uint64_t count,
+			size_t entry_size, uint64_t **index, uint32_t *index_count);
+
+/* Entry 'n' of such a table. */
+int qs_table_entry(struct qs_image *img, const char *what, const uint64_t *index, uint32_t index_count,
+		   uint64_t n, void *buf, size_t entry_size);
+
+/* ---- the tables ---- */
+
+int qs_id_table_load(struct qs_image *img);
+int qs_id_lookup(struct qs_image *img, uint16_t index, uint32_t *id);
+
+int qs_fragment_table_load(struct qs_image *img);
+int qs_fragment_lookup(struct qs_image *img, uint32_t index, struct sqfs_fragment_entry *out);
+
+int qs_export_table_load(struct qs_image *img);
+int qs_xattr_table_load(struct qs_image *img);
+
+#endif

@@ -1,0 +1,122 @@
+/*
+ * source.c - what every byte source shares: allocation, closing, choosing an
+ * implementation from the name the user gave, and the offset window that
+ * exposes an image embedded in a larger file.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "quash.h"
+
+struct qs_source *qs_source_alloc(const struct qs_source_ops *ops, const char *name, const char *identity,
+				  uint64_t size, void *priv)
+{
+	struct qs_source *src = calloc(1, sizeof(*src));
+
+	if (!src)
+		return NULL;
+	src->ops = ops;
+	src->size = size;
+	src->priv = priv;
+	src->name = strdup(name);
+	src->identity = strdup(identity);
+	if (!src->name || !src->identity) {
+		free(src->name);
+		free(src->identity);
+		free(src);
+		return NULL;
+	}
+	return src;
+}
+
+void qs_source_close(struct qs_source *src)
+{
+	if (!src)
+		return;
+	if (src->ops->close)
+		src->ops->close(src);
+	free(src->name);
+	free(src->identity);
+	free(src);
+}
+
+int qs_source_open(const char *spec, const struct qs_source_options *opt, struct qs_source **out)
+{
+	(void)opt;
+	if (strncmp(spec, "http://", 7) == 0 || strncmp(spec, "https://", 8) == 0 ||
+	    strncmp(spec, "s3://", 5) == 0)
+		return qs_set_error(-EPROTONOSUPPORT, "remote images are not supported by this build");
+	return qs_source_open_file(spec, out);
+}
+
+/* ---- window: bytes [offset, offset + size) of another source ---- */
+
+struct window {
+	struct qs_source *base;
+	uint64_t offset;
+};
+
+static int window_pread(struct qs_source *src, void *buf, size_t len, uint64_t off)
+{
+	struct window *w = src->priv;
+
+	if (off > src->size || len > src->size - off)
+		return qs_set_error(-EIO, "read of %zu bytes at %llu is past the end (%llu bytes)", len,
+				    (unsigned long long)off, (unsigned long long)src->size);
+	return qs_source_pread(w->base, buf, len, w->offset + off);
+}
+
+static int window_prefetch(struct qs_source *src, uint64_t off, uint64_t len)
+{
+	struct window *w = src->priv;
+
+	return qs_source_prefetch(w->base, w->offset + off, len);
+}
+
+static void window_close(struct qs_source *src)
+{
+	struct window *w = src->priv;
+
+	qs_source_close(w->base);
+	free(w);
+}
+
+static const struct qs_source_ops window_ops = {
+	.pread = window_pread,
+	.close = window_close,
+	.prefetch = window_prefetch,
+};
+
+int qs_source_open_window(struct qs_source *base, uint64_t offset, uint64_t size, struct qs_source **out)
+{
+	struct window *w;
+	char *identity;
+	size_t n;
+
+	if (offset > base->size || size > base->size - offset) {
+		qs_source_close(base);
+		return qs_set_error(-EINVAL, "offset %llu is past the end of the file (%llu bytes)",
+				    (unsigned long long)offset, (unsigned long long)base->size);
+	}
+	w = malloc(sizeof(*w));
+	n = strlen(base->identity) + 48;
+	identity = malloc(n);
+	if (!w || !identity)
+		goto nomem;
+	snprintf(identity, n, "%s@%llu+%llu", base->identity, (unsigned long long)offset,
+		 (unsigned long long)size);
+	w->base = base;
+	w->offset = offset;
+	*out = qs_source_alloc(&window_ops, base->name, identity, size, w);
+	free(identity);
+	if (!*out)
+		goto nomem;
+	return 0;
+nomem:
+	free(w);
+	free(identity);
+	qs_source_close(base);
+	return qs_set_error(-ENOMEM, "out of memory");
+}
