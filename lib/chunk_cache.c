@@ -527,28 +527,44 @@ static int pin_range(struct chunk_cache *cc, uint32_t first, uint32_t last)
 	return ret;
 }
 
-static int chunk_cache_prefetch(struct qs_source *src, uint64_t off, uint64_t len, unsigned flags)
+/* The chunks [*first, *last] holding [off, off+len) clipped to the object; false if none. */
+static bool chunk_span(const struct chunk_cache *cc, uint64_t off, uint64_t len, uint32_t *first, uint32_t *last)
+{
+	if (off >= cc->size || len == 0)
+		return false;
+	if (len > cc->size - off)
+		len = cc->size - off;
+	*first = off / cc->chunk_size;
+	*last = (off + len - 1) / cc->chunk_size;
+	return true;
+}
+
+/* Pin: fetch now, in few large requests, and keep for the source's life. */
+static int chunk_cache_prefetch(struct qs_source *src, uint64_t off, uint64_t len)
+{
+	struct chunk_cache *cc = src->priv;
+	uint32_t first, last;
+	uint64_t pinned;
+
+	if (!chunk_span(cc, off, len, &first, &last))
+		return 0;
+	pthread_mutex_lock(&cc->lock);
+	pinned = cc->pinned_bytes;
+	pthread_mutex_unlock(&cc->lock);
+	if (pinned + (uint64_t)(last - first + 1) * cc->chunk_size > PIN_MAX_BYTES)
+		return qs_set_error(-E2BIG, "%s: will not pin more than %llu MiB in memory", cc->name,
+				    PIN_MAX_BYTES >> 20);
+	return pin_range(cc, first, last);
+}
+
+/* Will be needed soon: queue for the workers and return. */
+static int chunk_cache_willneed(struct qs_source *src, uint64_t off, uint64_t len)
 {
 	struct chunk_cache *cc = src->priv;
 	uint32_t first, last, idx;
 
-	if (off >= cc->size || len == 0)
+	if (!chunk_span(cc, off, len, &first, &last))
 		return 0;
-	if (len > cc->size - off)
-		len = cc->size - off;
-	first = off / cc->chunk_size;
-	last = (off + len - 1) / cc->chunk_size;
-	if (flags & QS_PREFETCH_PIN) {
-		uint64_t pinned;
-
-		pthread_mutex_lock(&cc->lock);
-		pinned = cc->pinned_bytes;
-		pthread_mutex_unlock(&cc->lock);
-		if (pinned + (uint64_t)(last - first + 1) * cc->chunk_size > PIN_MAX_BYTES)
-			return qs_set_error(-E2BIG, "%s: will not pin more than %llu MiB in memory", cc->name,
-					    PIN_MAX_BYTES >> 20);
-		return pin_range(cc, first, last);
-	}
 	pthread_mutex_lock(&cc->lock);
 	for (idx = first; idx <= last && idx - first < HINT_MAX_CHUNKS; idx++)
 		queue_locked(cc, idx);
@@ -586,6 +602,7 @@ static const struct qs_source_ops chunk_cache_ops = {
 	.pread = chunk_cache_pread,
 	.close = chunk_cache_close,
 	.prefetch = chunk_cache_prefetch,
+	.willneed = chunk_cache_willneed,
 };
 
 /* The open request's bytes become chunk 0, so the superblock costs no second trip. */

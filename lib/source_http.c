@@ -485,6 +485,7 @@ static int request(struct remote *rm, const struct iovec *iov, int iovcnt, uint6
 {
 	uint64_t deadline = now_ms() + (uint64_t)rm->retry_seconds * 1000;
 	unsigned delay = REMOTE_BACKOFF_FIRST_MS, attempt;
+	char last[512];
 	int ret;
 
 	for (attempt = 1;; attempt++) {
@@ -502,8 +503,8 @@ static int request(struct remote *rm, const struct iovec *iov, int iovcnt, uint6
 	}
 	if (max_attempts == 1)
 		return -EAGAIN;
-	return qs_set_error(-EIO, "%s; gave up after %u attempts in %u s", qs_last_error(), attempt,
-			    rm->retry_seconds);
+	snprintf(last, sizeof(last), "%s", qs_last_error());
+	return qs_set_error(-EIO, "%s; gave up after %u attempts in %u s", last, attempt, rm->retry_seconds);
 }
 
 /* ---- the source ------------------------------------------------------------ */
