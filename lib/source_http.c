@@ -16,7 +16,8 @@
  * object by remote_display_name(): no credentials, no query string.
  *
  * CA certificates: libcurl's default bundle, or the file in CURL_CA_BUNDLE
- * or SSL_CERT_FILE, or the directory in SSL_CERT_DIR.
+ * or SSL_CERT_FILE (AWS_CA_BUNDLE first for S3), or the directory in
+ * SSL_CERT_DIR.
  */
 #include <curl/curl.h>
 #include <errno.h>
@@ -249,7 +250,9 @@ static CURL *handle_get(struct remote *rm)
 	curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
 	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-	ca = getenv("CURL_CA_BUNDLE");
+	ca = rm->t.sigv4 ? getenv("AWS_CA_BUNDLE") : NULL;
+	if (!ca || !*ca)
+		ca = getenv("CURL_CA_BUNDLE");
 	if (!ca || !*ca)
 		ca = getenv("SSL_CERT_FILE");
 	if (ca && *ca)
