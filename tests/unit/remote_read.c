@@ -10,6 +10,7 @@
  *     -p         pin [size/2, size) first, like the image open pins metadata
  *     -x CMD     run CMD after the first half of the sequential pass
  *     -E ERRNO   expect reads to fail with this errno (number) after -x
+ *     -e URL     S3 endpoint (else AWS_ENDPOINT_URL)
  *
  * Exit 0 when everything matched (and the expected error came), 1 on a
  * read error, 2 on a mismatch, 3 on usage or setup errors.
@@ -84,7 +85,7 @@ int main(int argc, char **argv)
 	struct stat st;
 	int c, fd, ret;
 
-	while ((c = getopt(argc, argv, "c:m:d:r:t:n:s:px:E:")) != -1) {
+	while ((c = getopt(argc, argv, "c:m:d:r:t:n:s:px:E:e:")) != -1) {
 		switch (c) {
 		case 'c': opt.chunk_size = strtoull(optarg, NULL, 0); break;
 		case 'm': opt.memory_cache = strtoull(optarg, NULL, 0); break;
@@ -96,6 +97,7 @@ int main(int argc, char **argv)
 		case 'p': pin = true; break;
 		case 'x': cmd = optarg; break;
 		case 'E': expect = atoi(optarg); break;
+		case 'e': opt.endpoint = optarg; break;
 		default: return 3;
 		}
 	}
