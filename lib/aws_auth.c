@@ -234,8 +234,8 @@ static char *dup_span(const char *s, size_t n)
 static int load_file(struct secret_builder *b, const char *env_name, const char *rel, const char *section,
 		     bool want_creds, struct aws_profile_settings *settings, bool *section_found)
 {
-	char *path = aws_file_path(env_name, rel), *text;
-	size_t len, map_len, vlen;
+	char *path = aws_file_path(env_name, rel), *text = NULL;
+	size_t len = 0, map_len = 0, vlen;
 	const char *v;
 	bool found;
 	int ret;

@@ -41,7 +41,7 @@ struct disk_cache {
 
 struct cache_file {
 	char name[24];
-	time_t mtime;
+	int64_t mtime_ns;
 	uint64_t bytes;
 };
 
@@ -130,7 +130,7 @@ static int compare_mtime(const void *a, const void *b)
 {
 	const struct cache_file *x = a, *y = b;
 
-	return (x->mtime > y->mtime) - (x->mtime < y->mtime);
+	return (x->mtime_ns > y->mtime_ns) - (x->mtime_ns < y->mtime_ns);
 }
 
 /* List the chunk files (and remove stale temporaries); returns the count or -1. */
@@ -149,6 +149,7 @@ static long list_chunks(int dirfd, struct cache_file **out, uint64_t *total)
 			close(fd);
 		return -1;
 	}
+	rewinddir(d);   /* the dup shares the offset an earlier listing left at the end */
 	while ((e = readdir(d))) {
 		struct stat st;
 
@@ -171,7 +172,7 @@ static long list_chunks(int dirfd, struct cache_file **out, uint64_t *total)
 			files = grown;
 		}
 		strcpy(files[n].name, e->d_name);
-		files[n].mtime = st.st_mtime;
+		files[n].mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
 		files[n].bytes = (uint64_t)st.st_blocks * 512;
 		*total += files[n].bytes;
 		n++;

@@ -645,7 +645,8 @@ int qs_source_open_remote(const char *spec, const struct qs_source_options *opt,
 		return qs_set_error(-ENOMEM, "out of memory");
 	pthread_mutex_init(&rm->pool_lock, NULL);
 	rm->retry_seconds = opt->retry_seconds ? opt->retry_seconds : REMOTE_DEFAULT_RETRY_SECONDS;
-	rm->stall_seconds = rm->retry_seconds / 2 < REMOTE_STALL_SECONDS ? rm->retry_seconds / 2 : REMOTE_STALL_SECONDS;
+	/* A stall may use a quarter of the budget: time must remain to retry elsewhere. */
+	rm->stall_seconds = rm->retry_seconds / 4 < REMOTE_STALL_SECONDS ? rm->retry_seconds / 4 : REMOTE_STALL_SECONDS;
 	if (rm->stall_seconds < 1)
 		rm->stall_seconds = 1;
 	if (!strncmp(spec, "s3://", 5)) {
