@@ -184,6 +184,9 @@ int qs_image_open(struct qs_source *src, const struct qs_image_options *opt, str
 		goto fail;
 	}
 	fill_info(img, offset);
+	/* All metadata lies between the inode table and the end: one hint brings it all. */
+	qs_source_prefetch(src, offset + img->sb.inode_table_start,
+			   img->sb.bytes_used - img->sb.inode_table_start);
 	img->cache = qs_cache_create(opt && opt->cache_bytes ? opt->cache_bytes : QS_DEFAULT_CACHE_BYTES);
 	img->sparse_block.data = calloc(1, img->sb.block_size);
 	img->sparse_block.size = img->sb.block_size;

@@ -1,0 +1,11 @@
+#!/bin/bash
+# Run every benchmark side by side with its peers and print the ratio tables.
+# Not part of `make check`: absolute numbers on shared machines are noisy,
+# so each script measures quash and its peers in the same run.
+set -u
+cd "$(dirname "$0")"
+for b in mount.sh pack.sh remote.sh; do
+	[ -x "$b" ] || continue
+	echo "== $b"
+	./"$b" || echo "$b failed (status $?)"
+done

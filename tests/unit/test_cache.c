@@ -1,0 +1,156 @@
+/*
+ * test_cache.c - the block cache on its own: hits, the byte bound, failed
+ * loads not cached, and one load per key under many concurrent misses.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "cache.h"
+
+struct counter {
+	pthread_mutex_t lock;
+	int loads;
+	int fail;
+	unsigned delay_us;
+};
+
+static int load(void *ctx, struct qs_block *b)
+{
+	struct counter *c = ctx;
+
+	pthread_mutex_lock(&c->lock);
+	c->loads++;
+	pthread_mutex_unlock(&c->lock);
+	if (c->delay_us)
+		usleep(c->delay_us);
+	if (c->fail)
+		return qs_set_error(-EIO, "injected");
+	b->data = malloc(1024);
+	memset(b->data, (int)(b->key_a & 0xff), 1024);
+	b->size = 1024;
+	return 0;
+}
+
+static void test_hit_after_miss(void **state)
+{
+	struct qs_cache *cache = qs_cache_create(1 << 20);
+	struct counter c = { PTHREAD_MUTEX_INITIALIZER, 0, 0, 0 };
+	struct qs_block *a, *b;
+
+	(void)state;
+	assert_int_equal(qs_cache_get(cache, 7, 1, load, &c, &a), 0);
+	qs_cache_release(cache, a);
+	assert_int_equal(qs_cache_get(cache, 7, 1, load, &c, &b), 0);
+	assert_ptr_equal(a, b);
+	assert_int_equal(((uint8_t *)b->data)[5], 7);
+	qs_cache_release(cache, b);
+	/* Same position, other size word: another block. */
+	assert_int_equal(qs_cache_get(cache, 7, 2, load, &c, &b), 0);
+	qs_cache_release(cache, b);
+	assert_int_equal(c.loads, 2);
+	qs_cache_destroy(cache);
+}
+
+static void test_bounded(void **state)
+{
+	size_t limit = 64 << 10;
+	struct qs_cache *cache = qs_cache_create(limit);
+	struct counter c = { PTHREAD_MUTEX_INITIALIZER, 0, 0, 0 };
+	struct qs_cache_stats st;
+
+	(void)state;
+	for (uint64_t k = 0; k < 10000; k++) {
+		struct qs_block *b;
+
+		assert_int_equal(qs_cache_get(cache, k, 1, load, &c, &b), 0);
+		qs_cache_release(cache, b);
+	}
+	qs_cache_stats(cache, &st);
+	assert_true(st.bytes <= limit);
+	assert_true(st.evictions > 9000);
+	qs_cache_destroy(cache);
+}
+
+static void test_failure_not_cached(void **state)
+{
+	struct qs_cache *cache = qs_cache_create(1 << 20);
+	struct counter c = { PTHREAD_MUTEX_INITIALIZER, 0, 1, 0 };
+	struct qs_block *b;
+
+	(void)state;
+	assert_int_equal(qs_cache_get(cache, 1, 1, load, &c, &b), -EIO);
+	c.fail = 0;
+	assert_int_equal(qs_cache_get(cache, 1, 1, load, &c, &b), 0);
+	qs_cache_release(cache, b);
+	assert_int_equal(c.loads, 2);
+	qs_cache_destroy(cache);
+}
+
+struct race {
+	struct qs_cache *cache;
+	struct counter *c;
+	pthread_barrier_t *start;
+	int err;
+};
+
+static void *racer(void *arg)
+{
+	struct race *r = arg;
+
+	pthread_barrier_wait(r->start);
+	for (uint64_t k = 0; k < 64; k++) {
+		struct qs_block *b;
+
+		r->err |= qs_cache_get(r->cache, k, 1, load, r->c, &b);
+		if (((uint8_t *)b->data)[1000] != (uint8_t)k)
+			r->err |= 1;
+		qs_cache_release(r->cache, b);
+	}
+	return NULL;
+}
+
+#define RACERS 16
+
+static void test_single_flight(void **state)
+{
+	struct qs_cache *cache = qs_cache_create(16 << 20);
+	struct counter c = { PTHREAD_MUTEX_INITIALIZER, 0, 0, 2000 };
+	pthread_barrier_t start;
+	pthread_t t[RACERS];
+	struct race r[RACERS];
+
+	(void)state;
+	pthread_barrier_init(&start, NULL, RACERS);
+	for (int i = 0; i < RACERS; i++) {
+		r[i] = (struct race){ cache, &c, &start, 0 };
+		pthread_create(&t[i], NULL, racer, &r[i]);
+	}
+	for (int i = 0; i < RACERS; i++) {
+		pthread_join(t[i], NULL);
+		assert_int_equal(r[i].err, 0);
+	}
+	/* 16 threads asked for the same 64 blocks at once: each loaded exactly once. */
+	assert_int_equal(c.loads, 64);
+	pthread_barrier_destroy(&start);
+	qs_cache_destroy(cache);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_hit_after_miss),
+		cmocka_unit_test(test_bounded),
+		cmocka_unit_test(test_failure_not_cached),
+		cmocka_unit_test(test_single_flight),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
