@@ -458,7 +458,8 @@ static void extract_along(struct extractor *ex, int fd, const struct qs_inode *d
 	size_t n;
 	ssize_t back;
 
-	while (*rest == '/')
+	/* "./etc//passwd" means "etc/passwd". */
+	while (*rest == '/' || (rest[0] == '.' && (rest[1] == '/' || rest[1] == '\0')))
 		rest++;
 	if (*rest == '\0') {
 		extract_contents(ex, fd, dir, depth);
@@ -477,7 +478,7 @@ static void extract_along(struct extractor *ex, int fd, const struct qs_inode *d
 		return;
 	}
 	rest += n;
-	while (*rest == '/')
+	while (*rest == '/' || (rest[0] == '.' && (rest[1] == '/' || rest[1] == '\0')))
 		rest++;
 	if (!safe_name(name, n)) {
 		fail(ex, "refusing an unsafe name in the path to extract");
@@ -604,7 +605,7 @@ const struct cli_command cmd_extract = {
 		"still extracted; the exit status is then 1.\n"
 		"\n"
 		"Options:\n"
-		"  -C, --directory DIR  where to extract (required)\n"
+		"  -C, --directory DIR   where to extract (required)\n"
 		CLI_COMMON_HELP
 		"\n"
 		CLI_EXIT_STATUS_HELP

@@ -60,9 +60,11 @@ void cli_error(const char *image, const char *path, const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
+/* The summary reads as a sentence here: "Show an image's superblock ...". */
 static void cli_help(const struct cli_command *cmd)
 {
-	printf("Usage: %s\n%s\n\n%s", cmd->usage, cmd->summary, cmd->help);
+	printf("Usage: %s\n%c%s.\n\n%s", cmd->usage, toupper((unsigned char)cmd->summary[0]), cmd->summary + 1,
+	       cmd->help);
 }
 
 int cli_common_option(struct cli_common *co, int opt, const char *arg)
