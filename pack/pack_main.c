@@ -132,11 +132,15 @@ static int bad_option(const char *opt, const char *value)
 	return 2;
 }
 
-int pack_main(int argc, char **argv)
+#define PARSE_HELP (-1)      /* parse_args: --help was answered */
+
+/* Fill *o from the command line; 0 to go on, else the exit status. */
+static int parse_args(int argc, char **argv, struct pack_options *o_out)
 {
 	const char *comp_name = PACK_DEFAULT_COMPRESSOR;
 	const char *epoch = getenv("SOURCE_DATE_EPOCH");
-	struct pack_options o = {
+	struct pack_options o = *o_out;
+	struct pack_options defaults = {
 		.block_size = PACK_DEFAULT_BLOCK_SIZE,
 		.params.level = -1,
 		.fragments = true, .tail_packing = true, .dedup = true, .exportable = true,
@@ -146,12 +150,11 @@ int pack_main(int argc, char **argv)
 	};
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	int64_t v;
-	int c, err;
+	int c;
 
+	defaults.excludes = o.excludes;
+	o = defaults;
 	o.jobs = cores > 0 ? (unsigned)cores : 1;
-	o.excludes = calloc((size_t)argc, sizeof(*o.excludes));
-	if (!o.excludes)
-		return 1;
 	while ((c = getopt_long(argc, argv, "c:l:b:j:qh", long_options, NULL)) != -1) {
 		switch (c) {
 		case 'c':
@@ -200,11 +203,9 @@ int pack_main(int argc, char **argv)
 		case 'q': o.quiet = true; break;
 		case 'h':
 			usage(stdout);
-			free(o.excludes);
-			return 0;
+			return PARSE_HELP;
 		default:
 			usage(stderr);
-			free(o.excludes);
 			return 2;
 		}
 	}
@@ -216,27 +217,38 @@ int pack_main(int argc, char **argv)
 	o.mkfs_time = o.overrides.mtime;
 	if (argc - optind < 2) {
 		usage(stderr);
-		free(o.excludes);
 		return 2;
 	}
 	o.comp = qs_compressor_by_name(comp_name);
 	if (!o.comp || !o.comp->compress) {
 		fprintf(stderr, "quash: pack: unknown compressor '%s'\n", comp_name);
-		free(o.excludes);
 		return 2;
 	}
 	if (o.params.level < 0)
 		o.params.level = strcmp(o.comp->name, PACK_DEFAULT_COMPRESSOR) == 0 ? PACK_DEFAULT_LEVEL
 										  : PACK_DEFAULT_LEVEL_ANY;
 	o.params.block_size = o.block_size;
-	if (!settings_work(&o)) {
-		free(o.excludes);
+	if (!settings_work(&o))
 		return 2;
-	}
 	o.sources = (const char **)argv + optind;
 	o.source_count = (size_t)(argc - optind - 1);
 	o.image = argv[argc - 1];
-	err = pack_run(&o);
+	*o_out = o;
+	return 0;
+}
+
+int pack_main(int argc, char **argv)
+{
+	struct pack_options o = { .excludes = calloc((size_t)argc, sizeof(char *)) };
+	int status;
+
+	if (!o.excludes)
+		return 1;
+	status = parse_args(argc, argv, &o);
+	if (status == 0)
+		status = pack_run(&o) ? 1 : 0;
+	else if (status == PARSE_HELP)
+		status = 0;
 	free(o.excludes);
-	return err ? 1 : 0;
+	return status;
 }
