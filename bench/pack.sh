@@ -45,7 +45,8 @@ run() {
 	local name=$1 best="" t i; shift
 	for i in $(seq "$REPEAT"); do
 		rm -f "$W/$name.sqfs"
-		t=$( { /usr/bin/time -f %e "$@" >/dev/null 2>/dev/null; } 2>&1 | tail -1)
+		/usr/bin/time -f %e -o "$W/time" "$@" >/dev/null 2>"$W/$name.log"
+		t=$(tail -1 "$W/time")
 		[ -s "$W/$name.sqfs" ] || { echo "pack.sh: $name failed" >&2; t=NaN; }
 		if [ -z "$best" ] || awk "BEGIN{exit !($t < $best)}"; then best=$t; fi
 	done
