@@ -2,13 +2,15 @@
  * test_compressor.c - the six compressors behind compressor.h.
  *
  * Round trips at several levels and block sizes; corrupt, truncated and
- * oversized blocks; options blocks.  Two real oracles check the formats:
- * blocks and options blocks that mksquashfs writes are decoded and compared
- * with what went in, and blocks we write are decoded by the command-line
- * tools of the same format (zstd, xz, xz --format=lzma, python's zlib).
+ * oversized blocks; options blocks.  Real oracles check the formats: blocks
+ * and options blocks that mksquashfs writes are decoded and compared with
+ * what went in; blocks we write are read by the kernel from a loop-mounted
+ * image (as root) and decoded by the command-line tools of the same format
+ * (zstd, xz, xz --format=lzma, python's zlib), whose output we decode too.
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -644,6 +646,99 @@ static void test_mksquashfs_blocks(void **state)
 	free(data);
 }
 
+/*
+ * The kernel as the oracle for our compress side.  mksquashfs makes an image
+ * with raw (uncompressed) data and inode tables holding one file of one
+ * block; we put our compressed block where the raw one was, clear the
+ * "uncompressed" bit in the inode's block size word, and let the kernel
+ * read the file back through a loop mount.  (The kernel has no lzma.)
+ */
+static const struct mksquashfs_case kernel_cases[] = {
+	{ "gzip", "", { .level = 1 } },
+	{ "gzip", "", { 0 } },
+	{ "lzo",  "", { .level = 1 } },
+	{ "lzo",  "", { 0 } },
+	{ "xz",   "", { 0 } },
+	{ "xz",   "-Xbcj x86,arm", { .xz_filters = 1 | 8 } },
+	{ "lz4",  "", { 0 } },
+	{ "lz4",  "-Xhc", { .lz4_hc = 1 } },
+	{ "zstd", "", { .level = 1 } },
+	{ "zstd", "-Xcompression-level 19", { .level = 19 } },
+};
+
+static void put_our_block(const struct mksquashfs_case *kc, uint8_t *img, size_t img_len,
+			  const uint8_t *data, size_t len)
+{
+	const struct qs_compressor *c = qs_compressor_by_name(kc->comp);
+	struct qs_compress_params p = kc->p;
+	uint64_t inode_table = sqfs_le64(img + 64), dir_table = sqfs_le64(img + 72);
+	size_t pos = SQFS_SUPER_SIZE, word_at = 0;
+	int words = 0;
+	ssize_t n;
+
+	if (sqfs_le16(img + 24) & SQFS_FLAG_COMPRESSOR_OPTIONS)
+		pos += 2 + (sqfs_le16(img + pos) & SQFS_META_SIZE_MASK);
+	assert_true(pos + len <= inode_table && dir_table <= img_len && inode_table < dir_table);
+	assert_memory_equal(img + pos, data, len);      /* the raw block is where we think */
+
+	for (size_t at = inode_table; at + 4 <= dir_table; at++)
+		if (sqfs_le32(img + at) == (SQFS_BLOCK_UNCOMPRESSED | len)) {
+			word_at = at;
+			words++;
+		}
+	assert_int_equal(words, 1);
+
+	p.block_size = sqfs_le32(img + 12);
+	n = c->compress(&p, data, len, img + pos, len);
+	assert_true(n > 0);
+	memset(img + pos + n, 0, len - (size_t)n);
+	sqfs_put32(img + word_at, (uint32_t)n);
+}
+
+static void test_kernel_reads_our_blocks(void **state)
+{
+	const size_t len = 100 * KIB;
+	uint8_t *data = xmalloc(len), *img;
+	char img_path[300], mnt[300], file[300];
+	size_t img_len;
+
+	(void)state;
+	if (geteuid() != 0 || !have("mksquashfs"))
+		skip();
+	fill(data, len, DATA_TEXT, 43);
+	snprintf(img_path, sizeof(img_path), "%s/kin", workdir);
+	mkdir(img_path, 0755);
+	snprintf(img_path, sizeof(img_path), "%s/kin/file", workdir);
+	write_file(img_path, data, len);
+	snprintf(img_path, sizeof(img_path), "%s/kimg", workdir);
+	snprintf(mnt, sizeof(mnt), "%s/kmnt", workdir);
+	snprintf(file, sizeof(file), "%s/kmnt/file", workdir);
+	mkdir(mnt, 0755);
+
+	for (size_t i = 0; i < sizeof(kernel_cases) / sizeof(kernel_cases[0]); i++) {
+		const struct mksquashfs_case *kc = &kernel_cases[i];
+		bool same, unmounted;
+
+		if (run("mksquashfs '%s/kin' '%s' -comp %s %s -b 128K -noI -noD -no-fragments -no-xattrs "
+			"-noappend -quiet -no-progress >/dev/null", workdir, img_path, kc->comp, kc->args) != 0)
+			fail_msg("mksquashfs -comp %s failed", kc->comp);
+		img = read_file(img_path, &img_len);
+		put_our_block(kc, img, img_len, data, len);
+		write_file(img_path, img, img_len);
+		free(img);
+
+		if (run("mount -t squashfs -o loop,ro '%s' '%s' 2>/dev/null", img_path, mnt) != 0)
+			fail_msg("the kernel would not mount the %s image", kc->comp);
+		same = run("cmp -s '%s' '%s/kin/file'", file, workdir) == 0;
+		unmounted = run("umount '%s'", mnt) == 0;
+		if (!same)
+			fail_msg("%s %s level %d: the kernel read our block differently", kc->comp, kc->args,
+				 kc->p.level);
+		assert_true(unmounted);
+	}
+	free(data);
+}
+
 struct tool_case {
 	const struct qs_compressor *c;
 	const char *tool;
@@ -744,6 +839,7 @@ int main(void)
 		cmocka_unit_test(test_bad_params),
 		cmocka_unit_test(test_threads),
 		cmocka_unit_test(test_mksquashfs_blocks),
+		cmocka_unit_test(test_kernel_reads_our_blocks),
 		cmocka_unit_test(test_tools_agree),
 	};
 
