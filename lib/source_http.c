@@ -307,7 +307,8 @@ static struct curl_slist *s3_headers(const struct remote_target *t, struct curl_
 
 	if (!t->sigv4)
 		return list;
-	list = append_header(list, "x-amz-content-sha256: UNSIGNED-PAYLOAD");  /* curl 7.88 does not send it */
+	/* curl 7.88 signs the payload as unsigned but does not say so itself. */
+	list = append_header(list, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
 	if (list && token && t->creds->access_key) {
 		if (asprintf(&line, "x-amz-security-token: %s", token) < 0) {
 			curl_slist_free_all(list);
@@ -395,17 +396,19 @@ static int judge(struct remote *rm, CURLcode rc, const char *curl_msg, struct re
 	if (rc != CURLE_OK) {
 		int err = retryable_curl_error(rc) ? -EAGAIN : -EIO;
 
-		return qs_set_error(err, "%s: %s", rm->t.name, curl_msg[0] ? curl_msg : curl_easy_strerror(rc));
+		return qs_set_error(err, "%s: %s", rm->t.name,
+				    curl_msg[0] ? curl_msg : curl_easy_strerror(rc));
 	}
 	s3_error_code(r->errbody, code, sizeof(code));
 	switch (r->status) {
 	case 206:
 		break;
 	case 200:
-		return qs_set_error(-EIO, "%s: server ignores range requests (200 instead of 206)", rm->t.name);
+		return qs_set_error(-EIO, "%s: server ignores range requests (200 instead of 206)",
+				    rm->t.name);
 	case 412:
-		return qs_set_error(-ESTALE, "%s: the object changed since it was opened; reopen to see the new "
-				    "version", rm->t.name);
+		return qs_set_error(-ESTALE, "%s: the object changed since it was opened; "
+				    "reopen to see the new version", rm->t.name);
 	case 416:
 		return qs_set_error(-EIO, "%s: range not satisfiable (empty object?)", rm->t.name);
 	case 401:
@@ -417,12 +420,13 @@ static int judge(struct remote *rm, CURLcode rc, const char *curl_msg, struct re
 	case 429:
 		return qs_set_error(-EAGAIN, "%s: HTTP %ld%s", rm->t.name, r->status, code);
 	default:
-		return qs_set_error(r->status >= 500 ? -EAGAIN : -EIO, "%s: HTTP %ld%s", rm->t.name, r->status,
-				    code);
+		return qs_set_error(r->status >= 500 ? -EAGAIN : -EIO, "%s: HTTP %ld%s", rm->t.name,
+				    r->status, code);
 	}
 	if (kind == REQUEST_READ && changed_version(rm, r))
-		return qs_set_error(-ESTALE, "%s: the object changed since it was opened (ETag %s, now %s); reopen "
-				    "to see the new version", rm->t.name, rm->etag[0] ? rm->etag : rm->last_modified,
+		return qs_set_error(-ESTALE, "%s: the object changed since it was opened (%s, now %s); "
+				    "reopen to see the new version", rm->t.name,
+				    rm->etag[0] ? rm->etag : rm->last_modified,
 				    rm->etag[0] ? r->etag : r->last_modified);
 	if (!r->has_range)
 		return qs_set_error(-EIO, "%s: answer without a valid Content-Range", rm->t.name);
@@ -755,8 +759,8 @@ static int remote_first_request(struct remote *rm, char *first, size_t chunk_siz
 			snprintf(rm->etag, sizeof(rm->etag), "%s", r->etag);
 		snprintf(rm->last_modified, sizeof(rm->last_modified), "%s", r->last_modified);
 		if (!rm->etag[0] && !rm->last_modified[0])
-			ret = qs_set_error(-EIO, "%s: no ETag or Last-Modified: cannot tell if the object changes",
-					   rm->t.name);
+			ret = qs_set_error(-EIO, "%s: no ETag or Last-Modified: cannot tell if the object "
+					   "changes", rm->t.name);
 	}
 	free(r);
 	return ret;
@@ -800,8 +804,8 @@ static int open_from_cache(struct remote *rm, const struct qs_source_options *op
 		snprintf(rm->etag, sizeof(rm->etag), "%s", validator);
 	else
 		snprintf(rm->last_modified, sizeof(rm->last_modified), "%s", validator);
-	if (asprintf(&notice, "%s: server unreachable (%s); serving the version recorded in cache directory %s",
-		     rm->t.name, why, opt->cache_dir) < 0)
+	if (asprintf(&notice, "%s: server unreachable (%s); serving the version recorded in cache "
+		     "directory %s", rm->t.name, why, opt->cache_dir) < 0)
 		notice = NULL;
 	free(why);
 	ret = chunk_cache_open(&fetcher, rm->t.name, identity, size, opt, NULL, notice, out);
@@ -834,7 +838,9 @@ int qs_source_open_remote(const char *spec, const struct qs_source_options *opt,
 	pthread_mutex_init(&rm->pool_lock, NULL);
 	rm->retry_seconds = opt->retry_seconds ? opt->retry_seconds : REMOTE_DEFAULT_RETRY_SECONDS;
 	/* A stall may use a quarter of the budget: time must remain to retry elsewhere. */
-	rm->stall_seconds = rm->retry_seconds / 4 < REMOTE_STALL_SECONDS ? rm->retry_seconds / 4 : REMOTE_STALL_SECONDS;
+	rm->stall_seconds = rm->retry_seconds / 4;
+	if (rm->stall_seconds > REMOTE_STALL_SECONDS)
+		rm->stall_seconds = REMOTE_STALL_SECONDS;
 	if (rm->stall_seconds < 1)
 		rm->stall_seconds = 1;
 	if (!strncmp(spec, "s3://", 5)) {

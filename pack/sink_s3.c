@@ -415,7 +415,8 @@ static int create_upload(struct s3_sink *s)
 	start = ret == 0 && reply.body ? strstr(reply.body, "<UploadId>") : NULL;
 	end = start ? strstr(start, "</UploadId>") : NULL;
 	if (ret == 0 && !end)
-		ret = qs_set_error(-EIO, "%s: starting a multipart upload: no UploadId in the answer", s->t.name);
+		ret = qs_set_error(-EIO, "%s: starting a multipart upload: no UploadId in the answer",
+				   s->t.name);
 	if (ret == 0) {
 		char *id = strndup(start + 10, end - start - 10);
 
