@@ -1,0 +1,175 @@
+/*
+ * fill.c - pushing decompressed blocks into the kernel's page cache.
+ *
+ * A 4 KiB read of a 128 KiB block costs a whole decompression; pushing the
+ * whole block with fuse_lowlevel_notify_store() spares the kernel the other
+ * 31 round trips.  The push must not come from a request worker: the store
+ * waits for the page locks of reads still queued for the workers, and with
+ * every worker waiting so, nothing serves them (shared/probes/
+ * page-cache-fill-probe.c shows the deadlock).  So workers queue the block,
+ * with the cache reference they hold, and one filler thread stores it.
+ *
+ * A full queue drops the push: the kernel asks again, nothing is lost.  A
+ * block pushed a moment ago is not queued again: many readers of one block
+ * would otherwise store it once each.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "mount_int.h"
+
+#define QM_FILL_QUEUE_LEN 256
+
+/* Recently pushed blocks, by hash of (node id, block index); a collision costs one extra push. */
+#define QM_FILL_RECENT_SLOTS 4096
+#define QM_FILL_RECENT_MS 2000
+
+struct fill_item {
+	fuse_ino_t nodeid;
+	off_t off;
+	struct qs_block *block;
+	const void *data;
+	size_t len;
+};
+
+struct recent_slot {
+	_Atomic uint64_t key;
+	_Atomic int64_t when_ms;
+};
+
+struct qm_fill {
+	struct fuse_session *se;
+	struct qs_image *img;
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t nonempty;
+	bool stop;
+	unsigned head, tail;        /* tail == head: empty */
+	struct fill_item queue[QM_FILL_QUEUE_LEN];
+	struct recent_slot recent[QM_FILL_RECENT_SLOTS];
+};
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static uint64_t block_key(fuse_ino_t nodeid, uint64_t index)
+{
+	uint64_t k = ((uint64_t)nodeid * 0x9e3779b97f4a7c15ull) ^ (index + 1) * 0xc2b2ae3d27d4eb4full;
+
+	return k ? k : 1;
+}
+
+static bool recently_pushed(struct qm_fill *fill, uint64_t key, int64_t now)
+{
+	struct recent_slot *slot = &fill->recent[key % QM_FILL_RECENT_SLOTS];
+
+	return atomic_load_explicit(&slot->key, memory_order_relaxed) == key &&
+	       now - atomic_load_explicit(&slot->when_ms, memory_order_relaxed) < QM_FILL_RECENT_MS;
+}
+
+static void remember_push(struct qm_fill *fill, uint64_t key, int64_t now)
+{
+	struct recent_slot *slot = &fill->recent[key % QM_FILL_RECENT_SLOTS];
+
+	atomic_store_explicit(&slot->key, key, memory_order_relaxed);
+	atomic_store_explicit(&slot->when_ms, now, memory_order_relaxed);
+}
+
+void qm_fill_push(struct qm_fill *fill, fuse_ino_t nodeid, uint64_t index, off_t off,
+		  struct qs_block *block, const void *data, size_t len)
+{
+	uint64_t key = block_key(nodeid, index);
+	int64_t now = now_ms();
+	bool queued = false;
+
+	if (len && !recently_pushed(fill, key, now)) {
+		pthread_mutex_lock(&fill->lock);
+		if ((fill->head + 1) % QM_FILL_QUEUE_LEN != fill->tail && !fill->stop) {
+			fill->queue[fill->head] = (struct fill_item){ nodeid, off, block, data, len };
+			fill->head = (fill->head + 1) % QM_FILL_QUEUE_LEN;
+			pthread_cond_signal(&fill->nonempty);
+			queued = true;
+		}
+		pthread_mutex_unlock(&fill->lock);
+	}
+	if (queued)
+		remember_push(fill, key, now);
+	else
+		qs_block_release(fill->img, block);
+}
+
+static void store(struct qm_fill *fill, const struct fill_item *item)
+{
+	struct fuse_bufvec bv = FUSE_BUFVEC_INIT(item->len);
+
+	bv.buf[0].mem = (void *)item->data;
+	/* -ENOENT: the kernel forgot the inode meanwhile; nothing to do */
+	fuse_lowlevel_notify_store(fill->se, item->nodeid, item->off, &bv, 0);
+	qs_block_release(fill->img, item->block);
+}
+
+static void *filler(void *arg)
+{
+	struct qm_fill *fill = arg;
+
+	pthread_mutex_lock(&fill->lock);
+	for (;;) {
+		struct fill_item item;
+
+		while (fill->head == fill->tail && !fill->stop)
+			pthread_cond_wait(&fill->nonempty, &fill->lock);
+		if (fill->stop)
+			break;
+		item = fill->queue[fill->tail];
+		fill->tail = (fill->tail + 1) % QM_FILL_QUEUE_LEN;
+		pthread_mutex_unlock(&fill->lock);
+		store(fill, &item);
+		pthread_mutex_lock(&fill->lock);
+	}
+	/* stopping: the session is gone, drop what is left */
+	while (fill->tail != fill->head) {
+		qs_block_release(fill->img, fill->queue[fill->tail].block);
+		fill->tail = (fill->tail + 1) % QM_FILL_QUEUE_LEN;
+	}
+	pthread_mutex_unlock(&fill->lock);
+	return NULL;
+}
+
+struct qm_fill *qm_fill_start(struct fuse_session *se, struct qs_image *img)
+{
+	struct qm_fill *fill = calloc(1, sizeof(*fill));
+
+	if (!fill)
+		return NULL;
+	fill->se = se;
+	fill->img = img;
+	pthread_mutex_init(&fill->lock, NULL);
+	pthread_cond_init(&fill->nonempty, NULL);
+	if (pthread_create(&fill->thread, NULL, filler, fill) != 0) {
+		pthread_mutex_destroy(&fill->lock);
+		pthread_cond_destroy(&fill->nonempty);
+		free(fill);
+		return NULL;
+	}
+	return fill;
+}
+
+void qm_fill_stop(struct qm_fill *fill)
+{
+	if (!fill)
+		return;
+	pthread_mutex_lock(&fill->lock);
+	fill->stop = true;
+	pthread_cond_signal(&fill->nonempty);
+	pthread_mutex_unlock(&fill->lock);
+	pthread_join(fill->thread, NULL);
+	pthread_mutex_destroy(&fill->lock);
+	pthread_cond_destroy(&fill->nonempty);
+	free(fill);
+}

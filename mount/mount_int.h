@@ -1,0 +1,108 @@
+/*
+ * mount_int.h - what the pieces of the FUSE mount share: the options, the
+ * mounted filesystem's state, and the entry points of each file.
+ *
+ *   options.c   the command lines (quash mount, squashfuse_ll, mount.fuse3)
+ *   ops.c       the FUSE low-level operations over libquash
+ *   fill.c      the thread that pushes decompressed blocks into the page cache
+ *   session.c   the session: worker threads, signals, idle timeout, unmount
+ *   mount_main.c  entry points, daemonizing, readiness
+ */
+#ifndef QUASH_MOUNT_INT_H
+#define QUASH_MOUNT_INT_H
+
+#define FUSE_USE_VERSION 34
+#include <fuse_lowlevel.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "quash.h"
+
+/* Worker threads by default: the fio runs of bench/mount.sh on 2 cores. */
+#define QM_DEFAULT_THREADS 2
+#define QM_MAX_THREADS 64
+
+/* The image never changes under a mount, so the kernel may cache for ever. */
+#define QM_CACHE_TIMEOUT (365.0 * 24 * 3600)
+
+/* Failures logged before the daemon falls silent (a scan of a corrupt image). */
+#define QM_LOG_MAX 100
+
+struct qm_options {
+	const char *progname;       /* for messages: "quash" or "squashfuse_ll" */
+	const char *image;
+	const char *mountpoint;
+	bool foreground, debug, single_thread;
+	bool squashfuse_compat;
+	unsigned threads;           /* 0: QM_DEFAULT_THREADS */
+	bool notify_store;          /* push whole blocks into the page cache */
+	size_t cache_bytes;         /* 0: the library's default */
+	uint64_t offset;
+	bool offset_given;
+	bool uid_set, gid_set;
+	uid_t uid;
+	gid_t gid;
+	const char *subdir;
+	const char *notify_pipe;
+	unsigned idle_timeout;      /* seconds; 0: never */
+	char kernel_opts[1024];     /* comma-separated options for the FUSE mount */
+	char strings[8192];         /* copies of the -o lists; subdir= etc. point here */
+	size_t strings_used;
+};
+
+enum qm_parse_result { QM_PARSE_OK, QM_PARSE_ERROR, QM_PARSE_HELP };
+
+enum qm_parse_result qm_parse_args(int argc, char **argv, bool squashfuse_compat, struct qm_options *opt);
+void qm_usage(const struct qm_options *opt);
+
+struct qm_fill;
+
+/* The mounted filesystem: the userdata of every FUSE request. */
+struct qm_fs {
+	struct qs_image *img;
+	struct fuse_session *se;
+	const struct qm_options *opt;
+	const char *name;           /* the image as the user named it */
+	qs_ref root_ref;            /* FUSE_ROOT_ID stands for this inode */
+	uint32_t block_size;
+	uint64_t bytes_used;
+	uint32_t inode_count;
+	bool has_xattrs;
+	struct qm_fill *fill;       /* NULL: no page-cache fill */
+
+	/* readiness: set by the INIT request */
+	pthread_mutex_t ready_lock;
+	pthread_cond_t ready_cond;
+	bool ready;
+	bool ended;                 /* a worker has returned */
+
+	/* idle timeout: only maintained when opt->idle_timeout is set */
+	_Atomic int64_t last_access;
+	atomic_int open_count;
+
+	atomic_int log_count;
+	bool use_syslog;            /* daemonized: stderr is gone */
+	atomic_bool unmounting;
+	char mountpoint[4096];      /* absolute */
+};
+
+extern const struct fuse_lowlevel_ops qm_ops;
+
+/* One line to stderr (foreground) or syslog; rate-limited by QM_LOG_MAX. */
+void qm_log(struct qm_fs *fs, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* fill.c */
+struct qm_fill *qm_fill_start(struct fuse_session *se, struct qs_image *img);
+void qm_fill_stop(struct qm_fill *fill);
+/* Hand over 'block' (a reference the caller owns) to be stored at 'off' of 'nodeid'. */
+void qm_fill_push(struct qm_fill *fill, fuse_ino_t nodeid, uint64_t index, off_t off,
+		  struct qs_block *block, const void *data, size_t len);
+
+/* session.c */
+int qm_session_run(struct qm_fs *fs, int ready_fd, void (*on_ready)(struct qm_fs *fs));
+void qm_request_unmount(struct qm_fs *fs);
+
+#endif

@@ -1,0 +1,636 @@
+/*
+ * ops.c - the FUSE low-level operations, each a thin layer over libquash.
+ *
+ * Node ids: FUSE_ROOT_ID stands for the root inode (or the subdir= one);
+ * every other node id is the inode reference plus QM_NODEID_BIAS, so a
+ * request names its inode with no table, lock or forget bookkeeping.  Hard
+ * links share one reference, hence one kernel inode, as on the kernel's own
+ * squashfs; st_ino is the squashfs inode number, as the kernel reports it.
+ *
+ * The image never changes, so every reply lets the kernel cache it for
+ * QM_CACHE_TIMEOUT: attributes, entries, negative lookups (node id 0),
+ * symlink targets, directory listings and file pages.  A read decompresses
+ * whole blocks; the reply takes the bytes asked for and the block goes to
+ * the page-cache filler (fill.c), so the kernel has the rest of the block
+ * without asking again.  No lock is taken here: per-open state lives in
+ * fi->fh and the library locks its caches per shard.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/uio.h>
+
+#include "mount_int.h"
+#include "squashfs_fs.h"
+
+#define QM_NODEID_BIAS 2
+
+/* The kernel's squashfs reports its device block size, SQUASHFS_DEVBLK_SIZE. */
+#define QM_STAT_BLKSIZE 1024
+
+/* A read request is at most max_pages (256) pages; blocks are at least 4 KiB. */
+#define QM_READ_BLOCKS_MAX (256 * 4096 / (1 << SQFS_BLOCK_LOG_MIN) + 2)
+
+/* The kernel's squashfs reports SQUASHFS_NAME_LEN in statfs. */
+#define QM_NAME_MAX 256
+
+/* A listing held at opendir; a hostile image gets no more than this. */
+#define QM_DIR_ENTRIES_MAX (1u << 22)
+
+struct qm_dirent {
+	qs_ref ref;
+	uint32_t ino;
+	uint32_t name_off;
+	uint16_t name_len;
+	uint8_t type;
+};
+
+struct qm_dir {
+	uint32_t self_ino, parent_ino;
+	size_t count;
+	struct qm_dirent *ents;
+	char *names;
+};
+
+static inline struct qm_fs *fs_of(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+static inline qs_ref ref_of(const struct qm_fs *fs, fuse_ino_t nodeid)
+{
+	return nodeid == FUSE_ROOT_ID ? fs->root_ref : (qs_ref)(nodeid - QM_NODEID_BIAS);
+}
+
+static inline fuse_ino_t nodeid_of(const struct qm_fs *fs, qs_ref ref)
+{
+	return ref == fs->root_ref ? FUSE_ROOT_ID : (fuse_ino_t)ref + QM_NODEID_BIAS;
+}
+
+static void touch(struct qm_fs *fs)
+{
+	if (fs->opt->idle_timeout)
+		atomic_store_explicit(&fs->last_access, (int64_t)time(NULL), memory_order_relaxed);
+}
+
+static void count_open(struct qm_fs *fs, int delta)
+{
+	if (fs->opt->idle_timeout) {
+		atomic_fetch_add(&fs->open_count, delta);
+		touch(fs);
+	}
+}
+
+/* Answer a failed request; corruption and I/O errors get a line in the log. */
+static void reply_failure(struct qm_fs *fs, fuse_req_t req, int err, const char *what, fuse_ino_t nodeid)
+{
+	if (err != -ENOENT && err != -ENODATA && err != -ERANGE && err != -ENOTDIR)
+		qm_log(fs, "%s of inode reference 0x%llx: %s", what, (unsigned long long)ref_of(fs, nodeid),
+		       qs_last_error());
+	fuse_reply_err(req, err < 0 ? -err : EIO);
+}
+
+static mode_t type_mode(unsigned type)
+{
+	switch (type) {
+	case QS_DIR: return S_IFDIR;
+	case QS_FILE: return S_IFREG;
+	case QS_SYMLINK: return S_IFLNK;
+	case QS_BLKDEV: return S_IFBLK;
+	case QS_CHRDEV: return S_IFCHR;
+	case QS_FIFO: return S_IFIFO;
+	case QS_SOCKET: return S_IFSOCK;
+	}
+	return 0;
+}
+
+/* What stat(2) shows on the kernel's squashfs for this inode. */
+static void fill_stat(const struct qm_fs *fs, const struct qs_inode *in, struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_ino = in->ino;
+	st->st_mode = in->mode;
+	st->st_nlink = in->nlink;
+	st->st_uid = fs->opt->uid_set ? fs->opt->uid : in->uid;
+	st->st_gid = fs->opt->gid_set ? fs->opt->gid : in->gid;
+	if (in->type == QS_FILE || in->type == QS_DIR || in->type == QS_SYMLINK)
+		st->st_size = (off_t)in->size;
+	if (in->type == QS_BLKDEV || in->type == QS_CHRDEV) {
+		/* new_decode_dev() of the stored 32-bit number */
+		unsigned major = (in->rdev & 0xfff00) >> 8;
+		unsigned minor = (in->rdev & 0xff) | ((in->rdev >> 12) & 0xfff00);
+
+		st->st_rdev = makedev(major, minor);
+	}
+	st->st_blocks = (blkcnt_t)qs_inode_blocks512(in);
+	st->st_blksize = QM_STAT_BLKSIZE;
+	st->st_atime = st->st_mtime = st->st_ctime = in->mtime;
+}
+
+static int read_node(struct qm_fs *fs, fuse_ino_t nodeid, struct qs_inode *in)
+{
+	return qs_inode_read(fs->img, ref_of(fs, nodeid), in);
+}
+
+static void op_init(void *userdata, struct fuse_conn_info *conn)
+{
+	struct qm_fs *fs = userdata;
+
+	conn->want |= FUSE_CAP_ASYNC_READ;
+	if (conn->capable & FUSE_CAP_CACHE_SYMLINKS)
+		conn->want |= FUSE_CAP_CACHE_SYMLINKS;
+	if (conn->capable & FUSE_CAP_READDIRPLUS)
+		conn->want |= FUSE_CAP_READDIRPLUS;
+	/* nothing changes behind the kernel's back: no invalidation on attribute replies */
+	conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
+	conn->time_gran = 1000000000;
+	conn->max_background = 64;
+	conn->congestion_threshold = 48;
+
+	pthread_mutex_lock(&fs->ready_lock);
+	fs->ready = true;
+	pthread_cond_broadcast(&fs->ready_cond);
+	pthread_mutex_unlock(&fs->ready_lock);
+}
+
+static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct qm_fs *fs = fs_of(req);
+	struct fuse_entry_param e = { .attr_timeout = QM_CACHE_TIMEOUT, .entry_timeout = QM_CACHE_TIMEOUT };
+	struct qs_inode dir, child;
+	int err;
+
+	touch(fs);
+	err = read_node(fs, parent, &dir);
+	if (!err)
+		err = qs_lookup(fs->img, &dir, name, strlen(name), &child);
+	if (err == -ENOENT) {
+		fuse_reply_entry(req, &e);      /* node id 0: the kernel caches the absence */
+		return;
+	}
+	if (err) {
+		reply_failure(fs, req, err, "lookup", parent);
+		return;
+	}
+	e.ino = nodeid_of(fs, child.ref);
+	fill_stat(fs, &child, &e.attr);
+	fuse_reply_entry(req, &e);
+}
+
+static void op_getattr(fuse_req_t req, fuse_ino_t nodeid, struct fuse_file_info *fi)
+{
+	struct qm_fs *fs = fs_of(req);
+	struct qs_inode in;
+	struct stat st;
+	int err;
+
+	(void)fi;
+	touch(fs);
+	err = read_node(fs, nodeid, &in);
+	if (err) {
+		reply_failure(fs, req, err, "getattr", nodeid);
+		return;
+	}
+	fill_stat(fs, &in, &st);
+	fuse_reply_attr(req, &st, QM_CACHE_TIMEOUT);
+}
+
+static void op_readlink(fuse_req_t req, fuse_ino_t nodeid)
+{
+	struct qm_fs *fs = fs_of(req);
+	struct qs_inode in;
+	char *target = NULL;
+	int err;
+
+	touch(fs);
+	err = read_node(fs, nodeid, &in);
+	if (!err && in.type != QS_SYMLINK)
+		err = -EINVAL;
+	if (!err && in.size > QS_SYMLINK_MAX)
+		err = qs_set_error(-EIO, "symlink target of %llu bytes", (unsigned long long)in.size);
+	if (!err && !(target = malloc(in.size + 1)))
+		err = -ENOMEM;
+	if (!err)
+		err = qs_readlink(fs->img, &in, target, in.size + 1);
+	if (err < 0)
+		reply_failure(fs, req, err, "readlink", nodeid);
+	else
+		fuse_reply_readlink(req, target);
+	free(target);
+}
+
+static void op_open(fuse_req_t req, fuse_ino_t nodeid, struct fuse_file_info *fi)
+{
+	struct qm_fs *fs = fs_of(req);
+	struct qs_inode in;
+	struct qs_file *file;
+	int err;
+
+	if ((fi->flags & O_ACCMODE) != O_RDONLY) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	err = read_node(fs, nodeid, &in);
+	if (!err)
+		err = qs_file_open(fs->img, &in, &file);
+	if (err) {
+		reply_failure(fs, req, err, "open", nodeid);
+		return;
+	}
+	fi->fh = (uintptr_t)file;
+	fi->keep_cache = 1;
+	fi->noflush = 1;
+	count_open(fs, 1);
+	if (fuse_reply_open(req, fi) != 0) {
+		qs_file_close(file);
+		count_open(fs, -1);
+	}
+}
+
+static void op_release(fuse_req_t req, fuse_ino_t nodeid, struct fuse_file_info *fi)
+{
+	(void)nodeid;
+	qs_file_close((struct qs_file *)(uintptr_t)fi->fh);
+	count_open(fs_of(req), -1);
+	fuse_reply_err(req, 0);
+}
+
+static void release_blocks(struct qm_fs *fs, struct qs_block **blocks, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		qs_block_release(fs->img, blocks[i]);
+}
+
+/*
+ * Reply with [off, off + size) straight from the cached blocks, then hand
+ * each block the reply did not cover whole to the page-cache filler.
+ */
+static void op_read(fuse_req_t req, fuse_ino_t nodeid, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	struct qm_fs *fs = fs_of(req);
+	struct qs_file *file = (struct qs_file *)(uintptr_t)fi->fh;
+	uint64_t file_size = qs_file_inode(file)->size, bs = fs->block_size, end;
+	struct qs_block *blocks[QM_READ_BLOCKS_MAX];
+	const void *data[QM_READ_BLOCKS_MAX];
+	size_t lens[QM_READ_BLOCKS_MAX];
+	struct iovec iov[QM_READ_BLOCKS_MAX];
+	uint64_t first, count;
+	int err = 0;
+
+	touch(fs);
+	if ((uint64_t)off >= file_size || size == 0) {
+		fuse_reply_buf(req, NULL, 0);
+		return;
+	}
+	end = (uint64_t)off + size < file_size ? (uint64_t)off + size : file_size;
+	first = (uint64_t)off / bs;
+	count = (end - 1) / bs - first + 1;
+	if (count > QM_READ_BLOCKS_MAX) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	for (uint64_t i = 0; i < count; i++) {
+		uint64_t start = (first + i) * bs;
+		uint64_t from = i == 0 ? (uint64_t)off - start : 0;
+		uint64_t to = end - start < bs ? end - start : bs;
+
+		err = qs_file_block(file, first + i, &blocks[i], &data[i], &lens[i]);
+		if (!err && lens[i] < to) {
+			qs_block_release(fs->img, blocks[i]);
+			err = qs_set_error(-EIO, "block %llu holds %zu bytes, expected %llu",
+					   (unsigned long long)(first + i), lens[i], (unsigned long long)to);
+		}
+		if (err) {
+			release_blocks(fs, blocks, i);
+			reply_failure(fs, req, err, "read", nodeid);
+			return;
+		}
+		iov[i].iov_base = (char *)data[i] + from;
+		iov[i].iov_len = to - from;
+	}
+	fuse_reply_iov(req, iov, (int)count);
+
+	for (uint64_t i = 0; i < count; i++) {
+		bool whole = iov[i].iov_base == data[i] && iov[i].iov_len == lens[i];
+
+		if (fs->fill && !whole)
+			qm_fill_push(fs->fill, nodeid, first + i, (off_t)((first + i) * bs), blocks[i], data[i], lens[i]);
+		else
+			qs_block_release(fs->img, blocks[i]);
+	}
+}
+
+static void dir_free(struct qm_dir *d)
+{
+	if (d) {
+		free(d->ents);
+		free(d->names);
+		free(d);
+	}
+}
+
+static int dir_append(struct qm_dir *d, size_t *ents_cap, size_t *names_len, size_t *names_cap,
+		      const struct qs_dirent *ent)
+{
+	if (d->count == QM_DIR_ENTRIES_MAX)
+		return qs_set_error(-EIO, "directory has more than %u entries", QM_DIR_ENTRIES_MAX);
+	if (d->count == *ents_cap) {
+		size_t cap = *ents_cap ? *ents_cap * 2 : 64;
+		void *p = realloc(d->ents, cap * sizeof(*d->ents));
+
+		if (!p)
+			return -ENOMEM;
+		d->ents = p;
+		*ents_cap = cap;
+	}
+	if (*names_len + ent->name_len + 1 > *names_cap) {
+		size_t cap = *names_cap ? *names_cap * 2 : 1024;
+		void *p;
+
+		while (cap < *names_len + ent->name_len + 1)
+			cap *= 2;
+		p = realloc(d->names, cap);
+		if (!p)
+			return -ENOMEM;
+		d->names = p;
+		*names_cap = cap;
+	}
+	d->ents[d->count++] = (struct qm_dirent){
+		.ref = ent->ref, .ino = ent->ino, .name_off = (uint32_t)*names_len,
+		.name_len = (uint16_t)ent->name_len, .type = (uint8_t)ent->type,
+	};
+	memcpy(d->names + *names_len, ent->name, ent->name_len + 1);
+	*names_len += ent->name_len + 1;
+	return 0;
+}
+
+/* The whole listing, read once; readdir offsets are indexes into it. */
+static int dir_load(struct qm_fs *fs, const struct qs_inode *in, struct qm_dir **out)
+{
+	struct qm_dir *d = calloc(1, sizeof(*d));
+	size_t ents_cap = 0, names_len = 0, names_cap = 0;
+	struct qs_dir_iter it;
+	struct qs_dirent ent;
+	int err;
+
+	if (!d)
+		return -ENOMEM;
+	d->self_ino = in->ino;
+	d->parent_ino = in->u.dir.parent_ino;
+	err = qs_dir_open(fs->img, in, &it);
+	while (!err && (err = qs_dir_next(&it, &ent)) == 1)
+		err = dir_append(d, &ents_cap, &names_len, &names_cap, &ent);
+	if (err < 0) {
+		dir_free(d);
+		return err;
+	}
+	*out = d;
+	return 0;
+}
+
+static void op_opendir(fuse_req_t req, fuse_ino_t nodeid, struct fuse_file_info *fi)
+{
+	struct qm_fs *fs = fs_of(req);
+	struct qs_inode in;
+	struct qm_dir *d;
+	int err;
+
+	err = read_node(fs, nodeid, &in);
+	if (!err && in.type != QS_DIR)
+		err = -ENOTDIR;
+	if (!err)
+		err = dir_load(fs, &in, &d);
+	if (err) {
+		reply_failure(fs, req, err, "opendir", nodeid);
+		return;
+	}
+	fi->fh = (uintptr_t)d;
+	fi->keep_cache = 1;
+	fi->cache_readdir = 1;
+	count_open(fs, 1);
+	if (fuse_reply_open(req, fi) != 0) {
+		dir_free(d);
+		count_open(fs, -1);
+	}
+}
+
+static void op_releasedir(fuse_req_t req, fuse_ino_t nodeid, struct fuse_file_info *fi)
+{
+	(void)nodeid;
+	dir_free((struct qm_dir *)(uintptr_t)fi->fh);
+	count_open(fs_of(req), -1);
+	fuse_reply_err(req, 0);
+}
+
+/*
+ * Entry i of the listing as the kernel's squashfs orders it: ".", "..",
+ * then the directory's entries.  The offset of entry i is i + 1.
+ */
+static size_t add_entry(fuse_req_t req, struct qm_fs *fs, const struct qm_dir *d, size_t i, bool plus,
+			char *buf, size_t room)
+{
+	struct fuse_entry_param e = { .attr_timeout = QM_CACHE_TIMEOUT, .entry_timeout = QM_CACHE_TIMEOUT };
+	const char *name;
+	struct qs_inode in;
+
+	if (i < 2) {
+		name = i == 0 ? "." : "..";
+		e.attr.st_ino = i == 0 ? d->self_ino : d->parent_ino;
+		e.attr.st_mode = S_IFDIR;
+	} else {
+		const struct qm_dirent *ent = &d->ents[i - 2];
+
+		name = d->names + ent->name_off;
+		e.attr.st_ino = ent->ino;
+		e.attr.st_mode = type_mode(ent->type);
+		if (plus) {
+			int err = qs_inode_read(fs->img, ent->ref, &in);
+
+			if (err) {
+				/* listed without attributes; a lookup will report the damage */
+				qm_log(fs, "readdirplus of inode reference 0x%llx: %s",
+				       (unsigned long long)ent->ref, qs_last_error());
+			} else {
+				e.ino = nodeid_of(fs, ent->ref);
+				fill_stat(fs, &in, &e.attr);
+			}
+		}
+	}
+	if (plus)
+		return fuse_add_direntry_plus(req, buf, room, name, &e, (off_t)(i + 1));
+	return fuse_add_direntry(req, buf, room, name, &e.attr, (off_t)(i + 1));
+}
+
+static void do_readdir(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi, bool plus)
+{
+	struct qm_fs *fs = fs_of(req);
+	const struct qm_dir *d = (const struct qm_dir *)(uintptr_t)fi->fh;
+	char *buf = malloc(size);
+	size_t used = 0, total = d->count + 2;
+
+	touch(fs);
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	for (size_t i = off < 0 ? 0 : (size_t)off; i < total; i++) {
+		size_t n = add_entry(req, fs, d, i, plus, buf + used, size - used);
+
+		if (n > size - used)
+			break;
+		used += n;
+	}
+	fuse_reply_buf(req, buf, used);
+	free(buf);
+}
+
+static void op_readdir(fuse_req_t req, fuse_ino_t nodeid, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	(void)nodeid;
+	do_readdir(req, size, off, fi, false);
+}
+
+static void op_readdirplus(fuse_req_t req, fuse_ino_t nodeid, size_t size, off_t off,
+			   struct fuse_file_info *fi)
+{
+	(void)nodeid;
+	do_readdir(req, size, off, fi, true);
+}
+
+/* Like the kernel's squashfs_statfs(); f_type is FUSE's own, the kernel sets it. */
+static void op_statfs(fuse_req_t req, fuse_ino_t nodeid)
+{
+	struct qm_fs *fs = fs_of(req);
+	struct statvfs st = {
+		.f_bsize = fs->block_size,
+		.f_frsize = fs->block_size,
+		.f_blocks = fs->bytes_used ? (fs->bytes_used - 1) / fs->block_size + 1 : 0,
+		.f_files = fs->inode_count,
+		.f_namemax = QM_NAME_MAX,
+	};
+
+	(void)nodeid;
+	touch(fs);
+	fuse_reply_statfs(req, &st);
+}
+
+static int load_xattrs(struct qm_fs *fs, fuse_ino_t nodeid, struct qs_xattr **xs, size_t *count)
+{
+	struct qs_inode in;
+	int err;
+
+	*xs = NULL;
+	*count = 0;
+	if (!fs->has_xattrs)
+		return 0;
+	err = read_node(fs, nodeid, &in);
+	if (err || in.xattr == QS_NO_XATTR)
+		return err;
+	return qs_xattr_list(fs->img, &in, xs, count);
+}
+
+static void op_getxattr(fuse_req_t req, fuse_ino_t nodeid, const char *name, size_t size)
+{
+	struct qm_fs *fs = fs_of(req);
+	struct qs_xattr *xs;
+	size_t count, i;
+	int err;
+
+	touch(fs);
+	err = load_xattrs(fs, nodeid, &xs, &count);
+	if (err) {
+		reply_failure(fs, req, err, "getxattr", nodeid);
+		return;
+	}
+	for (i = 0; i < count && strcmp(xs[i].name, name) != 0; i++)
+		;
+	if (i == count)
+		fuse_reply_err(req, ENODATA);
+	else if (size == 0)
+		fuse_reply_xattr(req, xs[i].value_len);
+	else if (size < xs[i].value_len)
+		fuse_reply_err(req, ERANGE);
+	else
+		fuse_reply_buf(req, xs[i].value, xs[i].value_len);
+	qs_xattr_free(xs, count);
+}
+
+/*
+ * The kernel's squashfs on an image without an xattr table: directories,
+ * symlinks and extended regular files have no listxattr (EOPNOTSUPP, seen on
+ * Linux 6.18), other inodes list nothing.
+ */
+static void listxattr_without_table(struct qm_fs *fs, fuse_req_t req, fuse_ino_t nodeid, size_t size)
+{
+	struct qs_inode in;
+	int err = read_node(fs, nodeid, &in);
+
+	if (err)
+		reply_failure(fs, req, err, "listxattr", nodeid);
+	else if (in.type == QS_DIR || in.type == QS_SYMLINK || (in.type == QS_FILE && in.extended))
+		fuse_reply_err(req, EOPNOTSUPP);
+	else if (size == 0)
+		fuse_reply_xattr(req, 0);
+	else
+		fuse_reply_buf(req, NULL, 0);
+}
+
+static void op_listxattr(fuse_req_t req, fuse_ino_t nodeid, size_t size)
+{
+	struct qm_fs *fs = fs_of(req);
+	struct qs_xattr *xs;
+	size_t count, total = 0;
+	char *list, *p;
+	int err;
+
+	touch(fs);
+	if (!fs->has_xattrs) {
+		listxattr_without_table(fs, req, nodeid, size);
+		return;
+	}
+	err = load_xattrs(fs, nodeid, &xs, &count);
+	if (err) {
+		reply_failure(fs, req, err, "listxattr", nodeid);
+		return;
+	}
+	for (size_t i = 0; i < count; i++)
+		total += strlen(xs[i].name) + 1;
+	if (size == 0) {
+		fuse_reply_xattr(req, total);
+	} else if (size < total) {
+		fuse_reply_err(req, ERANGE);
+	} else if (!(list = malloc(total ? total : 1))) {
+		fuse_reply_err(req, ENOMEM);
+	} else {
+		p = list;
+		for (size_t i = 0; i < count; i++) {
+			size_t n = strlen(xs[i].name) + 1;
+
+			memcpy(p, xs[i].name, n);
+			p += n;
+		}
+		fuse_reply_buf(req, list, total);
+		free(list);
+	}
+	qs_xattr_free(xs, count);
+}
+
+const struct fuse_lowlevel_ops qm_ops = {
+	.init = op_init,
+	.lookup = op_lookup,
+	.getattr = op_getattr,
+	.readlink = op_readlink,
+	.open = op_open,
+	.read = op_read,
+	.release = op_release,
+	.opendir = op_opendir,
+	.readdir = op_readdir,
+	.readdirplus = op_readdirplus,
+	.releasedir = op_releasedir,
+	.statfs = op_statfs,
+	.getxattr = op_getxattr,
+	.listxattr = op_listxattr,
+};

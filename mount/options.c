@@ -1,0 +1,275 @@
+/*
+ * options.c - the mount's command lines.
+ *
+ * Three callers share one parser:
+ *   quash mount [-f] [-d] [-s] [-o OPTIONS] IMAGE MOUNTPOINT
+ *   squashfuse_ll [-f] [-d] [-s] [-o OPTIONS] IMAGE MOUNTPOINT   (Apptainer, SingularityCE)
+ *   quash IMAGE MOUNTPOINT -o OPTIONS                            (mount.fuse3, fstab)
+ * Options may come before or after the two paths, "-oOPTS" and "-o OPTS"
+ * alike, and an empty "-o ''" (Apptainer passes one) is fine.  Mount flags
+ * the kernel understands are passed on; the rest are ours or ignored as
+ * mount(8) bookkeeping.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mount_int.h"
+
+/* Handed to the kernel's FUSE mount as they are. */
+static const char *const kernel_flags[] = {
+	"allow_other", "allow_root", "dev", "nodev", "suid", "nosuid", "exec", "noexec", "ro",
+	"auto_unmount",
+};
+
+/* mount(8) and fstab vocabulary, and squashfuse_ll's threading knobs: accepted, no effect. */
+static const char *const ignored[] = {
+	"rw", "defaults", "auto", "noauto", "user", "nouser", "users", "_netdev", "nofail",
+	"atime", "noatime", "relatime", "norelatime", "strictatime", "nodiratime", "diratime",
+	"async", "sync", "clone_fd", "max_idle_threads", "max_threads", "lazytime", "nolazytime",
+};
+
+static const char *progname_of(const struct qm_options *opt)
+{
+	return opt->progname ? opt->progname : "quash";
+}
+
+static bool in_list(const char *name, const char *const *list, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(name, list[i]) == 0)
+			return true;
+	return false;
+}
+
+static int parse_u64(const char *s, uint64_t *out)
+{
+	char *end;
+
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	*out = strtoull(s, &end, 0);
+	return errno || *end ? -EINVAL : 0;
+}
+
+/* "64M", "1G", "4096": bytes. */
+static int parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	uint64_t mult = 1;
+
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	*out = strtoull(s, &end, 10);
+	if (errno)
+		return -EINVAL;
+	switch (*end) {
+	case 'k': case 'K': mult = 1ull << 10; end++; break;
+	case 'm': case 'M': mult = 1ull << 20; end++; break;
+	case 'g': case 'G': mult = 1ull << 30; end++; break;
+	}
+	if (*end || *out > UINT64_MAX / mult)
+		return -EINVAL;
+	*out *= mult;
+	return 0;
+}
+
+static int add_kernel_opt(struct qm_options *opt, const char *o)
+{
+	size_t len = strlen(opt->kernel_opts);
+
+	if (len + strlen(o) + 2 > sizeof(opt->kernel_opts))
+		return -E2BIG;
+	snprintf(opt->kernel_opts + len, sizeof(opt->kernel_opts) - len, "%s%s", len ? "," : "", o);
+	return 0;
+}
+
+static int bad_value(const struct qm_options *opt, const char *name, const char *value)
+{
+	fprintf(stderr, "%s: bad value in mount option '%s=%s'\n", progname_of(opt), name, value);
+	return -EINVAL;
+}
+
+/* One "name" or "name=value" from a -o list.  'o' is writable and ours. */
+static int parse_one(struct qm_options *opt, char *o)
+{
+	char *value = strchr(o, '=');
+	uint64_t n;
+
+	if (value)
+		*value++ = '\0';
+	if (!value && in_list(o, kernel_flags, sizeof(kernel_flags) / sizeof(kernel_flags[0])))
+		return add_kernel_opt(opt, o);
+	if (in_list(o, ignored, sizeof(ignored) / sizeof(ignored[0])))
+		return 0;
+	if (!value) {
+		if (strcmp(o, "debug") == 0)
+			opt->debug = opt->foreground = true;
+		else if (strcmp(o, "notify_store") == 0)
+			opt->notify_store = true;
+		else if (strcmp(o, "nonotify_store") == 0)
+			opt->notify_store = false;
+		else
+			goto unknown;
+		return 0;
+	}
+	if (strcmp(o, "offset") == 0) {
+		if (parse_u64(value, &opt->offset))
+			return bad_value(opt, o, value);
+		opt->offset_given = true;
+	} else if (strcmp(o, "cache_size") == 0) {
+		if (parse_size(value, &n) || n > SIZE_MAX)
+			return bad_value(opt, o, value);
+		opt->cache_bytes = n;
+	} else if (strcmp(o, "threads") == 0) {
+		if (parse_u64(value, &n) || n < 1 || n > QM_MAX_THREADS)
+			return bad_value(opt, o, value);
+		opt->threads = (unsigned)n;
+	} else if (strcmp(o, "uid") == 0) {
+		if (parse_u64(value, &n) || n > UINT32_MAX)
+			return bad_value(opt, o, value);
+		opt->uid = (uid_t)n;
+		opt->uid_set = true;
+	} else if (strcmp(o, "gid") == 0) {
+		if (parse_u64(value, &n) || n > UINT32_MAX)
+			return bad_value(opt, o, value);
+		opt->gid = (gid_t)n;
+		opt->gid_set = true;
+	} else if (strcmp(o, "timeout") == 0) {
+		if (parse_u64(value, &n) || n > UINT32_MAX)
+			return bad_value(opt, o, value);
+		opt->idle_timeout = (unsigned)n;
+	} else if (strcmp(o, "subdir") == 0) {
+		opt->subdir = value;
+	} else if (strcmp(o, "notify_pipe") == 0) {
+		opt->notify_pipe = value;
+	} else {
+		goto unknown;
+	}
+	return 0;
+unknown:
+	fprintf(stderr, "%s: unknown mount option '%s%s%s'\n", progname_of(opt), o, value ? "=" : "",
+		value ? value : "");
+	return -EINVAL;
+}
+
+/* A comma-separated list, copied into opt->strings: subdir= and notify_pipe= point into it. */
+static int parse_list(struct qm_options *opt, const char *list)
+{
+	size_t len = strlen(list) + 1;
+	char *copy = opt->strings + opt->strings_used, *o, *save = NULL;
+
+	if (len > sizeof(opt->strings) - opt->strings_used) {
+		fprintf(stderr, "%s: mount options too long\n", progname_of(opt));
+		return -E2BIG;
+	}
+	memcpy(copy, list, len);
+	opt->strings_used += len;
+	for (o = strtok_r(copy, ",", &save); o; o = strtok_r(NULL, ",", &save)) {
+		int err = parse_one(opt, o);
+
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static int add_path(struct qm_options *opt, const char *arg)
+{
+	if (!opt->image) {
+		opt->image = arg;
+	} else if (!opt->mountpoint) {
+		opt->mountpoint = arg;
+	} else {
+		fprintf(stderr, "%s: unexpected argument '%s'\n", progname_of(opt), arg);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+enum qm_parse_result qm_parse_args(int argc, char **argv, bool squashfuse_compat, struct qm_options *opt)
+{
+	bool options_done = false;
+	const char *base = strrchr(argv[0], '/');
+
+	memset(opt, 0, sizeof(*opt));
+	opt->squashfuse_compat = squashfuse_compat;
+	opt->progname = squashfuse_compat ? (base ? base + 1 : argv[0]) : "quash";
+	opt->notify_store = true;
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (options_done || a[0] != '-' || a[1] == '\0') {
+			if (add_path(opt, a))
+				return QM_PARSE_ERROR;
+		} else if (strcmp(a, "--") == 0) {
+			options_done = true;
+		} else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+			return QM_PARSE_HELP;
+		} else if (strcmp(a, "-V") == 0 || strcmp(a, "--version") == 0) {
+			printf("%s (quash %s)\n", opt->progname, QUASH_VERSION);
+			exit(0);
+		} else if (strcmp(a, "-f") == 0) {
+			opt->foreground = true;
+		} else if (strcmp(a, "-d") == 0) {
+			opt->debug = opt->foreground = true;
+		} else if (strcmp(a, "-s") == 0) {
+			opt->single_thread = true;
+		} else if (strncmp(a, "-o", 2) == 0) {
+			const char *list = a[2] ? a + 2 : (i + 1 < argc ? argv[++i] : NULL);
+
+			if (!list) {
+				fprintf(stderr, "%s: -o needs a list of options\n", opt->progname);
+				return QM_PARSE_ERROR;
+			}
+			if (parse_list(opt, list))
+				return QM_PARSE_ERROR;
+		} else {
+			fprintf(stderr, "%s: unknown option '%s'\n", opt->progname, a);
+			return QM_PARSE_ERROR;
+		}
+	}
+	if (!opt->image || !opt->mountpoint) {
+		fprintf(stderr, "%s: need an IMAGE and a MOUNTPOINT (see --help)\n", opt->progname);
+		return QM_PARSE_ERROR;
+	}
+	if (add_kernel_opt(opt, "ro") || add_kernel_opt(opt, "default_permissions")) {
+		fprintf(stderr, "%s: mount options too long\n", opt->progname);
+		return QM_PARSE_ERROR;
+	}
+	return QM_PARSE_OK;
+}
+
+void qm_usage(const struct qm_options *opt)
+{
+	FILE *out = opt->squashfuse_compat ? stderr : stdout;
+
+	if (opt->squashfuse_compat)
+		fprintf(out, "%s (quash %s, compatible with squashfuse_ll)\n\n"
+			"Usage: %s [options] ARCHIVE MOUNTPOINT\n", opt->progname, QUASH_VERSION, opt->progname);
+	else
+		fprintf(out, "Usage: quash mount [-f] [-d] [-s] [-o OPTIONS] IMAGE MOUNTPOINT\n");
+	fprintf(out,
+		"\nOptions:\n"
+		"    -f                     foreground operation\n"
+		"    -d   -o debug          enable debug output (implies -f)\n"
+		"    -s                     one worker thread\n"
+		"    -o offset=N            offset N bytes into ARCHIVE to mount\n"
+		"    -o subdir=PATH         mount subdirectory PATH of ARCHIVE\n"
+		"    -o notify_pipe=PATH    named pipe that will receive 's' (success)\n"
+		"                           or 'f' (failure) when the mountpoint is ready\n"
+		"    -o timeout=N           idle N seconds for automatic unmount\n"
+		"    -o uid=N               set file owner to uid N\n"
+		"    -o gid=N               set file group to gid N\n"
+		"    -o cache_size=SIZE     bytes of decompressed blocks held (K, M, G suffixes)\n"
+		"    -o threads=N           worker threads (default %d)\n"
+		"    -o [no]notify_store    push whole decompressed blocks into the page cache (default on)\n"
+		"    -o allow_other,allow_root,dev,suid,exec,...  kernel mount flags\n",
+		QM_DEFAULT_THREADS);
+}

@@ -1,0 +1,283 @@
+/*
+ * session.c - the FUSE session: mounting, the request loop, and the ways
+ * a mount ends.
+ *
+ * The loop is our own: N worker threads each call fuse_session_receive_buf()
+ * and fuse_session_process_buf() on the one /dev/fuse descriptor.  libfuse's
+ * fuse_session_loop_mt() serves a tenth of the requests per second on this
+ * kind of machine (shared/probes/fuse-loop-probe.c).
+ *
+ * A mount ends when the kernel ends the connection: fusermount3 -u, umount,
+ * or our own lazy unmount on SIGTERM/SIGINT/SIGHUP or after timeout= idle
+ * seconds.  A lazy unmount lets processes that still use the mount finish;
+ * the workers then read ENODEV and return.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/wait.h>
+#include <syslog.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mount_int.h"
+
+void qm_log(struct qm_fs *fs, const char *fmt, ...)
+{
+	int n = atomic_fetch_add(&fs->log_count, 1);
+	char msg[512];
+	va_list ap;
+
+	if (n > QM_LOG_MAX)
+		return;
+	if (n == QM_LOG_MAX) {
+		snprintf(msg, sizeof(msg), "more than %d errors, no more are logged", QM_LOG_MAX);
+	} else {
+		va_start(ap, fmt);
+		vsnprintf(msg, sizeof(msg), fmt, ap);
+		va_end(ap);
+	}
+	if (fs->use_syslog)
+		syslog(LOG_ERR, "%s: %s", fs->name, msg);
+	else
+		fprintf(stderr, "%s: %s: %s\n", fs->opt->progname, fs->name, msg);
+}
+
+static void *worker(void *arg)
+{
+	struct qm_fs *fs = arg;
+	struct fuse_buf buf = { 0 };
+
+	while (!fuse_session_exited(fs->se)) {
+		int r = fuse_session_receive_buf(fs->se, &buf);
+
+		if (r == -EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		fuse_session_process_buf(fs->se, &buf);
+	}
+	free(buf.mem);
+
+	pthread_mutex_lock(&fs->ready_lock);
+	fs->ended = true;
+	pthread_cond_broadcast(&fs->ready_cond);
+	pthread_mutex_unlock(&fs->ready_lock);
+	return NULL;
+}
+
+static void unblock_signals(void)
+{
+	sigset_t none;
+
+	sigemptyset(&none);
+	pthread_sigmask(SIG_SETMASK, &none, NULL);
+}
+
+/* Detach the mount; the kernel ends the connection once nobody uses it. */
+static int lazy_unmount(const char *mountpoint)
+{
+	int status;
+	pid_t pid;
+
+	if (geteuid() == 0 && umount2(mountpoint, MNT_DETACH) == 0)
+		return 0;
+	pid = fork();
+	if (pid == 0) {
+		unblock_signals();
+		execlp("fusermount3", "fusermount3", "-u", "-q", "-z", "--", mountpoint, (char *)NULL);
+		_exit(127);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) < 0)
+		return -errno;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EIO;
+}
+
+void qm_request_unmount(struct qm_fs *fs)
+{
+	if (atomic_exchange(&fs->unmounting, true))
+		return;
+	if (lazy_unmount(fs->mountpoint) != 0) {
+		qm_log(fs, "cannot unmount %s; exiting", fs->mountpoint);
+		fuse_session_exit(fs->se);
+		_exit(1);
+	}
+}
+
+static void *signal_waiter(void *arg)
+{
+	struct qm_fs *fs = arg;
+	sigset_t set;
+	int sig;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	while (sigwait(&set, &sig) == 0)
+		qm_request_unmount(fs);
+	return NULL;
+}
+
+/* squashfuse_ll's timeout=: unmount once nothing is open and nothing was asked for a while. */
+static void *idle_watcher(void *arg)
+{
+	struct qm_fs *fs = arg;
+	const struct timespec tick = { 1, 0 };
+
+	while (!atomic_load(&fs->unmounting)) {
+		nanosleep(&tick, NULL);
+		if (atomic_load(&fs->open_count) == 0 &&
+		    time(NULL) - atomic_load(&fs->last_access) > (int64_t)fs->opt->idle_timeout) {
+			qm_request_unmount(fs);
+			break;
+		}
+	}
+	return NULL;
+}
+
+/* squashfuse_ll's notify_pipe=: 's' once mounted.  Opening a FIFO blocks until its reader comes. */
+static void *pipe_notifier(void *arg)
+{
+	struct qm_fs *fs = arg;
+	int fd = open(fs->opt->notify_pipe, O_WRONLY | O_CLOEXEC);
+
+	if (fd < 0) {
+		qm_log(fs, "notify_pipe %s: %s", fs->opt->notify_pipe, strerror(errno));
+		return NULL;
+	}
+	if (write(fd, "s", 1) != 1)
+		qm_log(fs, "notify_pipe %s: %s", fs->opt->notify_pipe, strerror(errno));
+	close(fd);
+	return NULL;
+}
+
+static int start_detached(void *(*fn)(void *), struct qm_fs *fs)
+{
+	pthread_attr_t attr;
+	pthread_t tid;
+	int err;
+
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	err = pthread_create(&tid, &attr, fn, fs);
+	pthread_attr_destroy(&attr);
+	return -err;
+}
+
+/* "-o" for libfuse: the kernel flags, then fsname= (commas escaped) and subtype=. */
+static int session_args(struct qm_fs *fs, struct fuse_args *args)
+{
+	char opts[sizeof(fs->opt->kernel_opts) + 2 * 4096 + 64];
+	size_t n = (size_t)snprintf(opts, sizeof(opts), "%s,subtype=quash,fsname=", fs->opt->kernel_opts);
+
+	for (const char *p = fs->name; *p && n + 3 < sizeof(opts); p++) {
+		if (*p == ',' || *p == '\\')
+			opts[n++] = '\\';
+		opts[n++] = *p;
+	}
+	opts[n] = '\0';
+	if (fuse_opt_add_arg(args, fs->opt->progname) || fuse_opt_add_arg(args, "-o") ||
+	    fuse_opt_add_arg(args, opts) || (fs->opt->debug && fuse_opt_add_arg(args, "-d")))
+		return -ENOMEM;
+	return 0;
+}
+
+static unsigned thread_count(const struct qm_options *opt)
+{
+	if (opt->single_thread)
+		return 1;
+	return opt->threads ? opt->threads : QM_DEFAULT_THREADS;
+}
+
+static bool wait_ready(struct qm_fs *fs)
+{
+	bool ready;
+
+	pthread_mutex_lock(&fs->ready_lock);
+	while (!fs->ready && !fs->ended)
+		pthread_cond_wait(&fs->ready_cond, &fs->ready_lock);
+	ready = fs->ready;
+	pthread_mutex_unlock(&fs->ready_lock);
+	return ready;
+}
+
+/*
+ * Mount, serve until the kernel ends the connection, clean up.  Once the
+ * kernel's INIT is answered a byte goes to ready_fd (if >= 0) and on_ready
+ * (if set) is called.  Returns 0,
+ * or -errno if the mount failed (the error was reported).
+ */
+int qm_session_run(struct qm_fs *fs, int ready_fd, void (*on_ready)(struct qm_fs *fs))
+{
+	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
+	pthread_t workers[QM_MAX_THREADS];
+	unsigned n = thread_count(fs->opt), started = 0;
+	sigset_t set;
+	int err = 0;
+
+	if (session_args(fs, &args))
+		return -ENOMEM;
+	fs->se = fuse_session_new(&args, &qm_ops, sizeof(qm_ops), fs);
+	fuse_opt_free_args(&args);
+	if (!fs->se) {
+		fprintf(stderr, "%s: cannot start a FUSE session\n", fs->opt->progname);
+		return -EIO;
+	}
+	if (fuse_session_mount(fs->se, fs->mountpoint) != 0) {
+		fprintf(stderr, "%s: %s: cannot mount here\n", fs->opt->progname, fs->mountpoint);
+		fuse_session_destroy(fs->se);
+		return -EIO;
+	}
+
+	/* every thread from here on leaves these signals to signal_waiter */
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	if (fs->opt->notify_store && !(fs->fill = qm_fill_start(fs->se, fs->img)))
+		err = -ENOMEM;
+	for (; !err && started < n; started++)
+		err = -pthread_create(&workers[started], NULL, worker, fs);
+	if (!err)
+		err = start_detached(signal_waiter, fs);
+	if (err) {
+		fprintf(stderr, "%s: cannot start threads: %s\n", fs->opt->progname, strerror(-err));
+		qm_request_unmount(fs);
+	} else if (!wait_ready(fs)) {
+		fprintf(stderr, "%s: %s: the kernel ended the mount before it was ready\n",
+			fs->opt->progname, fs->mountpoint);
+		err = -EIO;
+	} else {
+		if (fs->opt->idle_timeout) {
+			atomic_store(&fs->last_access, (int64_t)time(NULL));
+			start_detached(idle_watcher, fs);
+		}
+		if (fs->opt->notify_pipe)
+			start_detached(pipe_notifier, fs);
+		if (ready_fd >= 0) {
+			if (write(ready_fd, "", 1) != 1)
+				qm_log(fs, "cannot report readiness: %s", strerror(errno));
+			close(ready_fd);
+		}
+		if (on_ready)
+			on_ready(fs);
+	}
+
+	for (unsigned i = 0; i < started; i++)
+		pthread_join(workers[i], NULL);
+	qm_fill_stop(fs->fill);
+	fs->fill = NULL;
+	fuse_session_unmount(fs->se);
+	fuse_session_destroy(fs->se);
+	fs->se = NULL;
+	return err;
+}
