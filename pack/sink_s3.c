@@ -454,10 +454,18 @@ int sink_s3_open(const char *spec, const char *endpoint, struct pack_sink **out)
 		s3_free(s);
 		return ret;
 	}
-	for (int i = 0; i < S3_UPLOAD_THREADS; i++)
+	/*
+	 * The watcher blocks the signals first, so that the upload threads
+	 * inherit the blocked mask and only the watcher ever sees them.
+	 */
+	ret = start_signal_watcher(s);
+	for (int i = 0; ret == 0 && i < S3_UPLOAD_THREADS; i++)
 		if (pthread_create(&s->workers[i], NULL, upload_worker, s) == 0)
 			s->nworkers++;
-	ret = s->nworkers ? start_signal_watcher(s) : -EAGAIN;
+	if (ret == 0 && s->nworkers == 0) {
+		stop_signal_watcher(s);
+		ret = -EAGAIN;
+	}
 	if (ret < 0) {
 		pack_error("%s: cannot start the upload threads", spec);
 		abort_upload(s);

@@ -79,11 +79,19 @@ check_fails "pack to s3: a wrong secret fails" env AWS_SECRET_ACCESS_KEY=wrong \
 check "pack to s3: and leaves no object" bash -c "! aws --endpoint-url $EP s3api head-object --bucket quash-test \
 	--key wrong.sqfs >/dev/null 2>&1"
 # Ctrl-C mid-upload: the upload is aborted and the object already there stays.
-mkdir -p "$W/bigsrc" && head -c 150000000 /dev/urandom >"$W/bigsrc/big"
-$QUASH_ASAN pack --no-progress -q -j 1 "$W/bigsrc" s3://quash-test/packed.sqfs & pid=$!
-sleep 1.5
+# The pack reads a tar from a pipe that stalls before the archive ends, so it
+# is certainly still packing (and has sent parts) when the signal comes.
+mkdir -p "$W/bigsrc" && head -c 60000000 /dev/urandom >"$W/bigsrc/big"
+tar -cf "$W/big.tar" -C "$W" bigsrc
+# Job control on: a script's background jobs otherwise start with SIGINT ignored.
+set -m
+{ head -c 40000000 "$W/big.tar"; sleep 60; } | $QUASH_ASAN pack --no-progress -q -j 1 - s3://quash-test/packed.sqfs &
+pid=$!
+set +m
+sleep 4
 kill -INT $pid
 wait $pid; st=$?
+pkill -f "sleep 60" 2>/dev/null
 check "pack to s3: SIGINT ends the pack" test $st = 130
 check "pack to s3: the earlier object stays" $RR s3://quash-test/packed.sqfs "$W/local.sqfs"
 aws_ s3api list-multipart-uploads --bucket quash-test >"$W/uploads.json"
