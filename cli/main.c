@@ -1,26 +1,90 @@
-/* Placeholder dispatch until the offline tools land (issue 2). */
+/*
+ * main.c - the quash binary: finds the subcommand and runs it.
+ *
+ * Invoked as squashfuse_ll (or squashfuse) through a link, it is the FUSE
+ * mount with squashfuse's command line, so scripts written for squashfuse
+ * work unchanged.
+ */
 #include <stdio.h>
 #include <string.h>
-#include "quash.h"
+
+#include "common.h"
 #include "mount.h"
 #include "pack.h"
+
+static const struct cli_command *const offline_commands[] = {
+	&cmd_info, &cmd_ls, &cmd_stat, &cmd_cat, &cmd_extract,
+};
+
+#define N_OFFLINE_COMMANDS (sizeof(offline_commands) / sizeof(offline_commands[0]))
+
+/* getopt names the program in its messages as argv[0]: make that "quash CMD". */
+#define CLI_PROGNAME_MAX 32
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: quash COMMAND [OPTIONS] ARGS...\n"
+		"Build, mount and read squashfs images.\n"
+		"\n"
+		"Commands:\n"
+		"  pack      build an image from directories or archives\n"
+		"  mount     mount an image (local file, HTTP(S) or S3) through FUSE\n"
+		"  umount    unmount it again\n");
+	for (size_t i = 0; i < N_OFFLINE_COMMANDS; i++)
+		fprintf(f, "  %-9s %s\n", offline_commands[i]->name, offline_commands[i]->summary);
+	fprintf(f,
+		"\n"
+		"Options:\n"
+		"  -h, --help      show this help and exit\n"
+		"  -V, --version   show the version and exit\n"
+		"\n"
+		"'quash COMMAND --help' describes each command.  IMAGE may be a path, an\n"
+		"http:// or https:// URL, or s3://BUCKET/KEY.\n"
+		"\n"
+		CLI_EXIT_STATUS_HELP);
+}
+
+static int run_offline(const struct cli_command *cmd, int argc, char **argv)
+{
+	static char progname[CLI_PROGNAME_MAX];
+
+	snprintf(progname, sizeof(progname), "quash %s", cmd->name);
+	argv[0] = progname;
+	return cmd->run(argc, argv);
+}
 
 int main(int argc, char **argv)
 {
 	const char *base = strrchr(argv[0], '/');
+	const char *name;
+
 	base = base ? base + 1 : argv[0];
 	if (strcmp(base, "squashfuse_ll") == 0 || strcmp(base, "squashfuse") == 0)
 		return mount_main(argc, argv, true);
-	if (argc > 1 && strcmp(argv[1], "mount") == 0)
-		return mount_main(argc - 1, argv + 1, false);
-	if (argc > 1 && strcmp(argv[1], "umount") == 0)
-		return umount_main(argc - 1, argv + 1);
-	if (argc > 1 && strcmp(argv[1], "pack") == 0)
-		return pack_main(argc - 1, argv + 1);
-	if (argc > 1 && strcmp(argv[1], "--version") == 0) {
-		printf("quash %s\n", QUASH_VERSION);
-		return 0;
+	if (argc < 2) {
+		usage(stderr);
+		return CLI_EXIT_USAGE;
 	}
-	fprintf(stderr, "usage: quash COMMAND ...\n");
-	return 2;
+	name = argv[1];
+	if (strcmp(name, "mount") == 0)
+		return mount_main(argc - 1, argv + 1, false);
+	if (strcmp(name, "umount") == 0)
+		return umount_main(argc - 1, argv + 1);
+	if (strcmp(name, "pack") == 0)
+		return pack_main(argc - 1, argv + 1);
+	for (size_t i = 0; i < N_OFFLINE_COMMANDS; i++) {
+		if (strcmp(name, offline_commands[i]->name) == 0)
+			return run_offline(offline_commands[i], argc - 1, argv + 1);
+	}
+	if (strcmp(name, "--version") == 0 || strcmp(name, "-V") == 0) {
+		printf("quash %s\n", QUASH_VERSION);
+		return cli_finish_stdout(CLI_EXIT_OK);
+	}
+	if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0 || strcmp(name, "help") == 0) {
+		usage(stdout);
+		return cli_finish_stdout(CLI_EXIT_OK);
+	}
+	fprintf(stderr, "quash: unknown command '%s'\nTry 'quash --help' for more information.\n", name);
+	return CLI_EXIT_USAGE;
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "quash.h"
+#include "source_remote.h"
 
 struct qs_source *qs_source_alloc(const struct qs_source_ops *ops, const char *name, const char *identity,
 				  uint64_t size, void *priv)
@@ -44,10 +45,8 @@ void qs_source_close(struct qs_source *src)
 
 int qs_source_open(const char *spec, const struct qs_source_options *opt, struct qs_source **out)
 {
-	(void)opt;
-	if (strncmp(spec, "http://", 7) == 0 || strncmp(spec, "https://", 8) == 0 ||
-	    strncmp(spec, "s3://", 5) == 0)
-		return qs_set_error(-EPROTONOSUPPORT, "remote images are not supported by this build");
+	if (qs_source_spec_is_remote(spec))
+		return qs_source_open_remote(spec, opt, out);
 	return qs_source_open_file(spec, out);
 }
 
@@ -75,6 +74,13 @@ static int window_prefetch(struct qs_source *src, uint64_t off, uint64_t len)
 	return qs_source_prefetch(w->base, w->offset + off, len);
 }
 
+static int window_willneed(struct qs_source *src, uint64_t off, uint64_t len)
+{
+	struct window *w = src->priv;
+
+	return qs_source_willneed(w->base, w->offset + off, len);
+}
+
 static void window_close(struct qs_source *src)
 {
 	struct window *w = src->priv;
@@ -87,6 +93,7 @@ static const struct qs_source_ops window_ops = {
 	.pread = window_pread,
 	.close = window_close,
 	.prefetch = window_prefetch,
+	.willneed = window_willneed,
 };
 
 int qs_source_open_window(struct qs_source *base, uint64_t offset, uint64_t size, struct qs_source **out)

@@ -34,6 +34,12 @@ struct qs_source_ops {
 	 * requests and keeps it.  May be NULL; errors are not fatal.
 	 */
 	int (*prefetch)(struct qs_source *src, uint64_t off, uint64_t len);
+	/*
+	 * Optional hint: [off, off+len) will be read soon, once (the mount
+	 * passes a small file's blocks at open).  A remote source starts
+	 * fetching it in the background and returns at once.  May be NULL.
+	 */
+	int (*willneed)(struct qs_source *src, uint64_t off, uint64_t len);
 };
 
 struct qs_source {
@@ -42,6 +48,8 @@ struct qs_source {
 	char *name;             /* what the user gave: a path or URL without secrets, for messages */
 	char *identity;         /* stable identity of the exact bytes, e.g. "file:DEV:INO:SIZE:MTIME" */
 	void *priv;             /* implementation state */
+	const char *notice;     /* one line worth logging once after open (e.g. "server unreachable,
+				 * serving from the cache"), or NULL; owned by the implementation */
 };
 
 /* Options for qs_source_open(); zero-initialised means defaults. */
@@ -76,6 +84,11 @@ static inline int qs_source_pread(struct qs_source *src, void *buf, size_t len, 
 static inline int qs_source_prefetch(struct qs_source *src, uint64_t off, uint64_t len)
 {
 	return src->ops->prefetch ? src->ops->prefetch(src, off, len) : 0;
+}
+
+static inline int qs_source_willneed(struct qs_source *src, uint64_t off, uint64_t len)
+{
+	return src->ops->willneed ? src->ops->willneed(src, off, len) : 0;
 }
 
 void qs_source_close(struct qs_source *src);

@@ -14,7 +14,8 @@ cd "$top"
 export QUASH_TOP=$top
 export QUASH_BIN=$top/build/cli/quash
 export QUASH_ASAN_BIN=$top/build-asan/cli/quash
-export QUASH_WORK=${QUASH_WORK:-/tmp/quash-tests}
+# Per checkout, so that two trees on one machine never share scratch space.
+export QUASH_WORK=${QUASH_WORK:-/tmp/quash-tests-$(printf %s "$top" | md5sum | cut -c1-8)}
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:exitcode=99}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1:exitcode=98}
 mkdir -p "$QUASH_WORK"

@@ -25,7 +25,7 @@
 #define BIG_FILE_SIZE (3u << 20)
 
 static char dir[] = "/tmp/quash-test-reader.XXXXXX";
-static char src[4096], image[4096], image_nofrag[4096];
+static char src[512], image[512], image_nofrag[512];
 static uint8_t *big;
 
 static void write_file(const char *rel, const void *data, size_t len)
@@ -64,6 +64,7 @@ static int make_tree(void **state)
 	}
 	write_file("big", big, BIG_FILE_SIZE - 777);       /* full blocks and a tail */
 	write_file("empty", "", 0);
+	write_file("sparse", "", 0);
 	snprintf(path, sizeof(path), "%s/sparse", src);
 	assert_int_equal(truncate(path, 1 << 20), 0);
 	snprintf(path, sizeof(path), "%s/src/link", dir);

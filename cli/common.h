@@ -1,0 +1,129 @@
+/*
+ * common.h - what the offline subcommands (info, ls, stat, cat, extract)
+ * share: the command table, the options every one of them takes, opening an
+ * image, messages, and the formatting of modes, times and xattr values.
+ *
+ * Messages follow one rule: a problem with an image is one line on stderr,
+ * "quash: IMAGE: what is wrong" (with the path inside the image when there
+ * is one), and exit status 1; a bad command line is exit status 2.
+ */
+#ifndef QUASH_CLI_COMMON_H
+#define QUASH_CLI_COMMON_H
+
+#include <getopt.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "quash.h"
+
+#define CLI_EXIT_OK    0
+#define CLI_EXIT_ERROR 1        /* bad image, missing path, failed write */
+#define CLI_EXIT_USAGE 2        /* bad command line */
+
+/* cli_common_option(): the option was common and parsing goes on. */
+#define CLI_CONTINUE (-1)
+
+/*
+ * Deepest chain of directories that ls -R, extract and the path walkers
+ * descend into.  Linux has no such limit, but a hostile image can nest
+ * without end and every level costs an open directory while extracting.
+ */
+#define CLI_DEPTH_MAX 256
+
+struct cli_command {
+	const char *name;
+	const char *usage;      /* "quash info [OPTIONS] IMAGE" */
+	const char *summary;    /* one line for the command list */
+	const char *help;       /* description, options, exit status, examples */
+	int (*run)(int argc, char **argv);
+};
+
+extern const struct cli_command cmd_info, cmd_ls, cmd_stat, cmd_cat, cmd_extract;
+
+/* The options every offline subcommand accepts. */
+struct cli_common {
+	const struct cli_command *cmd;
+	uint64_t offset;
+	bool offset_given;
+};
+
+#define CLI_COMMON_SHORTOPTS "ho:"
+#define CLI_COMMON_LONGOPTS \
+	{ "offset", required_argument, NULL, 'o' }, \
+	{ "help", no_argument, NULL, 'h' }
+
+/* Options text for the help of every subcommand. */
+#define CLI_COMMON_HELP \
+	"  -o, --offset N        the image starts N bytes into the file (suffix K, M or G\n" \
+	"                        for KiB, MiB, GiB; 0x for hexadecimal); without it a\n" \
+	"                        SIF container's squashfs partition is found by itself\n" \
+	"  -h, --help            show this help and exit\n"
+
+#define CLI_EXIT_STATUS_HELP \
+	"Exit status:\n" \
+	"  0  success\n" \
+	"  1  the image is unreadable or corrupt, a path is missing, or output failed\n" \
+	"  2  the command line is wrong\n"
+
+/* Handle getopt's answer 'opt' if it is a common option or an error:
+ * returns CLI_CONTINUE, or the status to exit with. */
+int cli_common_option(struct cli_common *co, int opt, const char *arg);
+
+/* "quash CMD: message" plus a pointer to --help; returns CLI_EXIT_USAGE. */
+int cli_usage(const struct cli_command *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* "quash: IMAGE: message", or "quash: IMAGE: PATH: message" when path is not NULL. */
+void cli_error(const char *image, const char *path, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Open IMAGE as the common options say; on failure report it and return CLI_EXIT_ERROR. */
+int cli_open_image(const struct cli_common *co, const char *image, struct qs_image **out);
+
+/* Resolve PATH in the image; on failure report it and return CLI_EXIT_ERROR. */
+int cli_lookup(struct qs_image *img, const char *image, const char *path, struct qs_inode *out);
+
+/* Flush stdout; report a failed write (a full disk, a closed pipe) and return CLI_EXIT_ERROR. */
+int cli_finish_stdout(int status);
+
+/* Parse "123", "0x7b", "4K", "1M", "2G". */
+int cli_parse_size(const char *s, uint64_t *out);
+
+/* ---- formatting -------------------------------------------------------- */
+
+#define CLI_MODE_STRING_LEN 11   /* "drwxr-xr-x" and the NUL */
+
+void cli_mode_string(uint32_t mode, char buf[CLI_MODE_STRING_LEN]);
+const char *cli_type_name(enum qs_type type);
+
+/* mtime in local time (TZ applies): "%Y-%m-%d %H:%M" when !seconds, else with ":%S %z". */
+void cli_format_time(uint32_t t, bool seconds, char *buf, size_t len);
+
+/* Devices store the kernel's new_encode_dev() form. */
+static inline unsigned cli_dev_major(uint32_t rdev) { return (rdev & 0xfff00) >> 8; }
+static inline unsigned cli_dev_minor(uint32_t rdev) { return (rdev & 0xff) | ((rdev >> 12) & 0xfff00); }
+
+/* An xattr value the way getfattr shows it: "text" when printable, else 0xHEX. */
+void cli_print_xattr_value(FILE *f, const void *value, size_t len);
+
+/* A JSON string literal. */
+void cli_print_json_string(FILE *f, const char *s);
+
+/* ---- paths being walked ----------------------------------------------- */
+
+/* A '/'-separated path that grows and shrinks as a walk descends and returns. */
+struct cli_path {
+	char *buf;
+	size_t len, cap;
+};
+
+/* Append "/name" (or "name" to an empty path); returns the length to cut back to, or -ENOMEM. */
+ssize_t cli_path_push(struct cli_path *p, const char *name, size_t len);
+static inline void cli_path_pop(struct cli_path *p, size_t len) { p->len = len; p->buf[len] = '\0'; }
+void cli_path_free(struct cli_path *p);
+
+/* Set p to PATH inside an image in canonical form: "/" and then the components
+ * separated by single slashes; returns 0 or -ENOMEM. */
+int cli_path_set_image(struct cli_path *p, const char *path);
+
+#endif

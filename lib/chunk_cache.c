@@ -1,0 +1,689 @@
+/*
+ * chunk_cache.c - remote bytes in aligned chunks: single-flight loads, a
+ * bounded LRU in memory, pinned metadata, readahead and background fetches.
+ *
+ * Every read is served from chunks.  The first thread to miss a chunk puts
+ * a LOADING entry in the table and fetches it (from the cache directory, else
+ * from the fetcher) without holding the lock; threads that miss the same
+ * chunk meanwhile wait for that one load, so a chunk costs one request
+ * however many readers want it.  Ready chunks sit on an LRU list bounded by
+ * the memory limit, except pinned ones (the image's metadata), which stay.
+ *
+ * Sequential reads are noticed per stream (a few recent read positions);
+ * each continuation doubles the stream's window, up to a limit, and the
+ * chunks ahead are queued to a few worker threads, which is also how
+ * several requests are in flight at once.  Once the fetcher reports that the
+ * object changed (-ESTALE), every later read fails the same way: bytes of
+ * two versions are never mixed.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "chunk_cache.h"
+#include "disk_cache.h"
+#include "quash.h"
+
+#define CHUNK_MAX_COUNT      (1u << 22)   /* objects needing more chunks are refused */
+#define PIN_MAX_BYTES        (1ull << 30) /* bound on pinned (metadata) bytes */
+#define PIN_RUN_MAX_BYTES    (64u << 20)  /* largest single request of a pinned range */
+#define READAHEAD_MAX_CHUNKS 8u           /* a sequential stream's window grows up to this */
+#define READAHEAD_STREAMS    16           /* sequential readers told apart */
+#define READAHEAD_SLACK      (1u << 20)   /* how far off a stream's end a read may start */
+#define READAHEAD_MIN_RUN    (256u << 10) /* a stream reads this much before readahead starts */
+#define HINT_MAX_CHUNKS      64u          /* one async prefetch hint queues at most this many */
+#define WORKERS              4            /* background fetch threads */
+#define QUEUE_LEN            256          /* pending background fetches; more are dropped */
+#define MSG_MAX              256
+
+enum chunk_state { CHUNK_LOADING, CHUNK_READY, CHUNK_FAILED };
+
+struct chunk {
+	uint32_t idx;
+	enum chunk_state state;
+	bool in_table;
+	bool pinned;
+	unsigned refs;
+	int err;                        /* CHUNK_FAILED: why, for every waiter */
+	char *msg;
+	size_t len;
+	char *data;
+	struct chunk *prev, *next;      /* LRU list, most recent first; only ready, unpinned chunks */
+};
+
+struct stream {
+	uint64_t start;                 /* where the stream's first read began */
+	uint64_t next_off;              /* where a continuing read starts */
+	uint32_t window;                /* chunks to keep fetched ahead */
+	uint32_t ahead;                 /* highest chunk already queued */
+	uint64_t used;                  /* tick of last use, to replace the oldest */
+};
+
+struct chunk_cache {
+	struct chunk_fetcher fetcher;
+	struct disk_cache *disk;
+	const char *name;
+	uint64_t size;
+	size_t chunk_size;
+	uint32_t nchunks;
+	char *notice;
+
+	pthread_mutex_t lock;
+	pthread_cond_t loaded;          /* some chunk left CHUNK_LOADING */
+	struct chunk **table;           /* by index; NULL = not held */
+	struct chunk lru;               /* list head */
+	size_t lru_bytes, memory_limit;
+	uint64_t pinned_bytes;
+	int stale_err;                  /* sticky once the object changed */
+	char stale_msg[MSG_MAX];
+
+	struct stream streams[READAHEAD_STREAMS];
+	uint64_t tick;
+
+	pthread_cond_t work;            /* queue gained an entry, or stopping */
+	pthread_t workers[WORKERS];
+	int nworkers;
+	bool stopping;
+	uint32_t queue[QUEUE_LEN];
+	unsigned queue_head, queue_len;
+};
+
+int chunk_cache_chunk_size(const struct qs_source_options *opt, size_t *chunk_size)
+{
+	size_t cs = opt && opt->chunk_size ? opt->chunk_size : CHUNK_DEFAULT_SIZE;
+
+	if (cs < CHUNK_MIN_SIZE || cs > CHUNK_MAX_SIZE || cs % 4096)
+		return qs_set_error(-EINVAL, "chunk size %zu: must be a multiple of 4 KiB from %u KiB to "
+				    "%u MiB", cs, CHUNK_MIN_SIZE >> 10, CHUNK_MAX_SIZE >> 20);
+	*chunk_size = cs;
+	return 0;
+}
+
+static size_t chunk_len(const struct chunk_cache *cc, uint32_t idx)
+{
+	uint64_t start = (uint64_t)idx * cc->chunk_size;
+
+	return cc->size - start < cc->chunk_size ? cc->size - start : cc->chunk_size;
+}
+
+/* ---- LRU list and table; all under cc->lock ------------------------------ */
+
+static void lru_unlink(struct chunk_cache *cc, struct chunk *c)
+{
+	if (!c->next)
+		return;
+	c->prev->next = c->next;
+	c->next->prev = c->prev;
+	c->prev = c->next = NULL;
+	cc->lru_bytes -= c->len;
+}
+
+static void lru_push(struct chunk_cache *cc, struct chunk *c)
+{
+	c->next = cc->lru.next;
+	c->prev = &cc->lru;
+	cc->lru.next->prev = c;
+	cc->lru.next = c;
+	cc->lru_bytes += c->len;
+}
+
+static void chunk_free(struct chunk *c)
+{
+	free(c->data);
+	free(c->msg);
+	free(c);
+}
+
+static void chunk_put_locked(struct chunk *c)
+{
+	if (--c->refs == 0 && !c->in_table)
+		chunk_free(c);
+}
+
+static void table_remove(struct chunk_cache *cc, struct chunk *c)
+{
+	lru_unlink(cc, c);
+	cc->table[c->idx] = NULL;
+	c->in_table = false;
+	if (c->refs == 0)
+		chunk_free(c);
+}
+
+/* Drop least recently used chunks nobody is copying from until under the limit. */
+static void evict_locked(struct chunk_cache *cc)
+{
+	struct chunk *c = cc->lru.prev;
+
+	while (cc->lru_bytes > cc->memory_limit && c != &cc->lru) {
+		struct chunk *prev = c->prev;
+
+		if (c->refs == 0)
+			table_remove(cc, c);
+		c = prev;
+	}
+}
+
+static struct chunk *chunk_new_locked(struct chunk_cache *cc, uint32_t idx, bool pinned)
+{
+	struct chunk *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->idx = idx;
+	c->state = CHUNK_LOADING;
+	c->refs = 1;
+	c->pinned = pinned;
+	c->len = chunk_len(cc, idx);
+	c->in_table = true;
+	cc->table[idx] = c;
+	return c;
+}
+
+/* A load ended: publish the chunk or its failure, wake the waiters.  Keeps the caller's reference. */
+static void chunk_finish_locked(struct chunk_cache *cc, struct chunk *c, int err)
+{
+	if (err < 0) {
+		c->state = CHUNK_FAILED;
+		c->err = err;
+		c->msg = strdup(qs_last_error());
+		if (err == -ESTALE && !cc->stale_err) {
+			cc->stale_err = err;
+			snprintf(cc->stale_msg, sizeof(cc->stale_msg), "%s", qs_last_error());
+		}
+		table_remove(cc, c);
+	} else {
+		c->state = CHUNK_READY;
+		if (c->pinned)
+			cc->pinned_bytes += c->len;
+		else
+			lru_push(cc, c);
+		evict_locked(cc);
+	}
+	pthread_cond_broadcast(&cc->loaded);
+}
+
+static void pin_locked(struct chunk_cache *cc, struct chunk *c)
+{
+	if (c->pinned)
+		return;
+	lru_unlink(cc, c);
+	c->pinned = true;
+	cc->pinned_bytes += c->len;
+}
+
+/* ---- loading ------------------------------------------------------------- */
+
+static int chunk_alloc_data(struct chunk *c)
+{
+	c->data = malloc(c->len);
+	return c->data ? 0 : qs_set_error(-ENOMEM, "out of memory for a %zu-byte chunk", c->len);
+}
+
+static int chunk_load(struct chunk_cache *cc, struct chunk *c)
+{
+	struct iovec iov;
+	int ret = chunk_alloc_data(c);
+
+	if (ret < 0)
+		return ret;
+	if (cc->disk && disk_cache_get(cc->disk, c->idx, c->data, c->len) == 0)
+		return 0;
+	iov.iov_base = c->data;
+	iov.iov_len = c->len;
+	ret = cc->fetcher.fetch(cc->fetcher.ctx, &iov, 1, (uint64_t)c->idx * cc->chunk_size);
+	if (ret == 0 && cc->disk)
+		disk_cache_put(cc->disk, c->idx, c->data, c->len);
+	return ret;
+}
+
+static int stale_error_locked(struct chunk_cache *cc)
+{
+	return qs_set_error(cc->stale_err, "%s", cc->stale_msg);
+}
+
+/* Wait for a chunk another thread loads; returns 0 with a reference, or its error. */
+static int chunk_wait_locked(struct chunk_cache *cc, struct chunk *c)
+{
+	int err;
+
+	c->refs++;
+	while (c->state == CHUNK_LOADING)
+		pthread_cond_wait(&cc->loaded, &cc->lock);
+	if (c->state == CHUNK_READY)
+		return 0;
+	err = qs_set_error(c->err, "%s", c->msg ? c->msg : "chunk load failed");
+	chunk_put_locked(c);
+	return err;
+}
+
+/* Chunk 'idx', ready, with a reference the caller drops with chunk_release(). */
+static int chunk_acquire(struct chunk_cache *cc, uint32_t idx, struct chunk **out)
+{
+	struct chunk *c;
+	int ret;
+
+	pthread_mutex_lock(&cc->lock);
+	if (cc->stale_err) {
+		ret = stale_error_locked(cc);
+		pthread_mutex_unlock(&cc->lock);
+		return ret;
+	}
+	c = cc->table[idx];
+	if (c) {
+		ret = chunk_wait_locked(cc, c);
+		if (ret == 0 && c->next) {
+			lru_unlink(cc, c);
+			lru_push(cc, c);
+		}
+		pthread_mutex_unlock(&cc->lock);
+		*out = c;
+		return ret;
+	}
+	c = chunk_new_locked(cc, idx, false);
+	pthread_mutex_unlock(&cc->lock);
+	if (!c)
+		return qs_set_error(-ENOMEM, "out of memory");
+
+	ret = chunk_load(cc, c);
+	pthread_mutex_lock(&cc->lock);
+	chunk_finish_locked(cc, c, ret);
+	if (ret < 0)
+		chunk_put_locked(c);
+	pthread_mutex_unlock(&cc->lock);
+	*out = c;
+	return ret;
+}
+
+static void chunk_release(struct chunk_cache *cc, struct chunk *c)
+{
+	pthread_mutex_lock(&cc->lock);
+	chunk_put_locked(c);
+	pthread_mutex_unlock(&cc->lock);
+}
+
+/* ---- background fetches -------------------------------------------------- */
+
+static void *worker_main(void *arg)
+{
+	struct chunk_cache *cc = arg;
+
+	pthread_mutex_lock(&cc->lock);
+	for (;;) {
+		struct chunk *c;
+		uint32_t idx;
+
+		while (!cc->stopping && cc->queue_len == 0)
+			pthread_cond_wait(&cc->work, &cc->lock);
+		if (cc->stopping)
+			break;
+		idx = cc->queue[cc->queue_head];
+		cc->queue_head = (cc->queue_head + 1) % QUEUE_LEN;
+		cc->queue_len--;
+		if (cc->table[idx] || cc->stale_err)
+			continue;
+		pthread_mutex_unlock(&cc->lock);
+		if (chunk_acquire(cc, idx, &c) == 0)
+			chunk_release(cc, c);
+		pthread_mutex_lock(&cc->lock);
+	}
+	pthread_mutex_unlock(&cc->lock);
+	return NULL;
+}
+
+/* Queue chunk 'idx' for a worker unless held or the queue is full. */
+static void queue_locked(struct chunk_cache *cc, uint32_t idx)
+{
+	if (idx >= cc->nchunks || cc->table[idx] || cc->queue_len == QUEUE_LEN || cc->stale_err)
+		return;
+	if (cc->nworkers < WORKERS && cc->nworkers <= (int)cc->queue_len &&
+	    pthread_create(&cc->workers[cc->nworkers], NULL, worker_main, cc) == 0)
+		cc->nworkers++;
+	if (cc->nworkers == 0)
+		return;
+	cc->queue[(cc->queue_head + cc->queue_len) % QUEUE_LEN] = idx;
+	cc->queue_len++;
+	pthread_cond_signal(&cc->work);
+}
+
+/* A read of [off, off+len) happened: keep sequential streams fed. */
+static void readahead_locked(struct chunk_cache *cc, uint64_t off, size_t len)
+{
+	struct stream *s = NULL, *oldest = &cc->streams[0];
+	uint32_t cur = (off + len - 1) / cc->chunk_size, i;
+
+	cc->tick++;
+	for (i = 0; i < READAHEAD_STREAMS; i++) {
+		struct stream *t = &cc->streams[i];
+
+		if (t->used && off + READAHEAD_SLACK >= t->next_off && off <= t->next_off + READAHEAD_SLACK) {
+			s = t;
+			break;
+		}
+		if (t->used < oldest->used)
+			oldest = t;
+	}
+	if (!s) {
+		*oldest = (struct stream){ .start = off, .next_off = off + len, .ahead = cur, .used = cc->tick };
+		return;
+	}
+	s->used = cc->tick;
+	/* Only progress counts: re-reading a header or a table is no sign of a sequential reader. */
+	if (off + len <= s->next_off)
+		return;
+	s->next_off = off + len;
+	if (s->next_off - s->start < READAHEAD_MIN_RUN)
+		return;
+	if (s->window == 0)
+		s->window = 1;
+	else if (cur + 1 > s->ahead && s->window < READAHEAD_MAX_CHUNKS)
+		s->window *= 2;
+	if (s->ahead < cur)
+		s->ahead = cur;
+	while (s->ahead < cur + s->window && s->ahead + 1 < cc->nchunks)
+		queue_locked(cc, ++s->ahead);
+}
+
+/* ---- source ops ---------------------------------------------------------- */
+
+static int chunk_cache_pread(struct qs_source *src, void *buf, size_t len, uint64_t off)
+{
+	struct chunk_cache *cc = src->priv;
+	uint32_t first, last, idx;
+	char *dst = buf;
+
+	if (len == 0)
+		return 0;
+	if (off > cc->size || len > cc->size - off)
+		return qs_set_error(-EIO, "%s: read of %zu bytes at %llu is past the end (%llu bytes)",
+				    cc->name, len, (unsigned long long)off, (unsigned long long)cc->size);
+	first = off / cc->chunk_size;
+	last = (off + len - 1) / cc->chunk_size;
+	if (last > first) {
+		/* A read spanning chunks: fetch the later ones in parallel with the first. */
+		pthread_mutex_lock(&cc->lock);
+		for (idx = first + 1; idx <= last; idx++)
+			queue_locked(cc, idx);
+		pthread_mutex_unlock(&cc->lock);
+	}
+	for (idx = first; idx <= last; idx++) {
+		uint64_t start = (uint64_t)idx * cc->chunk_size;
+		size_t from = idx == first ? off - start : 0;
+		size_t n = (idx == last ? off + len - start : cc->chunk_size) - from;
+		struct chunk *c;
+		int ret = chunk_acquire(cc, idx, &c);
+
+		if (ret < 0)
+			return ret;
+		memcpy(dst, c->data + from, n);
+		dst += n;
+		chunk_release(cc, c);
+	}
+	pthread_mutex_lock(&cc->lock);
+	readahead_locked(cc, off, len);
+	pthread_mutex_unlock(&cc->lock);
+	return 0;
+}
+
+/* Fetch chunks owned[0..n) (consecutive indices, LOADING) in one request. */
+static int fetch_run(struct chunk_cache *cc, struct chunk **owned, uint32_t n)
+{
+	struct iovec *iov = calloc(n, sizeof(*iov));
+	uint32_t i;
+	int ret = 0;
+
+	if (!iov)
+		return qs_set_error(-ENOMEM, "out of memory");
+	for (i = 0; i < n && ret == 0; i++) {
+		ret = chunk_alloc_data(owned[i]);
+		iov[i].iov_base = owned[i]->data;
+		iov[i].iov_len = owned[i]->len;
+	}
+	if (ret == 0)
+		ret = cc->fetcher.fetch(cc->fetcher.ctx, iov, n, (uint64_t)owned[0]->idx * cc->chunk_size);
+	free(iov);
+	for (i = 0; i < n && ret == 0 && cc->disk; i++)
+		disk_cache_put(cc->disk, owned[i]->idx, owned[i]->data, owned[i]->len);
+	return ret;
+}
+
+/* Load the chunks this thread created for a pin: the cache directory first, then runs of requests. */
+static int pin_load(struct chunk_cache *cc, struct chunk **owned, uint32_t n)
+{
+	uint32_t i = 0, run, max_run = PIN_RUN_MAX_BYTES / cc->chunk_size;
+	int ret = 0, err;
+
+	if (max_run == 0)
+		max_run = 1;
+	while (i < n) {
+		err = 0;
+		if (ret == 0 && cc->disk && chunk_alloc_data(owned[i]) == 0 &&
+		    disk_cache_get(cc->disk, owned[i]->idx, owned[i]->data, owned[i]->len) == 0)
+			run = 1;
+		else {
+			for (run = 1; i + run < n && run < max_run &&
+			     owned[i + run]->idx == owned[i]->idx + run; run++)
+				;
+			free(owned[i]->data);
+			owned[i]->data = NULL;
+			err = ret ? ret : fetch_run(cc, owned + i, run);
+		}
+		pthread_mutex_lock(&cc->lock);
+		for (uint32_t k = i; k < i + run; k++) {
+			chunk_finish_locked(cc, owned[k], err);
+			chunk_put_locked(owned[k]);
+		}
+		pthread_mutex_unlock(&cc->lock);
+		if (err < 0 && ret == 0)
+			ret = err;
+		i += run;
+	}
+	return ret;
+}
+
+static int pin_range(struct chunk_cache *cc, uint32_t first, uint32_t last)
+{
+	uint32_t n = 0, idx;
+	struct chunk **owned = calloc(last - first + 1, sizeof(*owned));
+	int ret = 0;
+
+	if (!owned)
+		return qs_set_error(-ENOMEM, "out of memory");
+	pthread_mutex_lock(&cc->lock);
+	for (idx = first; idx <= last; idx++) {
+		struct chunk *c = cc->table[idx];
+
+		if (!c) {
+			c = chunk_new_locked(cc, idx, true);
+			if (!c) {
+				ret = qs_set_error(-ENOMEM, "out of memory");
+				break;
+			}
+			owned[n++] = c;
+		} else if (c->state == CHUNK_READY) {
+			pin_locked(cc, c);
+		}
+	}
+	pthread_mutex_unlock(&cc->lock);
+	if (n) {
+		int err = pin_load(cc, owned, n);
+
+		if (ret == 0)
+			ret = err;
+	}
+	free(owned);
+	if (ret < 0)
+		return ret;
+	/* Chunks that other threads were loading: wait for them, then pin. */
+	pthread_mutex_lock(&cc->lock);
+	for (idx = first; idx <= last && ret == 0; idx++) {
+		struct chunk *c = cc->table[idx];
+
+		if (!c || c->pinned)
+			continue;
+		ret = chunk_wait_locked(cc, c);
+		if (ret == 0) {
+			pin_locked(cc, c);
+			chunk_put_locked(c);
+		}
+	}
+	pthread_mutex_unlock(&cc->lock);
+	return ret;
+}
+
+/* The chunks [*first, *last] holding [off, off+len) clipped to the object; false if none. */
+static bool chunk_span(const struct chunk_cache *cc, uint64_t off, uint64_t len, uint32_t *first,
+		       uint32_t *last)
+{
+	if (off >= cc->size || len == 0)
+		return false;
+	if (len > cc->size - off)
+		len = cc->size - off;
+	*first = off / cc->chunk_size;
+	*last = (off + len - 1) / cc->chunk_size;
+	return true;
+}
+
+/* Pin: fetch now, in few large requests, and keep for the source's life. */
+static int chunk_cache_prefetch(struct qs_source *src, uint64_t off, uint64_t len)
+{
+	struct chunk_cache *cc = src->priv;
+	uint32_t first, last;
+	uint64_t pinned;
+
+	if (!chunk_span(cc, off, len, &first, &last))
+		return 0;
+	pthread_mutex_lock(&cc->lock);
+	pinned = cc->pinned_bytes;
+	pthread_mutex_unlock(&cc->lock);
+	if (pinned + (uint64_t)(last - first + 1) * cc->chunk_size > PIN_MAX_BYTES)
+		return qs_set_error(-E2BIG, "%s: will not pin more than %llu MiB in memory", cc->name,
+				    PIN_MAX_BYTES >> 20);
+	return pin_range(cc, first, last);
+}
+
+/* Will be needed soon: queue for the workers and return. */
+static int chunk_cache_willneed(struct qs_source *src, uint64_t off, uint64_t len)
+{
+	struct chunk_cache *cc = src->priv;
+	uint32_t first, last, idx;
+
+	if (!chunk_span(cc, off, len, &first, &last))
+		return 0;
+	pthread_mutex_lock(&cc->lock);
+	for (idx = first; idx <= last && idx - first < HINT_MAX_CHUNKS; idx++)
+		queue_locked(cc, idx);
+	pthread_mutex_unlock(&cc->lock);
+	return 0;
+}
+
+static void chunk_cache_close(struct qs_source *src)
+{
+	struct chunk_cache *cc = src->priv;
+	uint32_t i;
+
+	pthread_mutex_lock(&cc->lock);
+	cc->stopping = true;
+	pthread_cond_broadcast(&cc->work);
+	pthread_mutex_unlock(&cc->lock);
+	for (int w = 0; w < cc->nworkers; w++)
+		pthread_join(cc->workers[w], NULL);
+	for (i = 0; cc->table && i < cc->nchunks; i++)
+		if (cc->table[i])
+			chunk_free(cc->table[i]);
+	free(cc->table);
+	if (cc->disk)
+		disk_cache_close(cc->disk);
+	if (cc->fetcher.close)
+		cc->fetcher.close(cc->fetcher.ctx);
+	pthread_mutex_destroy(&cc->lock);
+	pthread_cond_destroy(&cc->loaded);
+	pthread_cond_destroy(&cc->work);
+	free(cc->notice);
+	free(cc);
+}
+
+static const struct qs_source_ops chunk_cache_ops = {
+	.pread = chunk_cache_pread,
+	.close = chunk_cache_close,
+	.prefetch = chunk_cache_prefetch,
+	.willneed = chunk_cache_willneed,
+};
+
+/* The open request's bytes become chunk 0, so the superblock costs no second trip. */
+static int seed_first_chunk(struct chunk_cache *cc, const void *first)
+{
+	struct chunk *c = chunk_new_locked(cc, 0, false);
+
+	if (!c || chunk_alloc_data(c) < 0)
+		return qs_set_error(-ENOMEM, "out of memory");
+	memcpy(c->data, first, c->len);
+	if (cc->disk)
+		disk_cache_put(cc->disk, 0, c->data, c->len);
+	chunk_finish_locked(cc, c, 0);
+	chunk_put_locked(c);
+	return 0;
+}
+
+int chunk_cache_open(const struct chunk_fetcher *fetcher, const char *name, const char *identity,
+		     uint64_t size, const struct qs_source_options *opt, const void *first,
+		     const char *notice, struct qs_source **out)
+{
+	struct chunk_cache *cc = calloc(1, sizeof(*cc));
+	int ret;
+
+	if (!cc) {
+		if (fetcher->close)
+			fetcher->close(fetcher->ctx);
+		return qs_set_error(-ENOMEM, "out of memory");
+	}
+	cc->fetcher = *fetcher;
+	cc->size = size;
+	pthread_mutex_init(&cc->lock, NULL);
+	pthread_cond_init(&cc->loaded, NULL);
+	pthread_cond_init(&cc->work, NULL);
+	cc->lru.next = cc->lru.prev = &cc->lru;
+	cc->memory_limit = opt && opt->memory_cache ? opt->memory_cache : CHUNK_DEFAULT_MEMORY;
+	ret = chunk_cache_chunk_size(opt, &cc->chunk_size);
+	if (ret < 0)
+		goto fail;
+	if (size / cc->chunk_size >= CHUNK_MAX_COUNT) {
+		ret = qs_set_error(-EFBIG, "%s: %llu bytes is too large for %zu-byte chunks", name,
+				   (unsigned long long)size, cc->chunk_size);
+		goto fail;
+	}
+	cc->nchunks = (size + cc->chunk_size - 1) / cc->chunk_size;
+	cc->table = calloc(cc->nchunks ? cc->nchunks : 1, sizeof(*cc->table));
+	if (!cc->table || (notice && !(cc->notice = strdup(notice)))) {
+		ret = qs_set_error(-ENOMEM, "out of memory");
+		goto fail;
+	}
+	if (opt && opt->cache_dir) {
+		ret = disk_cache_open(opt->cache_dir, opt->cache_dir_limit, identity, cc->chunk_size,
+				      &cc->disk);
+		if (ret < 0)
+			goto fail;
+	}
+	if (first && size) {
+		ret = seed_first_chunk(cc, first);
+		if (ret < 0)
+			goto fail;
+	}
+	*out = qs_source_alloc(&chunk_cache_ops, name, identity, size, cc);
+	if (!*out) {
+		ret = qs_set_error(-ENOMEM, "out of memory");
+		goto fail;
+	}
+	cc->name = (*out)->name;
+	(*out)->notice = cc->notice;
+	return 0;
+fail:
+	{
+		struct qs_source tmp = { .priv = cc };
+
+		chunk_cache_close(&tmp);
+	}
+	return ret;
+}

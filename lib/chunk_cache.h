@@ -1,0 +1,43 @@
+/*
+ * chunk_cache.h - a source made of aligned chunks fetched from a slower
+ * one (a remote object), held in a bounded memory cache and optionally in a
+ * persistent cache directory.
+ */
+#ifndef QUASH_CHUNK_CACHE_H
+#define QUASH_CHUNK_CACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "source.h"
+
+#define CHUNK_DEFAULT_SIZE   (4u << 20)
+#define CHUNK_MIN_SIZE       (64u << 10)
+#define CHUNK_MAX_SIZE       (256u << 20)
+#define CHUNK_DEFAULT_MEMORY (256u << 20)
+
+/* Where chunks come from: fetch() fills the iovecs, in order, with exactly
+ * their total length of bytes starting at 'off', or returns -errno with a
+ * message.  Called from several threads at once. */
+struct chunk_fetcher {
+	int (*fetch)(void *ctx, const struct iovec *iov, int iovcnt, uint64_t off);
+	void (*close)(void *ctx);
+	void *ctx;
+};
+
+/* The chunk size 'opt' asks for, or -EINVAL with a message. */
+int chunk_cache_chunk_size(const struct qs_source_options *opt, size_t *chunk_size);
+
+/*
+ * A source of 'size' bytes read through 'fetcher' (ownership passes, even on
+ * failure).  'identity' names the exact bytes (URL, size, ETag): it keys the
+ * persistent cache.  'first' holds the object's first min(size, chunk size)
+ * bytes when the caller already has them (the open request fetched them), or
+ * is NULL.  'notice' (copied, may be NULL) becomes the source's notice.
+ */
+int chunk_cache_open(const struct chunk_fetcher *fetcher, const char *name, const char *identity,
+		     uint64_t size, const struct qs_source_options *opt, const void *first,
+		     const char *notice, struct qs_source **out);
+
+#endif

@@ -1,0 +1,37 @@
+/*
+ * disk_cache.h - the persistent chunk cache directory shared by processes.
+ *
+ * One file per chunk, named by a hash of the object's identity, the chunk
+ * size and the chunk index, written to a temporary file and renamed into
+ * place so that readers only ever see whole chunks.  Each file starts with
+ * its full key, checked on read, so a hash collision is a miss, not wrong
+ * data.  A file's mtime is its last use; when the directory grows past its
+ * limit, the process that takes the lock removes the least recently used
+ * files.  Objects' identities are recorded too, so that an image can be
+ * opened from the cache while its server is unreachable.
+ */
+#ifndef QUASH_DISK_CACHE_H
+#define QUASH_DISK_CACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define DISK_CACHE_DEFAULT_LIMIT (10ull << 30)
+
+struct disk_cache;
+
+int disk_cache_open(const char *dir, uint64_t limit, const char *identity, size_t chunk_size,
+		    struct disk_cache **out);
+void disk_cache_close(struct disk_cache *dc);
+
+/* Chunk 'idx' of exactly 'len' bytes into buf: 0, or -ENOENT when not cached (or damaged). */
+int disk_cache_get(struct disk_cache *dc, uint32_t idx, void *buf, size_t len);
+
+/* Store a chunk; best effort, a full disk only means no caching. */
+void disk_cache_put(struct disk_cache *dc, uint32_t idx, const void *buf, size_t len);
+
+/* What the cache knows of the object at 'url': its size and identity (malloc'ed). */
+int disk_cache_save_object(const char *dir, const char *url, uint64_t size, const char *identity);
+int disk_cache_load_object(const char *dir, const char *url, uint64_t *size, char **identity);
+
+#endif

@@ -1,0 +1,899 @@
+/*
+ * source_http.c - range requests to an HTTP(S) server or S3, with retries
+ * and the object pinned to the version seen at open.
+ *
+ * The open request asks for the first chunk: its Content-Range gives the
+ * object's size and its ETag (or Last-Modified) the version, so opening
+ * costs one round trip and the superblock is already at hand.  Every later
+ * request carries If-Match (If-Unmodified-Since without a strong ETag) and
+ * its answer is checked: a 412 or another validator means the object
+ * changed (-ESTALE); a Content-Range other than the one asked for, or a
+ * body longer or shorter than it, is an error and never data.
+ *
+ * Connection errors, timeouts, stalls, 5xx and 429 are retried with
+ * jittered exponential backoff until the retry budget is spent.  Easy
+ * handles are pooled so that connections are reused.  Messages name the
+ * object by remote_display_name(): no credentials, no query string.
+ *
+ * CA certificates: libcurl's default bundle, or the file in CURL_CA_BUNDLE
+ * or SSL_CERT_FILE (AWS_CA_BUNDLE first for S3), or the directory in
+ * SSL_CERT_DIR.
+ */
+#include <curl/curl.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "chunk_cache.h"
+#include "disk_cache.h"
+#include "quash.h"
+#include "source_remote.h"
+
+#define REMOTE_CONNECT_TIMEOUT  10        /* seconds to establish a connection */
+#define REMOTE_STALL_SECONDS    15        /* a transfer with no byte for this long is retried */
+#define REMOTE_BACKOFF_FIRST_MS 50
+#define REMOTE_BACKOFF_MAX_MS   4000
+#define REMOTE_POOL_MAX         16        /* idle connections kept */
+#define REMOTE_ERRBODY_MAX      1024      /* bytes of an error answer kept for its message */
+#define REMOTE_MAX_REDIRECTS    5
+
+struct remote {
+	struct remote_target t;
+	char *key;                                /* the URL without secrets: keys the cache directory */
+	uint64_t size;
+	char etag[REMOTE_VALIDATOR_MAX];          /* strong ETag seen at open, or "" */
+	char last_modified[REMOTE_VALIDATOR_MAX]; /* Last-Modified seen at open, or "" */
+	unsigned retry_seconds;
+	long stall_seconds;
+	pthread_mutex_t pool_lock;
+	CURL *pool[REMOTE_POOL_MAX];
+	int npool;
+};
+
+/* One request's answer as it arrives. */
+struct response {
+	const struct iovec *iov;        /* where the body goes */
+	int iovcnt, cur;
+	size_t cur_off;
+	size_t capacity, got;
+	bool overflow;
+	long status;
+	bool has_range;
+	uint64_t range_first, range_last, range_total;
+	char etag[REMOTE_VALIDATOR_MAX];
+	char last_modified[REMOTE_VALIDATOR_MAX];
+	char errbody[REMOTE_ERRBODY_MAX + 1];
+	size_t errlen;
+};
+
+enum request_kind { REQUEST_OPEN, REQUEST_READ };
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static CURLcode curl_init_result;
+
+static void curl_init(void)
+{
+	curl_init_result = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+bool qs_source_spec_is_remote(const char *spec)
+{
+	return !strncmp(spec, "http://", 7) || !strncmp(spec, "https://", 8) || !strncmp(spec, "s3://", 5);
+}
+
+char *remote_display_name(const char *url)
+{
+	const char *scheme_end = strstr(url, "://"), *host, *at, *path_end;
+	char *name;
+
+	if (!scheme_end)
+		return strdup(url);
+	host = scheme_end + 3;
+	path_end = host + strcspn(host, "?#");
+	at = memchr(host, '@', strcspn(host, "/?#"));
+	if (at)
+		host = at + 1;
+	if (asprintf(&name, "%.*s%.*s", (int)(scheme_end + 3 - url), url, (int)(path_end - host), host) < 0)
+		return NULL;
+	return name;
+}
+
+void remote_target_clear(struct remote_target *t)
+{
+	free(t->url);
+	free(t->name);
+	free(t->sigv4);
+	aws_creds_free(t->creds);
+	memset(t, 0, sizeof(*t));
+}
+
+/* ---- one request ---------------------------------------------------------- */
+
+static bool header_is(const char *line, size_t len, const char *name, const char **value, size_t *vlen)
+{
+	size_t n = strlen(name);
+
+	if (len <= n || strncasecmp(line, name, n) || line[n] != ':')
+		return false;
+	line += n + 1;
+	len -= n + 1;
+	while (len && (*line == ' ' || *line == '\t'))
+		line++, len--;
+	while (len && (line[len - 1] == '\r' || line[len - 1] == '\n' || line[len - 1] == ' '))
+		len--;
+	*value = line;
+	*vlen = len;
+	return true;
+}
+
+static void copy_validator(char *dst, const char *v, size_t n)
+{
+	if (n >= REMOTE_VALIDATOR_MAX)
+		n = REMOTE_VALIDATOR_MAX - 1;
+	memcpy(dst, v, n);
+	dst[n] = '\0';
+}
+
+/* "bytes FIRST-LAST/TOTAL"; false if it is anything else. */
+static bool parse_content_range(const char *v, size_t n, struct response *r)
+{
+	char buf[128], *p, *end;
+
+	if (n >= sizeof(buf) || n < 6 || strncasecmp(v, "bytes ", 6))
+		return false;
+	memcpy(buf, v + 6, n - 6);
+	buf[n - 6] = '\0';
+	p = buf;
+	errno = 0;
+	r->range_first = strtoull(p, &end, 10);
+	if (end == p || *end != '-')
+		return false;
+	p = end + 1;
+	r->range_last = strtoull(p, &end, 10);
+	if (end == p || *end != '/')
+		return false;
+	p = end + 1;
+	r->range_total = strtoull(p, &end, 10);
+	if (end == p || *end || errno || r->range_last < r->range_first || r->range_last >= r->range_total)
+		return false;
+	return true;
+}
+
+static size_t on_header(char *line, size_t size, size_t nitems, void *arg)
+{
+	struct response *r = arg;
+	size_t len = size * nitems, vlen;
+	const char *v;
+
+	if (len >= 5 && !strncmp(line, "HTTP/", 5)) {
+		/* A new answer (after a redirect or a 100 Continue): forget the last one's headers. */
+		const char *sp = memchr(line, ' ', len);
+
+		r->status = sp ? strtol(sp + 1, NULL, 10) : 0;
+		r->has_range = false;
+		r->etag[0] = r->last_modified[0] = '\0';
+		return len;
+	}
+	if (header_is(line, len, "content-range", &v, &vlen))
+		r->has_range = parse_content_range(v, vlen, r);
+	else if (header_is(line, len, "etag", &v, &vlen))
+		copy_validator(r->etag, v, vlen);
+	else if (header_is(line, len, "last-modified", &v, &vlen))
+		copy_validator(r->last_modified, v, vlen);
+	return len;
+}
+
+static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
+{
+	struct response *r = arg;
+	size_t len = size * nmemb, left = len;
+
+	if (r->status != 206) {
+		size_t keep = REMOTE_ERRBODY_MAX - r->errlen;
+
+		if (keep > len)
+			keep = len;
+		memcpy(r->errbody + r->errlen, data, keep);
+		r->errlen += keep;
+		r->errbody[r->errlen] = '\0';
+		return len;
+	}
+	if (len > r->capacity - r->got) {
+		r->overflow = true;
+		return 0;       /* aborts the transfer: more bytes than asked for is never data */
+	}
+	while (left) {
+		const struct iovec *v = &r->iov[r->cur];
+		size_t n = v->iov_len - r->cur_off;
+
+		if (n > left)
+			n = left;
+		memcpy((char *)v->iov_base + r->cur_off, data, n);
+		data += n;
+		left -= n;
+		r->cur_off += n;
+		if (r->cur_off == v->iov_len) {
+			r->cur++;
+			r->cur_off = 0;
+		}
+	}
+	r->got += len;
+	return len;
+}
+
+/* Options every request to 't' has: timeouts, CA, signing, redirects. */
+static void handle_setup(CURL *h, const struct remote_target *t, long stall_seconds)
+{
+	const char *ca;
+
+	curl_easy_setopt(h, CURLOPT_URL, t->url);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, (long)REMOTE_CONNECT_TIMEOUT);
+	curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+	curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, stall_seconds);
+	curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+	ca = t->sigv4 ? getenv("AWS_CA_BUNDLE") : NULL;
+	if (!ca || !*ca)
+		ca = getenv("CURL_CA_BUNDLE");
+	if (!ca || !*ca)
+		ca = getenv("SSL_CERT_FILE");
+	if (ca && *ca)
+		curl_easy_setopt(h, CURLOPT_CAINFO, ca);
+	ca = getenv("SSL_CERT_DIR");
+	if (ca && *ca)
+		curl_easy_setopt(h, CURLOPT_CAPATH, ca);
+	if (t->sigv4 && t->creds && t->creds->access_key) {
+		curl_easy_setopt(h, CURLOPT_AWS_SIGV4, t->sigv4);
+		curl_easy_setopt(h, CURLOPT_USERNAME, t->creds->access_key);
+		curl_easy_setopt(h, CURLOPT_PASSWORD, t->creds->secret_key);
+	} else if (!t->sigv4) {
+		/* Plain HTTP may redirect; signed requests may not (the signature covers the host). */
+		curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
+		curl_easy_setopt(h, CURLOPT_MAXREDIRS, (long)REMOTE_MAX_REDIRECTS);
+	}
+}
+
+static CURL *handle_get(struct remote *rm)
+{
+	CURL *h = NULL;
+
+	pthread_mutex_lock(&rm->pool_lock);
+	if (rm->npool)
+		h = rm->pool[--rm->npool];
+	pthread_mutex_unlock(&rm->pool_lock);
+	if (h)
+		return h;
+	h = curl_easy_init();
+	if (!h)
+		return NULL;
+	handle_setup(h, &rm->t, rm->stall_seconds);
+	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+	return h;
+}
+
+static void handle_put(struct remote *rm, CURL *h, bool reusable)
+{
+	pthread_mutex_lock(&rm->pool_lock);
+	if (reusable && rm->npool < REMOTE_POOL_MAX) {
+		rm->pool[rm->npool++] = h;
+		h = NULL;
+	}
+	pthread_mutex_unlock(&rm->pool_lock);
+	if (h)
+		curl_easy_cleanup(h);
+}
+
+static struct curl_slist *append_header(struct curl_slist *list, const char *line)
+{
+	struct curl_slist *next = curl_slist_append(list, line);
+
+	if (!next)
+		curl_slist_free_all(list);
+	return next;
+}
+
+/* What S3 needs besides the signature curl makes; frees 'list' and returns NULL on failure. */
+static struct curl_slist *s3_headers(const struct remote_target *t, struct curl_slist *list)
+{
+	const char *token = t->creds ? t->creds->session_token : NULL;
+	char *line;
+
+	if (!t->sigv4)
+		return list;
+	/* curl 7.88 signs the payload as unsigned but does not say so itself. */
+	list = append_header(list, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
+	if (list && token && t->creds->access_key) {
+		if (asprintf(&line, "x-amz-security-token: %s", token) < 0) {
+			curl_slist_free_all(list);
+			return NULL;
+		}
+		list = append_header(list, line);
+		explicit_bzero(line, strlen(line));
+		free(line);
+	}
+	return list;
+}
+
+static struct curl_slist *request_headers(const struct remote *rm, uint64_t off, size_t len,
+					  enum request_kind kind)
+{
+	struct curl_slist *list;
+	char line[REMOTE_VALIDATOR_MAX + 64];
+
+	snprintf(line, sizeof(line), "Range: bytes=%llu-%llu", (unsigned long long)off,
+		 (unsigned long long)(off + len - 1));
+	list = append_header(NULL, line);
+	line[0] = '\0';
+	if (kind == REQUEST_READ && rm->etag[0])
+		snprintf(line, sizeof(line), "If-Match: %s", rm->etag);
+	else if (kind == REQUEST_READ && rm->last_modified[0])
+		snprintf(line, sizeof(line), "If-Unmodified-Since: %s", rm->last_modified);
+	if (list && line[0])
+		list = append_header(list, line);
+	return list ? s3_headers(&rm->t, list) : NULL;
+}
+
+/* The <Code> of an S3 error body, or "". */
+static void s3_error_code(const char *body, char *code, size_t size)
+{
+	const char *s = strstr(body, "<Code>"), *e = s ? strstr(s, "</Code>") : NULL;
+
+	code[0] = '\0';
+	if (s && e && (size_t)(e - s - 6) < size)
+		snprintf(code, size, " (%.*s)", (int)(e - s - 6), s + 6);
+}
+
+static bool retryable_curl_error(CURLcode rc)
+{
+	switch (rc) {
+	case CURLE_COULDNT_CONNECT:
+	case CURLE_COULDNT_RESOLVE_HOST:
+	case CURLE_COULDNT_RESOLVE_PROXY:
+	case CURLE_OPERATION_TIMEDOUT:
+	case CURLE_PARTIAL_FILE:
+	case CURLE_RECV_ERROR:
+	case CURLE_SEND_ERROR:
+	case CURLE_GOT_NOTHING:
+	case CURLE_SSL_CONNECT_ERROR:
+	case CURLE_HTTP2:
+	case CURLE_HTTP2_STREAM:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Whether the answer's validators say it is another version than the one opened. */
+static bool changed_version(const struct remote *rm, const struct response *r)
+{
+	if (rm->etag[0])
+		return r->etag[0] && strcmp(r->etag, rm->etag);
+	if (rm->last_modified[0])
+		return r->last_modified[0] && strcmp(r->last_modified, rm->last_modified);
+	return false;
+}
+
+/*
+ * Judge a finished request.  Returns 0, -EAGAIN (worth retrying; the
+ * message says why), or another -errno.  For REQUEST_OPEN the answer may be
+ * shorter than asked when the object is.
+ */
+static int judge(struct remote *rm, CURLcode rc, const char *curl_msg, struct response *r, uint64_t off,
+		 size_t len, enum request_kind kind)
+{
+	uint64_t expect_last = off + len - 1;
+	char code[96];
+
+	if (r->overflow)
+		return qs_set_error(-EIO, "%s: server sent more bytes than the range asked for", rm->t.name);
+	if (rc != CURLE_OK) {
+		int err = retryable_curl_error(rc) ? -EAGAIN : -EIO;
+
+		return qs_set_error(err, "%s: %s", rm->t.name,
+				    curl_msg[0] ? curl_msg : curl_easy_strerror(rc));
+	}
+	s3_error_code(r->errbody, code, sizeof(code));
+	switch (r->status) {
+	case 206:
+		break;
+	case 200:
+		return qs_set_error(-EIO, "%s: server ignores range requests (200 instead of 206)",
+				    rm->t.name);
+	case 412:
+		return qs_set_error(-ESTALE, "%s: the object changed since it was opened; "
+				    "reopen to see the new version", rm->t.name);
+	case 416:
+		return qs_set_error(-EIO, "%s: range not satisfiable (empty object?)", rm->t.name);
+	case 401:
+	case 403:
+		return qs_set_error(-EACCES, "%s: access denied: HTTP %ld%s", rm->t.name, r->status, code);
+	case 404:
+		return qs_set_error(-ENOENT, "%s: not found: HTTP 404%s", rm->t.name, code);
+	case 408:
+	case 429:
+		return qs_set_error(-EAGAIN, "%s: HTTP %ld%s", rm->t.name, r->status, code);
+	default:
+		return qs_set_error(r->status >= 500 ? -EAGAIN : -EIO, "%s: HTTP %ld%s", rm->t.name,
+				    r->status, code);
+	}
+	if (kind == REQUEST_READ && changed_version(rm, r))
+		return qs_set_error(-ESTALE, "%s: the object changed since it was opened (%s, now %s); "
+				    "reopen to see the new version", rm->t.name,
+				    rm->etag[0] ? rm->etag : rm->last_modified,
+				    rm->etag[0] ? r->etag : r->last_modified);
+	if (!r->has_range)
+		return qs_set_error(-EIO, "%s: answer without a valid Content-Range", rm->t.name);
+	if (kind == REQUEST_OPEN && r->range_total - 1 < expect_last)
+		expect_last = r->range_total - 1;
+	if (r->range_first != off || r->range_last != expect_last ||
+	    (kind == REQUEST_READ && r->range_total != rm->size))
+		return qs_set_error(-EIO, "%s: asked for bytes %llu-%llu, got Content-Range %llu-%llu/%llu",
+				    rm->t.name, (unsigned long long)off, (unsigned long long)expect_last,
+				    (unsigned long long)r->range_first, (unsigned long long)r->range_last,
+				    (unsigned long long)r->range_total);
+	if (r->got != expect_last - off + 1)
+		return qs_set_error(-EAGAIN, "%s: short answer: %zu of %llu bytes", rm->t.name, r->got,
+				    (unsigned long long)(expect_last - off + 1));
+	return 0;
+}
+
+static int request_once(struct remote *rm, const struct iovec *iov, int iovcnt, uint64_t off, size_t len,
+			enum request_kind kind, struct response *r)
+{
+	char curl_msg[CURL_ERROR_SIZE] = "";
+	struct curl_slist *headers;
+	CURL *h;
+	CURLcode rc;
+	int ret;
+
+	memset(r, 0, sizeof(*r));
+	r->iov = iov;
+	r->iovcnt = iovcnt;
+	r->capacity = len;
+	headers = request_headers(rm, off, len, kind);
+	h = headers ? handle_get(rm) : NULL;
+	if (!h) {
+		curl_slist_free_all(headers);
+		return qs_set_error(-ENOMEM, "%s: cannot set up a request", rm->t.name);
+	}
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+	curl_easy_setopt(h, CURLOPT_HEADERDATA, r);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, r);
+	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, curl_msg);
+	rc = curl_easy_perform(h);
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
+	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, NULL);
+	curl_slist_free_all(headers);
+	ret = judge(rm, rc, curl_msg, r, off, len, kind);
+	handle_put(rm, h, rc == CURLE_OK);
+	return ret;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Full jitter in [delay/2, delay]: retrying clients spread out instead of arriving together. */
+static unsigned jitter(unsigned delay_ms)
+{
+	static __thread unsigned short seed[3];
+
+	if (!seed[0] && !seed[1] && !seed[2]) {
+		uint64_t t = now_ms() ^ ((uint64_t)getpid() << 16) ^ (uintptr_t)&seed;
+
+		seed[0] = t, seed[1] = t >> 16, seed[2] = t >> 32;
+	}
+	return delay_ms / 2 + (unsigned)(nrand48(seed) % (delay_ms / 2 + 1));
+}
+
+/*
+ * Call once(arg) until it returns something other than -EAGAIN, backing off
+ * between attempts, within 'retry_seconds'; 'max_attempts' 0 means as many
+ * as the budget allows.  Running out gives -EIO (-EAGAIN when max_attempts
+ * is 1, so that the caller can tell "unreachable" from other errors).
+ */
+static int with_retries(unsigned retry_seconds, unsigned max_attempts, int (*once)(void *arg), void *arg)
+{
+	uint64_t deadline = now_ms() + (uint64_t)retry_seconds * 1000;
+	unsigned delay = REMOTE_BACKOFF_FIRST_MS, attempt;
+	char last[512];
+	int ret;
+
+	for (attempt = 1;; attempt++) {
+		unsigned wait;
+
+		ret = once(arg);
+		if (ret != -EAGAIN)
+			return ret;
+		wait = jitter(delay);
+		if ((max_attempts && attempt >= max_attempts) || now_ms() + wait > deadline)
+			break;
+		usleep(wait * 1000u);
+		if (delay < REMOTE_BACKOFF_MAX_MS)
+			delay *= 2;
+	}
+	if (max_attempts == 1)
+		return -EAGAIN;
+	snprintf(last, sizeof(last), "%s", qs_last_error());
+	return qs_set_error(-EIO, "%s; gave up after %u attempts in %u s", last, attempt, retry_seconds);
+}
+
+struct range_request {
+	struct remote *rm;
+	const struct iovec *iov;
+	int iovcnt;
+	uint64_t off;
+	size_t len;
+	enum request_kind kind;
+	struct response *r;
+};
+
+static int range_request_once(void *arg)
+{
+	struct range_request *q = arg;
+
+	return request_once(q->rm, q->iov, q->iovcnt, q->off, q->len, q->kind, q->r);
+}
+
+/* A range request with retries; *r holds the last answer. */
+static int request(struct remote *rm, const struct iovec *iov, int iovcnt, uint64_t off, size_t len,
+		   enum request_kind kind, unsigned max_attempts, struct response *r)
+{
+	struct range_request q = { rm, iov, iovcnt, off, len, kind, r };
+
+	return with_retries(rm->retry_seconds, max_attempts, range_request_once, &q);
+}
+
+/* ---- other requests: what the S3 sink's multipart upload sends ------------ */
+
+struct call {
+	const struct remote_target *t;
+	const char *method;
+	char *url;
+	const char *body;
+	size_t body_len, sent;
+	struct remote_reply *reply;
+};
+
+static size_t call_read(char *buf, size_t size, size_t nitems, void *arg)
+{
+	struct call *c = arg;
+	size_t n = size * nitems;
+
+	if (n > c->body_len - c->sent)
+		n = c->body_len - c->sent;
+	memcpy(buf, c->body + c->sent, n);
+	c->sent += n;
+	return n;
+}
+
+static size_t call_header(char *line, size_t size, size_t nitems, void *arg)
+{
+	struct remote_reply *r = arg;
+	size_t len = size * nitems, vlen;
+	const char *v;
+
+	if (len >= 5 && !strncmp(line, "HTTP/", 5)) {
+		const char *sp = memchr(line, ' ', len);
+
+		r->status = sp ? strtol(sp + 1, NULL, 10) : 0;
+		r->etag[0] = '\0';
+	} else if (header_is(line, len, "etag", &v, &vlen)) {
+		copy_validator(r->etag, v, vlen);
+	}
+	return len;
+}
+
+static size_t call_write(char *data, size_t size, size_t nmemb, void *arg)
+{
+	struct remote_reply *r = arg;
+	size_t len = size * nmemb, keep = len;
+	char *grown;
+
+	if (keep > REMOTE_REPLY_MAX - r->body_len)
+		keep = REMOTE_REPLY_MAX - r->body_len;
+	grown = realloc(r->body, r->body_len + keep + 1);
+	if (!grown)
+		return 0;
+	r->body = grown;
+	memcpy(r->body + r->body_len, data, keep);
+	r->body_len += keep;
+	r->body[r->body_len] = '\0';
+	return len;
+}
+
+static int call_judge(const struct call *c, CURLcode rc, const char *curl_msg)
+{
+	const char *name = c->t->name;
+	long st = c->reply->status;
+	char code[96];
+
+	if (rc != CURLE_OK)
+		return qs_set_error(retryable_curl_error(rc) ? -EAGAIN : -EIO, "%s: %s %s", name, c->method,
+				    curl_msg[0] ? curl_msg : curl_easy_strerror(rc));
+	if (st >= 200 && st < 300)
+		return 0;
+	s3_error_code(c->reply->body ? c->reply->body : "", code, sizeof(code));
+	if (st == 401 || st == 403)
+		return qs_set_error(-EACCES, "%s: %s: access denied: HTTP %ld%s", name, c->method, st, code);
+	if (st == 404)
+		return qs_set_error(-ENOENT, "%s: %s: not found: HTTP 404%s", name, c->method, code);
+	return qs_set_error(st >= 500 || st == 408 || st == 429 ? -EAGAIN : -EIO, "%s: %s: HTTP %ld%s", name,
+			    c->method, st, code);
+}
+
+static int call_once(void *arg)
+{
+	struct call *c = arg;
+	char curl_msg[CURL_ERROR_SIZE] = "";
+	struct curl_slist *headers;
+	CURL *h = curl_easy_init();
+	CURLcode rc;
+
+	remote_reply_clear(c->reply);
+	c->sent = 0;
+	/* Never "Expect:" to remove a header: curl 7.88 would sign it, yet not send it. */
+	headers = append_header(NULL, "Content-Type: application/octet-stream");
+	headers = headers ? s3_headers(c->t, headers) : NULL;
+	if (!h || !headers) {
+		curl_slist_free_all(headers);
+		if (h)
+			curl_easy_cleanup(h);
+		return qs_set_error(-ENOMEM, "%s: cannot set up a request", c->t->name);
+	}
+	handle_setup(h, c->t, REMOTE_STALL_SECONDS);
+	curl_easy_setopt(h, CURLOPT_URL, c->url);
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, call_header);
+	curl_easy_setopt(h, CURLOPT_HEADERDATA, c->reply);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, call_write);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, c->reply);
+	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, curl_msg);
+	if (!strcmp(c->method, "PUT")) {
+		curl_easy_setopt(h, CURLOPT_EXPECT_100_TIMEOUT_MS, 0L);    /* no 100-continue round trip */
+		curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
+		curl_easy_setopt(h, CURLOPT_READFUNCTION, call_read);
+		curl_easy_setopt(h, CURLOPT_READDATA, c);
+		curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)c->body_len);
+	} else if (!strcmp(c->method, "POST")) {
+		curl_easy_setopt(h, CURLOPT_POST, 1L);
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, c->body ? c->body : "");
+		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)c->body_len);
+	} else if (strcmp(c->method, "GET")) {
+		curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, c->method);
+	}
+	rc = curl_easy_perform(h);
+	curl_easy_cleanup(h);
+	curl_slist_free_all(headers);
+	return call_judge(c, rc, curl_msg);
+}
+
+int remote_call(const struct remote_target *t, const char *method, const char *query, const void *body,
+		size_t len, unsigned retry_seconds, struct remote_reply *reply)
+{
+	struct call c = { t, method, NULL, body, len, 0, reply };
+	int ret;
+
+	memset(reply, 0, sizeof(*reply));
+	pthread_once(&curl_once, curl_init);
+	if (curl_init_result != CURLE_OK)
+		return qs_set_error(-EIO, "cannot initialise libcurl");
+	if (asprintf(&c.url, "%s%s%s", t->url, query ? "?" : "", query ? query : "") < 0)
+		return qs_set_error(-ENOMEM, "out of memory");
+	ret = with_retries(retry_seconds ? retry_seconds : REMOTE_DEFAULT_RETRY_SECONDS, 0, call_once, &c);
+	free(c.url);
+	return ret;
+}
+
+void remote_reply_clear(struct remote_reply *reply)
+{
+	free(reply->body);
+	memset(reply, 0, sizeof(*reply));
+}
+
+/* ---- the source ------------------------------------------------------------ */
+
+static int remote_fetch(void *ctx, const struct iovec *iov, int iovcnt, uint64_t off)
+{
+	struct remote *rm = ctx;
+	struct response *r = malloc(sizeof(*r));
+	size_t len = 0;
+	int ret;
+
+	if (!r)
+		return qs_set_error(-ENOMEM, "out of memory");
+	for (int i = 0; i < iovcnt; i++)
+		len += iov[i].iov_len;
+	ret = request(rm, iov, iovcnt, off, len, REQUEST_READ, 0, r);
+	free(r);
+	return ret;
+}
+
+static void remote_free(void *ctx)
+{
+	struct remote *rm = ctx;
+
+	while (rm->npool)
+		curl_easy_cleanup(rm->pool[--rm->npool]);
+	pthread_mutex_destroy(&rm->pool_lock);
+	remote_target_clear(&rm->t);
+	free(rm->key);
+	free(rm);
+}
+
+static char *remote_identity(const struct remote *rm)
+{
+	char *id;
+
+	if (asprintf(&id, "%s:%llu:%s", rm->key, (unsigned long long)rm->size,
+		     rm->etag[0] ? rm->etag : rm->last_modified) < 0)
+		return NULL;
+	return id;
+}
+
+/* The object's size and version, and its first chunk into 'first'. */
+static int remote_first_request(struct remote *rm, char *first, size_t chunk_size, bool quick)
+{
+	struct iovec iov = { first, chunk_size };
+	struct response *r = malloc(sizeof(*r));
+	int ret;
+
+	if (!r)
+		return qs_set_error(-ENOMEM, "out of memory");
+	ret = request(rm, &iov, 1, 0, chunk_size, REQUEST_OPEN, quick ? 1 : 0, r);
+	if (ret == 0) {
+		rm->size = r->range_total;
+		/* A weak ETag cannot be used with If-Match; Last-Modified then pins the version. */
+		if (r->etag[0] && strncmp(r->etag, "W/", 2))
+			snprintf(rm->etag, sizeof(rm->etag), "%s", r->etag);
+		snprintf(rm->last_modified, sizeof(rm->last_modified), "%s", r->last_modified);
+		if (!rm->etag[0] && !rm->last_modified[0])
+			ret = qs_set_error(-EIO, "%s: no ETag or Last-Modified: cannot tell if the object "
+					   "changes", rm->t.name);
+	}
+	free(r);
+	return ret;
+}
+
+/* The validator part of an identity remote_identity() made for this object, or NULL. */
+static const char *identity_validator(const struct remote *rm, const char *identity)
+{
+	char prefix[64];
+	size_t name_len = strlen(rm->key);
+
+	snprintf(prefix, sizeof(prefix), ":%llu:", (unsigned long long)rm->size);
+	if (strncmp(identity, rm->key, name_len) || strncmp(identity + name_len, prefix, strlen(prefix)))
+		return NULL;
+	return identity + name_len + strlen(prefix);
+}
+
+/* The server did not answer: open what the cache directory knows of the object, if anything. */
+static int open_from_cache(struct remote *rm, const struct qs_source_options *opt, int err,
+			   struct qs_source **out)
+{
+	const struct chunk_fetcher fetcher = { remote_fetch, remote_free, rm };
+	char *identity, *notice, *why = strdup(qs_last_error());
+	const char *validator;
+	uint64_t size;
+	int ret;
+
+	if (!why || disk_cache_load_object(opt->cache_dir, rm->key, &size, &identity) < 0) {
+		free(why);
+		return err;
+	}
+	rm->size = size;
+	/* The identity ends with the validator: keep pinning to it, should the server come back. */
+	validator = identity_validator(rm, identity);
+	if (!validator) {
+		free(why);
+		free(identity);
+		return err;
+	}
+	if (validator[0] == '"')
+		snprintf(rm->etag, sizeof(rm->etag), "%s", validator);
+	else
+		snprintf(rm->last_modified, sizeof(rm->last_modified), "%s", validator);
+	if (asprintf(&notice, "%s: server unreachable (%s); serving the version recorded in cache "
+		     "directory %s", rm->t.name, why, opt->cache_dir) < 0)
+		notice = NULL;
+	free(why);
+	ret = chunk_cache_open(&fetcher, rm->t.name, identity, size, opt, NULL, notice, out);
+	free(notice);
+	free(identity);
+	return ret;
+}
+
+int qs_source_open_remote(const char *spec, const struct qs_source_options *opt, struct qs_source **out)
+{
+	static const struct qs_source_options defaults;
+	struct chunk_fetcher fetcher;
+	struct remote *rm;
+	char *first = NULL, *identity = NULL;
+	size_t chunk_size;
+	bool cached = false;
+	int ret;
+
+	if (!opt)
+		opt = &defaults;
+	pthread_once(&curl_once, curl_init);
+	if (curl_init_result != CURLE_OK)
+		return qs_set_error(-EIO, "cannot initialise libcurl");
+	ret = chunk_cache_chunk_size(opt, &chunk_size);
+	if (ret < 0)
+		return ret;
+	rm = calloc(1, sizeof(*rm));
+	if (!rm)
+		return qs_set_error(-ENOMEM, "out of memory");
+	pthread_mutex_init(&rm->pool_lock, NULL);
+	rm->retry_seconds = opt->retry_seconds ? opt->retry_seconds : REMOTE_DEFAULT_RETRY_SECONDS;
+	/* A stall may use a quarter of the budget: time must remain to retry elsewhere. */
+	rm->stall_seconds = rm->retry_seconds / 4;
+	if (rm->stall_seconds > REMOTE_STALL_SECONDS)
+		rm->stall_seconds = REMOTE_STALL_SECONDS;
+	if (rm->stall_seconds < 1)
+		rm->stall_seconds = 1;
+	if (!strncmp(spec, "s3://", 5)) {
+		ret = s3_target(spec, opt, &rm->t);
+	} else {
+		rm->t.url = strdup(spec);
+		rm->t.name = remote_display_name(spec);
+		ret = rm->t.url && rm->t.name ? 0 : qs_set_error(-ENOMEM, "out of memory");
+	}
+	if (ret == 0 && !(rm->key = remote_display_name(rm->t.url)))
+		ret = qs_set_error(-ENOMEM, "out of memory");
+	if (ret < 0)
+		goto fail;
+	first = malloc(chunk_size);
+	if (!first) {
+		ret = qs_set_error(-ENOMEM, "out of memory");
+		goto fail;
+	}
+	if (opt->cache_dir) {
+		uint64_t size;
+
+		cached = disk_cache_load_object(opt->cache_dir, rm->key, &size, &identity) == 0;
+		free(identity);
+		identity = NULL;
+	}
+	/* With a recorded identity, an unreachable server is not waited for: the cache stands in. */
+	ret = remote_first_request(rm, first, chunk_size, cached);
+	if (ret == -EAGAIN) {
+		free(first);
+		if (cached)
+			return open_from_cache(rm, opt, ret, out);
+		first = NULL;
+		goto fail;
+	}
+	if (ret < 0)
+		goto fail;
+	identity = remote_identity(rm);
+	if (!identity) {
+		ret = qs_set_error(-ENOMEM, "out of memory");
+		goto fail;
+	}
+	if (opt->cache_dir && disk_cache_save_object(opt->cache_dir, rm->key, rm->size, identity) < 0) {
+		ret = -EIO;
+		goto fail;
+	}
+	fetcher = (struct chunk_fetcher){ remote_fetch, remote_free, rm };
+	ret = chunk_cache_open(&fetcher, rm->t.name, identity, rm->size, opt, first, NULL, out);
+	free(first);
+	free(identity);
+	return ret;
+fail:
+	free(first);
+	free(identity);
+	remote_free(rm);
+	return ret;
+}

@@ -1,0 +1,354 @@
+/*
+ * data.c - regular files' contents: read, split into blocks, deduplicate.
+ *
+ * A file is blocks of block_size bytes, the last one possibly short.  A
+ * block of zeros is stored as a hole (size 0, nothing written), as
+ * mksquashfs does.  The tail goes into a fragment when fragments are on.
+ * Before a file is read for writing, files whose size matches another
+ * file's are hashed and compared with earlier files of that size; an
+ * identical one is not written again but shares the earlier file's data.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "data.h"
+#include "dedup.h"
+#include "fragment.h"
+#include "pipeline.h"
+#include "sink.h"
+#include "pack_util.h"
+
+struct data_writer {
+	struct data_config cfg;
+	struct pipeline *pipe;
+	struct frag_packer frags;
+	struct dedup_index *dedup;
+	uint8_t *buf_a, *buf_b;     /* for hashing and comparing */
+	uint64_t dedup_bytes;
+	int error;
+};
+
+/* An open file's bytes: a source file, or a range of the archive spool. */
+struct content {
+	int fd;
+	uint64_t base;
+	bool owned;
+	const char *name;
+};
+
+bool data_has_fragment(const struct data_config *cfg, uint64_t size)
+{
+	return cfg->fragments && size % cfg->block_size != 0 && (size < cfg->block_size || cfg->tail_packing);
+}
+
+static int content_open(struct data_writer *w, struct pack_inode *file, struct content *c)
+{
+	c->owned = file->u.file.content.path != NULL;
+	c->name = c->owned ? file->u.file.content.path : "archive spool";
+	if (!c->owned) {
+		c->fd = w->cfg.spool_fd;
+		c->base = file->u.file.content.spool_offset;
+		return 0;
+	}
+	c->base = 0;
+	c->fd = open(c->name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (c->fd < 0) {
+		int err = -errno;
+
+		pack_error("%s: %s", c->name, strerror(errno));
+		return err;
+	}
+	return 0;
+}
+
+static void content_close(struct content *c)
+{
+	if (c->owned)
+		close(c->fd);
+}
+
+static int content_read(struct content *c, void *buf, size_t len, uint64_t off)
+{
+	uint8_t *p = buf;
+
+	while (len > 0) {
+		ssize_t n = pread(c->fd, p, len, (off_t)(c->base + off));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			pack_error("%s: %s", c->name, strerror(errno));
+			return -errno;
+		}
+		if (n == 0) {
+			pack_error("%s: file shrank while being packed", c->name);
+			return -EIO;
+		}
+		p += n;
+		len -= (size_t)n;
+		off += (uint64_t)n;
+	}
+	return 0;
+}
+
+static bool all_zero(const uint8_t *p, size_t len)
+{
+	/* Checking the first byte and then comparing the buffer with itself shifted is fast and short. */
+	return len == 0 || (p[0] == 0 && memcmp(p, p + 1, len - 1) == 0);
+}
+
+static int hash_file(struct data_writer *w, struct pack_inode *file)
+{
+	uint64_t size = file->u.file.size, h = size;
+	struct content c;
+	int err = content_open(w, file, &c);
+
+	if (err)
+		return err;
+	for (uint64_t off = 0; !err && off < size; off += w->cfg.block_size) {
+		size_t len = size - off < w->cfg.block_size ? (size_t)(size - off) : w->cfg.block_size;
+
+		err = content_read(&c, w->buf_a, len, off);
+		if (!err)
+			h = pack_hash(h, w->buf_a, len);
+	}
+	content_close(&c);
+	file->u.file.hash = h;
+	return err;
+}
+
+static int same_contents(struct pack_inode *a, struct pack_inode *b, void *arg)
+{
+	struct data_writer *w = arg;
+	uint64_t size = a->u.file.size;
+	struct content ca, cb;
+	int err, same = 1;
+
+	err = content_open(w, a, &ca);
+	if (err)
+		return err;
+	err = content_open(w, b, &cb);
+	if (err) {
+		content_close(&ca);
+		return err;
+	}
+	for (uint64_t off = 0; same && off < size; off += w->cfg.block_size) {
+		size_t len = size - off < w->cfg.block_size ? (size_t)(size - off) : w->cfg.block_size;
+
+		err = content_read(&ca, w->buf_a, len, off);
+		if (!err)
+			err = content_read(&cb, w->buf_b, len, off);
+		if (err)
+			break;
+		same = memcmp(w->buf_a, w->buf_b, len) == 0;
+	}
+	content_close(&ca);
+	content_close(&cb);
+	return err ? err : same;
+}
+
+/* First pass over the tree: sizes for deduplication, and a bound on the fragments needed. */
+struct prepare {
+	struct data_writer *w;
+	uint64_t files;
+};
+
+static int prepare_file(struct pack_inode *inode, void *arg)
+{
+	struct prepare *pr = arg;
+
+	if (!tree_is_reg(inode) || inode->u.file.size == 0)
+		return 0;
+	pr->files++;
+	return pr->w->dedup ? dedup_count_size(pr->w->dedup, inode->u.file.size) : 0;
+}
+
+int data_writer_start(const struct data_config *cfg, struct pack_sink *sink, struct pack_tree *tree,
+		      struct data_writer **out)
+{
+	struct data_writer *w = calloc(1, sizeof(*w));
+	struct prepare pr = { .w = w };
+	int err;
+
+	if (!w)
+		return -ENOMEM;
+	w->cfg = *cfg;
+	w->buf_a = malloc(cfg->block_size);
+	w->buf_b = malloc(cfg->block_size);
+	err = (!w->buf_a || !w->buf_b) ? -ENOMEM : 0;
+	if (!err && cfg->dedup)
+		err = dedup_init(&w->dedup);
+	if (!err)
+		err = tree_walk_files(tree->root, prepare_file, &pr);
+	if (!err)
+		err = pipeline_start(cfg->comp, cfg->params, cfg->block_size, cfg->jobs, sink, &w->pipe);
+	if (!err)
+		err = frag_init(&w->frags, w->pipe, cfg->block_size, pr.files);
+	if (err) {
+		if (err == -ENOMEM)
+			pack_error("out of memory");
+		data_writer_free(w);
+		return err;
+	}
+	*out = w;
+	return 0;
+}
+
+/*
+ * Where the next data at or after 'off' begins, so that holes need not be
+ * read: SEEK_DATA where the file system knows, else 'off' itself.
+ */
+static uint64_t next_data(struct content *c, uint64_t off, uint64_t size)
+{
+	off_t at = lseek(c->fd, (off_t)(c->base + off), SEEK_DATA);
+
+	if (at < 0)
+		return errno == ENXIO ? size : off;
+	return (uint64_t)at - c->base;
+}
+
+/* Queue the file's blocks; holes are recorded as size 0 and not written. */
+static int write_blocks(struct data_writer *w, struct pack_inode *file, struct content *c)
+{
+	uint32_t bs = w->cfg.block_size;
+	uint64_t size = file->u.file.size, data = 0;
+	bool positioned = false;
+
+	for (uint32_t i = 0; i < file->u.file.block_count; i++) {
+		uint64_t off = (uint64_t)i * bs;
+		uint32_t len = size - off < bs ? (uint32_t)(size - off) : bs;
+		struct pipeline_job *job;
+		int err;
+
+		if (data < off)
+			data = next_data(c, off, size);
+		if (data >= off + len) {
+			file->u.file.block_sizes[i] = 0;
+			file->u.file.sparse += len;
+			continue;
+		}
+		job = pipeline_get(w->pipe);
+		if (!job)
+			return -EIO;
+		err = content_read(c, job->in, len, off);
+		if (err)
+			return err;
+		if (all_zero(job->in, len)) {
+			file->u.file.block_sizes[i] = 0;
+			file->u.file.sparse += len;
+			continue;
+		}
+		job->len = len;
+		job->size_slot = &file->u.file.block_sizes[i];
+		if (!positioned)
+			job->pos_slot = &file->u.file.blocks_start;
+		positioned = true;
+		pipeline_submit(w->pipe, job);
+	}
+	if (!positioned && file->u.file.block_count > 0) {
+		/* All holes: the start is simply where the next block would go. */
+		struct pipeline_job *job = pipeline_get(w->pipe);
+
+		if (!job)
+			return -EIO;
+		job->pos_slot = &file->u.file.blocks_start;
+		pipeline_submit(w->pipe, job);
+	}
+	return 0;
+}
+
+static int write_tail(struct data_writer *w, struct pack_inode *file, struct content *c)
+{
+	uint64_t size = file->u.file.size;
+	uint32_t len = (uint32_t)(size % w->cfg.block_size);
+	uint8_t *at = frag_reserve(&w->frags, len, &file->u.file.fragment, &file->u.file.frag_offset);
+
+	if (!at)
+		return -EIO;
+	return content_read(c, at, len, size - len);
+}
+
+int data_write_file(struct data_writer *w, struct pack_inode *file)
+{
+	uint64_t size = file->u.file.size;
+	bool frag = data_has_fragment(&w->cfg, size);
+	bool candidate;
+	struct content c;
+	int err;
+
+	if (file->u.file.data_done || size == 0)
+		return 0;
+	file->u.file.data_done = true;
+	file->u.file.block_count = (uint32_t)(size / w->cfg.block_size + (size % w->cfg.block_size && !frag));
+	if (size / w->cfg.block_size >= UINT32_MAX)
+		return -EFBIG;
+
+	candidate = w->dedup && dedup_size_shared(w->dedup, size);
+	if (candidate) {
+		struct pack_inode *same;
+
+		err = hash_file(w, file);
+		if (err)
+			return err;
+		same = dedup_find(w->dedup, file, same_contents, w, &err);
+		if (err)
+			return err;
+		if (same) {
+			file->u.file.dup_of = same;
+			w->dedup_bytes += size;
+			return 0;
+		}
+	}
+
+	file->u.file.block_sizes = calloc(file->u.file.block_count + 1, sizeof(uint32_t));
+	if (!file->u.file.block_sizes)
+		return -ENOMEM;
+	err = content_open(w, file, &c);
+	if (err)
+		return err;
+	err = write_blocks(w, file, &c);
+	if (!err && frag)
+		err = write_tail(w, file, &c);
+	content_close(&c);
+	if (!err && candidate)
+		err = dedup_add(w->dedup, file);
+	return err;
+}
+
+int data_writer_finish(struct data_writer *w)
+{
+	int err = frag_flush(&w->frags);
+	int perr = pipeline_finish(w->pipe);
+
+	return err ? err : perr;
+}
+
+uint32_t data_fragment_count(const struct data_writer *w)
+{
+	return w->frags.count;
+}
+
+const struct sqfs_fragment_entry *data_fragments(const struct data_writer *w)
+{
+	return frag_table((struct frag_packer *)&w->frags);
+}
+
+uint64_t data_dedup_bytes(const struct data_writer *w)
+{
+	return w->dedup_bytes;
+}
+
+void data_writer_free(struct data_writer *w)
+{
+	if (!w)
+		return;
+	pipeline_free(w->pipe);
+	frag_free(&w->frags);
+	dedup_free(w->dedup);
+	free(w->buf_a);
+	free(w->buf_b);
+	free(w);
+}

@@ -1,0 +1,30 @@
+/*
+ * dedup.h - whole-file deduplication: same size, same hash, same bytes.
+ */
+#ifndef QUASH_PACK_DEDUP_H
+#define QUASH_PACK_DEDUP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tree.h"
+
+struct dedup_index;
+
+/* Exact comparison of two files' contents: 1 equal, 0 different, -errno. */
+typedef int (*dedup_same_fn)(struct pack_inode *a, struct pack_inode *b, void *arg);
+
+int dedup_init(struct dedup_index **out);
+void dedup_free(struct dedup_index *d);
+
+/* First pass: every file size in the tree.  Only sizes seen twice are worth hashing. */
+int dedup_count_size(struct dedup_index *d, uint64_t size);
+bool dedup_size_shared(struct dedup_index *d, uint64_t size);
+
+/* An earlier written file with file's size and hash and the same bytes, or NULL (or *err). */
+struct pack_inode *dedup_find(struct dedup_index *d, struct pack_inode *file, dedup_same_fn same, void *arg,
+			      int *err);
+/* Remember a written file (its size and u.file.hash) as a candidate for later ones. */
+int dedup_add(struct dedup_index *d, struct pack_inode *file);
+
+#endif

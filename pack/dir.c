@@ -1,0 +1,117 @@
+/*
+ * dir.c - the directory table.
+ *
+ * A listing is a run of headers, each followed by up to 256 entries whose
+ * inodes sit in one inode-table block and whose numbers are within a
+ * signed 16-bit offset of the header's.  A header is also started when
+ * the listing crosses into a new metadata block, and for a listing that
+ * spans several blocks each such header gets an index entry in the
+ * extended directory inode, so that the kernel's lookup can skip straight
+ * to the right block (as mksquashfs does).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "image.h"
+#include "squashfs_fs.h"
+
+#define DIR_INO_DELTA_MAX 32767
+
+static int entry_type(const struct pack_inode *inode)
+{
+	switch (inode->mode & 0170000) {
+	case 0040000: return SQFS_INODE_DIR;
+	case 0100000: return SQFS_INODE_FILE;
+	case 0120000: return SQFS_INODE_SYMLINK;
+	case 0060000: return SQFS_INODE_BLKDEV;
+	case 0020000: return SQFS_INODE_CHRDEV;
+	case 0010000: return SQFS_INODE_FIFO;
+	default: return SQFS_INODE_SOCKET;
+	}
+}
+
+/* How many entries from 'first' one header can cover, starting at stream position 'pos'. */
+static size_t run_length(struct pack_inode *dir, size_t first, uint64_t pos)
+{
+	struct pack_dirent **c = dir->u.dir.children;
+	uint64_t block = sqfs_ref_block(c[first]->inode->ref);
+	int64_t base = c[first]->inode->ino;
+	uint64_t meta_block_no = pos / SQFS_META_SIZE;
+	size_t n = 1;
+
+	pos += SQFS_DIR_HEADER_SIZE + SQFS_DIR_ENTRY_SIZE + c[first]->name_len;
+	for (size_t i = first + 1; i < dir->u.dir.count && n < SQFS_DIR_HEADER_MAX; i++, n++) {
+		int64_t delta = (int64_t)c[i]->inode->ino - base;
+
+		if (sqfs_ref_block(c[i]->inode->ref) != block || delta > DIR_INO_DELTA_MAX ||
+		    delta < -DIR_INO_DELTA_MAX - 1 || pos / SQFS_META_SIZE != meta_block_no)
+			break;
+		pos += SQFS_DIR_ENTRY_SIZE + c[i]->name_len;
+	}
+	return n;
+}
+
+static int add_index(struct pack_inode *dir, uint32_t index, uint32_t start_block, const struct pack_dirent *d)
+{
+	struct pack_dir_index *x;
+	size_t n = dir->u.dir.index_count;
+
+	/* A header per metadata block at most, plus one per 256 entries: a small bound known up front. */
+	if (!dir->u.dir.index) {
+		dir->u.dir.index = calloc(dir->u.dir.count + 1, sizeof(*dir->u.dir.index));
+		if (!dir->u.dir.index)
+			return -ENOMEM;
+	}
+	x = &dir->u.dir.index[n];
+	x->index = index;
+	x->start_block = start_block;
+	x->name = d->name;
+	x->name_len = d->name_len;
+	dir->u.dir.index_count++;
+	return 0;
+}
+
+int dir_write_listing(struct image_writer *iw, struct pack_inode *dir)
+{
+	struct meta_writer *w = &iw->dirs;
+	uint64_t start = w->uncompressed;
+	uint64_t last_block_no = start / SQFS_META_SIZE;
+	uint8_t buf[SQFS_DIR_HEADER_SIZE];
+	int err = 0;
+
+	dir->u.dir.start_block = meta_block(w);
+	dir->u.dir.offset = meta_offset(w);
+	for (size_t i = 0; !err && i < dir->u.dir.count;) {
+		struct pack_dirent **c = dir->u.dir.children;
+		uint64_t pos = w->uncompressed;
+		size_t n = run_length(dir, i, pos);
+		uint32_t base = c[i]->inode->ino;
+
+		if (pos / SQFS_META_SIZE != last_block_no) {
+			err = add_index(dir, (uint32_t)(pos - start), meta_block(w), c[i]);
+			last_block_no = pos / SQFS_META_SIZE;
+		}
+		sqfs_put32(buf, (uint32_t)(n - 1));
+		sqfs_put32(buf + 4, (uint32_t)sqfs_ref_block(c[i]->inode->ref));
+		sqfs_put32(buf + 8, base);
+		if (!err)
+			err = meta_write(w, buf, SQFS_DIR_HEADER_SIZE);
+		for (size_t k = i; !err && k < i + n; k++) {
+			const struct pack_inode *inode = c[k]->inode;
+
+			sqfs_put16(buf, sqfs_ref_offset(inode->ref));
+			sqfs_put16(buf + 2, (uint16_t)(int16_t)((int64_t)inode->ino - base));
+			sqfs_put16(buf + 4, (uint16_t)entry_type(inode));
+			sqfs_put16(buf + 6, (uint16_t)(c[k]->name_len - 1));
+			err = meta_write(w, buf, SQFS_DIR_ENTRY_SIZE);
+			if (!err)
+				err = meta_write(w, c[k]->name, c[k]->name_len);
+		}
+		i += n;
+	}
+	if (w->uncompressed - start > UINT32_MAX - 3)
+		return -EFBIG;
+	dir->u.dir.listing_size = (uint32_t)(w->uncompressed - start);
+	return err;
+}

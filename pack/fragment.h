@@ -1,0 +1,40 @@
+/*
+ * fragment.h - packing small files and tails into shared fragment blocks.
+ */
+#ifndef QUASH_PACK_FRAGMENT_H
+#define QUASH_PACK_FRAGMENT_H
+
+#include <stdint.h>
+
+#include "squashfs_fs.h"
+
+struct pipeline;
+
+struct frag_packer {
+	struct pipeline *pipe;
+	uint8_t *buf;               /* the fragment block being filled */
+	uint32_t fill, block_size;
+	uint64_t *starts;           /* per fragment: image offset, set by the writer */
+	uint32_t *sizes;            /* per fragment: on-disk size word */
+	struct sqfs_fragment_entry *table;
+	uint32_t count, cap;
+};
+
+/* 'max' bounds the fragments this image can need (one per file with a tail). */
+int frag_init(struct frag_packer *fp, struct pipeline *pipe, uint32_t block_size, uint64_t max);
+void frag_free(struct frag_packer *fp);
+
+/*
+ * Room for a tail of len bytes (<= block_size): where to copy it, and the
+ * fragment index and offset the inode records.  Queues the current block
+ * first if the tail does not fit.  NULL if the pipeline failed.
+ */
+uint8_t *frag_reserve(struct frag_packer *fp, uint32_t len, uint32_t *index, uint32_t *offset);
+
+/* Queue the last, partly filled block.  0 or -errno. */
+int frag_flush(struct frag_packer *fp);
+
+/* The fragment table, once the pipeline has finished. */
+const struct sqfs_fragment_entry *frag_table(struct frag_packer *fp);
+
+#endif

@@ -1,0 +1,66 @@
+/*
+ * image.h - the metadata half of the image: inode and directory tables
+ * and the lookup tables (ids, xattrs, export), built after all data is
+ * written, then the superblock.
+ */
+#ifndef QUASH_PACK_IMAGE_H
+#define QUASH_PACK_IMAGE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "compressor.h"
+#include "meta.h"
+#include "tree.h"
+
+struct pack_sink;
+
+struct id_table {
+	uint32_t *ids;
+	uint32_t count, cap;
+};
+
+struct xattr_table {
+	struct meta_writer kv;      /* key/value pairs */
+	uint8_t *ids;               /* 16-byte id entries */
+	uint32_t count, cap;
+	uint64_t *hashes;           /* per id: of its set, to share identical sets */
+	struct pack_inode **owners; /* per id: an inode carrying that set */
+	uint32_t *next;             /* per id: the next id in its hash chain, + 1 */
+	uint32_t *buckets;          /* first id + 1 per hash bucket; 0 = empty */
+	uint32_t bucket_count;      /* a power of two, at least twice count */
+};
+
+struct image_writer {
+	const struct qs_compressor *comp;
+	const struct qs_compress_params *params;
+	struct meta_writer inodes, dirs;
+	struct id_table ids;
+	struct xattr_table xattrs;
+	uint64_t *export;           /* inode number - 1 -> inode reference */
+	uint32_t inode_count;
+	uint64_t root_ref;
+};
+
+void image_init(struct image_writer *iw, const struct qs_compressor *comp, const struct qs_compress_params *p);
+void image_free(struct image_writer *iw);
+
+/* inode.c: number every inode, then write inodes and directories bottom-up. */
+int inode_number_tree(struct image_writer *iw, struct pack_tree *t);
+int inode_write_tree(struct image_writer *iw, struct pack_tree *t);
+
+/* dir.c: a directory's listing into the directory table; its children are written. */
+int dir_write_listing(struct image_writer *iw, struct pack_inode *dir);
+
+/* id.c */
+int id_index(struct id_table *t, uint32_t id, uint16_t *index);
+int id_table_write(struct image_writer *iw, struct pack_sink *sink, uint64_t *start);
+
+/* xattr.c: an xattr id for the inode's set (identical sets share one). */
+int xattr_assign(struct image_writer *iw, struct pack_inode *inode);
+int xattr_table_write(struct image_writer *iw, struct pack_sink *sink, uint64_t *start);
+
+/* export.c */
+int export_table_write(struct image_writer *iw, struct pack_sink *sink, uint64_t *start);
+
+#endif

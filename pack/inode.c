@@ -1,0 +1,292 @@
+/*
+ * inode.c - the inode table.
+ *
+ * Inodes are numbered and written in one fixed order: for each directory,
+ * its subdirectories first (recursively), then its other entries in name
+ * order, then the directory itself, whose listing needs every child's
+ * inode reference and whose inode needs the listing's position.  The root
+ * comes last.  Extended inodes are used only where a basic one cannot say
+ * it: xattrs, hard-linked files, holes, 32-bit overflows, large
+ * directories - as mksquashfs does.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "image.h"
+#include "sink.h"
+#include "squashfs_fs.h"
+#include "pack_util.h"
+
+#define INODE_MAX_FIXED 64      /* largest fixed part of any inode, bytes */
+
+void image_init(struct image_writer *iw, const struct qs_compressor *comp, const struct qs_compress_params *p)
+{
+	memset(iw, 0, sizeof(*iw));
+	iw->comp = comp;
+	iw->params = p;
+	meta_init(&iw->inodes, comp, p);
+	meta_init(&iw->dirs, comp, p);
+	meta_init(&iw->xattrs.kv, comp, p);
+}
+
+void image_free(struct image_writer *iw)
+{
+	meta_free(&iw->inodes);
+	meta_free(&iw->dirs);
+	meta_free(&iw->xattrs.kv);
+	free(iw->xattrs.ids);
+	free(iw->xattrs.hashes);
+	free(iw->xattrs.owners);
+	free(iw->xattrs.next);
+	free(iw->xattrs.buckets);
+	free(iw->ids.ids);
+	free(iw->export);
+}
+
+static void number(struct image_writer *iw, struct pack_inode *inode)
+{
+	if (inode->ino == 0)
+		inode->ino = ++iw->inode_count;
+}
+
+static void number_dir(struct image_writer *iw, struct pack_inode *dir)
+{
+	for (size_t i = 0; i < dir->u.dir.count; i++) {
+		struct pack_inode *child = dir->u.dir.children[i]->inode;
+
+		if (tree_is_dir(child))
+			number_dir(iw, child);
+	}
+	for (size_t i = 0; i < dir->u.dir.count; i++)
+		if (!tree_is_dir(dir->u.dir.children[i]->inode))
+			number(iw, dir->u.dir.children[i]->inode);
+	number(iw, dir);
+	for (size_t i = 0; i < dir->u.dir.count; i++)
+		if (tree_is_dir(dir->u.dir.children[i]->inode))
+			dir->u.dir.children[i]->inode->u.dir.parent_ino = dir->ino;
+}
+
+int inode_number_tree(struct image_writer *iw, struct pack_tree *t)
+{
+	iw->inode_count = 0;
+	number_dir(iw, t->root);
+	t->root->u.dir.parent_ino = iw->inode_count + 1;   /* the kernel's convention for "above the root" */
+	iw->export = calloc(iw->inode_count, sizeof(*iw->export));
+	return iw->export ? 0 : -ENOMEM;
+}
+
+static uint32_t clamp_time(int64_t t)
+{
+	return t < 0 ? 0 : t > UINT32_MAX ? UINT32_MAX : (uint32_t)t;
+}
+
+static int basic_type(const struct pack_inode *inode)
+{
+	switch (inode->mode & 0170000) {
+	case 0040000: return SQFS_INODE_DIR;
+	case 0100000: return SQFS_INODE_FILE;
+	case 0120000: return SQFS_INODE_SYMLINK;
+	case 0060000: return SQFS_INODE_BLKDEV;
+	case 0020000: return SQFS_INODE_CHRDEV;
+	case 0010000: return SQFS_INODE_FIFO;
+	default: return SQFS_INODE_SOCKET;
+	}
+}
+
+/* The 16 bytes every inode starts with. */
+static int put_header(struct image_writer *iw, struct pack_inode *inode, int type, uint8_t *p)
+{
+	uint16_t uid, gid;
+	int err = id_index(&iw->ids, inode->uid, &uid);
+
+	if (!err)
+		err = id_index(&iw->ids, inode->gid, &gid);
+	if (err)
+		return err;
+	sqfs_put16(p, (uint16_t)type);
+	sqfs_put16(p + 2, (uint16_t)(inode->mode & 07777));
+	sqfs_put16(p + 4, uid);
+	sqfs_put16(p + 6, gid);
+	sqfs_put32(p + 8, clamp_time(inode->mtime));
+	sqfs_put32(p + 12, inode->ino);
+	return 0;
+}
+
+static int write_file(struct image_writer *iw, struct pack_inode *inode, uint8_t *p)
+{
+	const struct pack_inode *data = inode->u.file.dup_of ? inode->u.file.dup_of : inode;
+	uint64_t start = data->u.file.blocks_start, size = inode->u.file.size;
+	bool has_xattr = inode->xattr_id != SQFS_INVALID_XATTR;
+	uint32_t frag = size ? data->u.file.fragment : SQFS_INVALID_FRAG;
+	uint32_t frag_off = frag == SQFS_INVALID_FRAG ? 0 : data->u.file.frag_offset;
+	uint32_t count = size ? data->u.file.block_count : 0;
+	size_t fixed;
+	uint8_t *list;
+	int err;
+
+	if (inode->nlink == 1 && start <= UINT32_MAX && size <= UINT32_MAX && !has_xattr && !data->u.file.sparse) {
+		err = put_header(iw, inode, SQFS_INODE_FILE, p);
+		sqfs_put32(p + 16, (uint32_t)start);
+		sqfs_put32(p + 20, frag);
+		sqfs_put32(p + 24, frag_off);
+		sqfs_put32(p + 28, (uint32_t)size);
+		fixed = 32;
+	} else {
+		err = put_header(iw, inode, SQFS_INODE_EXT_FILE, p);
+		sqfs_put64(p + 16, start);
+		sqfs_put64(p + 24, size);
+		sqfs_put64(p + 32, data->u.file.sparse);
+		sqfs_put32(p + 40, inode->nlink);
+		sqfs_put32(p + 44, frag);
+		sqfs_put32(p + 48, frag_off);
+		sqfs_put32(p + 52, inode->xattr_id);
+		fixed = 56;
+	}
+	if (err)
+		return err;
+	err = meta_write(&iw->inodes, p, fixed);
+	if (err || count == 0)
+		return err;
+	list = malloc((size_t)count * 4);
+	if (!list)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < count; i++)
+		sqfs_put32(list + 4 * i, data->u.file.block_sizes[i]);
+	err = meta_write(&iw->inodes, list, (size_t)count * 4);
+	free(list);
+	return err;
+}
+
+static int write_symlink(struct image_writer *iw, struct pack_inode *inode, uint8_t *p)
+{
+	const char *target = inode->u.symlink.target;
+	uint32_t len = (uint32_t)strlen(target);
+	bool ext = inode->xattr_id != SQFS_INVALID_XATTR;
+	int err = put_header(iw, inode, ext ? SQFS_INODE_EXT_SYMLINK : SQFS_INODE_SYMLINK, p);
+
+	sqfs_put32(p + 16, inode->nlink);
+	sqfs_put32(p + 20, len);
+	if (!err)
+		err = meta_write(&iw->inodes, p, 24);
+	if (!err)
+		err = meta_write(&iw->inodes, target, len);
+	if (!err && ext) {
+		sqfs_put32(p, inode->xattr_id);
+		err = meta_write(&iw->inodes, p, 4);
+	}
+	return err;
+}
+
+/* Devices, fifos and sockets: a link count, a device number for devices, an xattr id if extended. */
+static int write_special(struct image_writer *iw, struct pack_inode *inode, uint8_t *p)
+{
+	int type = basic_type(inode);
+	bool ext = inode->xattr_id != SQFS_INVALID_XATTR;
+	bool dev = type == SQFS_INODE_BLKDEV || type == SQFS_INODE_CHRDEV;
+	size_t len = 20;
+	int err = put_header(iw, inode, ext ? type + SQFS_INODE_EXT_DELTA : type, p);
+
+	sqfs_put32(p + 16, inode->nlink);
+	if (dev) {
+		sqfs_put32(p + 20, inode->rdev);
+		len += 4;
+	}
+	if (ext) {
+		sqfs_put32(p + len, inode->xattr_id);
+		len += 4;
+	}
+	return err ? err : meta_write(&iw->inodes, p, len);
+}
+
+static int write_dir_inode(struct image_writer *iw, struct pack_inode *dir, uint8_t *p)
+{
+	uint32_t size = dir->u.dir.listing_size + 3;
+	bool has_xattr = dir->xattr_id != SQFS_INVALID_XATTR;
+	int err;
+
+	if (size <= 0xffff && dir->u.dir.index_count == 0 && !has_xattr) {
+		err = put_header(iw, dir, SQFS_INODE_DIR, p);
+		sqfs_put32(p + 16, dir->u.dir.start_block);
+		sqfs_put32(p + 20, dir->nlink);
+		sqfs_put16(p + 24, (uint16_t)size);
+		sqfs_put16(p + 26, dir->u.dir.offset);
+		sqfs_put32(p + 28, dir->u.dir.parent_ino);
+		return err ? err : meta_write(&iw->inodes, p, 32);
+	}
+	err = put_header(iw, dir, SQFS_INODE_EXT_DIR, p);
+	sqfs_put32(p + 16, dir->nlink);
+	sqfs_put32(p + 20, size);
+	sqfs_put32(p + 24, dir->u.dir.start_block);
+	sqfs_put32(p + 28, dir->u.dir.parent_ino);
+	sqfs_put16(p + 32, (uint16_t)dir->u.dir.index_count);
+	sqfs_put16(p + 34, dir->u.dir.offset);
+	sqfs_put32(p + 36, dir->xattr_id);
+	if (!err)
+		err = meta_write(&iw->inodes, p, 40);
+	for (uint32_t i = 0; !err && i < dir->u.dir.index_count; i++) {
+		const struct pack_dir_index *x = &dir->u.dir.index[i];
+
+		sqfs_put32(p, x->index);
+		sqfs_put32(p + 4, x->start_block);
+		sqfs_put32(p + 8, (uint32_t)(x->name_len - 1));
+		err = meta_write(&iw->inodes, p, SQFS_DIR_INDEX_SIZE);
+		if (!err)
+			err = meta_write(&iw->inodes, x->name, x->name_len);
+	}
+	return err;
+}
+
+static int write_inode(struct image_writer *iw, struct pack_inode *inode)
+{
+	uint8_t p[INODE_MAX_FIXED];
+	int err;
+
+	if (inode->written)
+		return 0;
+	err = xattr_assign(iw, inode);
+	if (err)
+		return err;
+	inode->written = true;
+	inode->ref = meta_ref(&iw->inodes);
+	iw->export[inode->ino - 1] = inode->ref;
+	switch (basic_type(inode)) {
+	case SQFS_INODE_DIR:
+		return write_dir_inode(iw, inode, p);
+	case SQFS_INODE_FILE:
+		return write_file(iw, inode, p);
+	case SQFS_INODE_SYMLINK:
+		return write_symlink(iw, inode, p);
+	default:
+		return write_special(iw, inode, p);
+	}
+}
+
+static int write_dir(struct image_writer *iw, struct pack_inode *dir)
+{
+	int err = 0;
+
+	for (size_t i = 0; !err && i < dir->u.dir.count; i++)
+		if (tree_is_dir(dir->u.dir.children[i]->inode))
+			err = write_dir(iw, dir->u.dir.children[i]->inode);
+	for (size_t i = 0; !err && i < dir->u.dir.count; i++)
+		if (!tree_is_dir(dir->u.dir.children[i]->inode))
+			err = write_inode(iw, dir->u.dir.children[i]->inode);
+	if (!err)
+		err = dir_write_listing(iw, dir);
+	if (!err)
+		err = write_inode(iw, dir);
+	return err;
+}
+
+int inode_write_tree(struct image_writer *iw, struct pack_tree *t)
+{
+	int err = write_dir(iw, t->root);
+
+	if (!err)
+		err = meta_flush(&iw->inodes);
+	if (!err)
+		err = meta_flush(&iw->dirs);
+	iw->root_ref = t->root->ref;
+	return err;
+}

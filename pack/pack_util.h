@@ -1,0 +1,22 @@
+/*
+ * pack_util.h - limits and small helpers shared by the writer's files.
+ */
+#ifndef QUASH_PACK_UTIL_H
+#define QUASH_PACK_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PACK_DEPTH_MAX       2048         /* directory levels accepted from any source */
+#define PACK_XATTR_LIST_MAX  (64u << 10)  /* bytes of xattr names per file (Linux's limit) */
+#define PACK_XATTR_VALUE_MAX (64u << 10)
+#define PACK_SYMLINK_MAX     4096u        /* longest symlink target stored (PATH_MAX) */
+
+/* "quash: ..." on stderr, clearing the progress bar first; pack_warn adds "warning: ". */
+void pack_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void pack_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* A fast 64-bit hash for finding candidate duplicates (always confirmed by comparison). */
+uint64_t pack_hash(uint64_t seed, const void *data, size_t len);
+
+#endif

@@ -1,0 +1,256 @@
+/*
+ * pipeline.c - the ordered parallel compressor behind data.c.
+ *
+ * Sequence numbers, not queues: job n lives in slot n % ring.  Counters
+ * say how far the producer (submitted), the workers (taken) and the writer
+ * (written) have got, and one mutex guards them; the work inside a job
+ * (compressing, writing) happens outside it.  Because the writer takes
+ * jobs strictly in sequence, which thread compressed what never shows in
+ * the output.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pipeline.h"
+#include "sink.h"
+#include "squashfs_fs.h"
+#include "pack_util.h"
+
+#define PIPELINE_RING_BYTES (64u << 20)   /* input bytes in flight, whatever the block size */
+#define PIPELINE_RING_MIN   8u            /* slots per worker at least */
+#define PIPELINE_JOBS_MAX   256u
+
+enum job_state { JOB_FREE, JOB_QUEUED, JOB_DONE };
+
+struct pipeline {
+	const struct qs_compressor *comp;
+	const struct qs_compress_params *params;
+	struct pack_sink *sink;
+	uint32_t block_size;
+
+	struct pipeline_job *ring;
+	uint64_t ring_size;
+	uint64_t submitted, taken, written;
+	bool stopping;
+	int error;
+
+	pthread_mutex_t lock;
+	pthread_cond_t work;        /* workers: something to compress, or stop */
+	pthread_cond_t done;        /* writer: a job finished compressing */
+	pthread_cond_t space;       /* producer: a slot became free */
+
+	pthread_t *workers;
+	unsigned nworkers;
+	pthread_t writer;
+	bool writer_started;
+};
+
+static void fail(struct pipeline *p, int err)
+{
+	if (!p->error)
+		p->error = err;
+	pthread_cond_broadcast(&p->work);
+	pthread_cond_broadcast(&p->done);
+	pthread_cond_broadcast(&p->space);
+}
+
+static void *worker_main(void *arg)
+{
+	struct pipeline *p = arg;
+
+	pthread_mutex_lock(&p->lock);
+	for (;;) {
+		struct pipeline_job *job;
+
+		while (p->taken == p->submitted && !p->stopping && !p->error)
+			pthread_cond_wait(&p->work, &p->lock);
+		if (p->error || p->taken == p->submitted)
+			break;
+		job = &p->ring[p->taken++ % p->ring_size];
+		pthread_mutex_unlock(&p->lock);
+
+		job->out_len = 0;
+		if (job->len > 0)
+			job->out_len = p->comp->compress(p->params, job->in, job->len, job->out, job->len);
+
+		pthread_mutex_lock(&p->lock);
+		if (job->out_len < 0) {
+			pack_error("compression failed: %s", qs_last_error());
+			fail(p, (int)job->out_len);
+			break;
+		}
+		job->state = JOB_DONE;
+		pthread_cond_broadcast(&p->done);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return NULL;
+}
+
+static int write_job(struct pipeline *p, struct pipeline_job *job)
+{
+	const void *data = job->out;
+	uint32_t word = (uint32_t)job->out_len;
+
+	if (job->out_len == 0) {
+		data = job->in;
+		word = job->len | SQFS_BLOCK_UNCOMPRESSED;
+	}
+	if (job->pos_slot)
+		*job->pos_slot = p->sink->written;
+	if (job->size_slot)
+		*job->size_slot = word;
+	if (job->len == 0)
+		return 0;
+	return sink_append(p->sink, data, word & SQFS_BLOCK_SIZE_MASK);
+}
+
+static void *writer_main(void *arg)
+{
+	struct pipeline *p = arg;
+
+	pthread_mutex_lock(&p->lock);
+	for (;;) {
+		struct pipeline_job *job = &p->ring[p->written % p->ring_size];
+		int err;
+
+		while (!p->error && !(p->written < p->submitted && job->state == JOB_DONE) &&
+		       !(p->stopping && p->written == p->submitted))
+			pthread_cond_wait(&p->done, &p->lock);
+		if (p->error || p->written == p->submitted)
+			break;
+		pthread_mutex_unlock(&p->lock);
+
+		err = write_job(p, job);
+
+		pthread_mutex_lock(&p->lock);
+		if (err) {
+			fail(p, err);
+			break;
+		}
+		job->state = JOB_FREE;
+		p->written++;
+		pthread_cond_signal(&p->space);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return NULL;
+}
+
+static void stop_threads(struct pipeline *p)
+{
+	pthread_mutex_lock(&p->lock);
+	p->stopping = true;
+	pthread_cond_broadcast(&p->work);
+	pthread_cond_broadcast(&p->done);
+	pthread_mutex_unlock(&p->lock);
+	for (unsigned i = 0; i < p->nworkers; i++)
+		pthread_join(p->workers[i], NULL);
+	p->nworkers = 0;
+	if (p->writer_started)
+		pthread_join(p->writer, NULL);
+	p->writer_started = false;
+}
+
+void pipeline_free(struct pipeline *p)
+{
+	if (!p)
+		return;
+	stop_threads(p);
+	for (uint64_t i = 0; p->ring && i < p->ring_size; i++) {
+		free(p->ring[i].in);
+		free(p->ring[i].out);
+	}
+	free(p->ring);
+	free(p->workers);
+	pthread_mutex_destroy(&p->lock);
+	pthread_cond_destroy(&p->work);
+	pthread_cond_destroy(&p->done);
+	pthread_cond_destroy(&p->space);
+	free(p);
+}
+
+int pipeline_start(const struct qs_compressor *comp, const struct qs_compress_params *params, uint32_t block_size,
+		   unsigned jobs, struct pack_sink *sink, struct pipeline **out)
+{
+	struct pipeline *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return -ENOMEM;
+	if (jobs < 1)
+		jobs = 1;
+	if (jobs > PIPELINE_JOBS_MAX)
+		jobs = PIPELINE_JOBS_MAX;
+	p->comp = comp;
+	p->params = params;
+	p->sink = sink;
+	p->block_size = block_size;
+	p->ring_size = PIPELINE_RING_BYTES / block_size;
+	if (p->ring_size < PIPELINE_RING_MIN * jobs)
+		p->ring_size = PIPELINE_RING_MIN * jobs;
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->work, NULL);
+	pthread_cond_init(&p->done, NULL);
+	pthread_cond_init(&p->space, NULL);
+	p->ring = calloc(p->ring_size, sizeof(*p->ring));
+	p->workers = calloc(jobs, sizeof(*p->workers));
+	if (!p->ring || !p->workers)
+		goto nomem;
+	for (uint64_t i = 0; i < p->ring_size; i++) {
+		p->ring[i].in = malloc(block_size);
+		p->ring[i].out = malloc(block_size);
+		if (!p->ring[i].in || !p->ring[i].out)
+			goto nomem;
+	}
+	for (; p->nworkers < jobs; p->nworkers++)
+		if (pthread_create(&p->workers[p->nworkers], NULL, worker_main, p) != 0)
+			goto nomem;
+	if (pthread_create(&p->writer, NULL, writer_main, p) != 0)
+		goto nomem;
+	p->writer_started = true;
+	*out = p;
+	return 0;
+nomem:
+	pack_error("out of memory starting %u compression threads", jobs);
+	pipeline_free(p);
+	return -ENOMEM;
+}
+
+struct pipeline_job *pipeline_get(struct pipeline *p)
+{
+	struct pipeline_job *job;
+
+	pthread_mutex_lock(&p->lock);
+	while (!p->error && p->submitted - p->written >= p->ring_size)
+		pthread_cond_wait(&p->space, &p->lock);
+	job = p->error ? NULL : &p->ring[p->submitted % p->ring_size];
+	pthread_mutex_unlock(&p->lock);
+	if (job) {
+		job->len = 0;
+		job->size_slot = NULL;
+		job->pos_slot = NULL;
+	}
+	return job;
+}
+
+void pipeline_submit(struct pipeline *p, struct pipeline_job *job)
+{
+	pthread_mutex_lock(&p->lock);
+	job->state = JOB_QUEUED;
+	p->submitted++;
+	pthread_cond_signal(&p->work);
+	pthread_mutex_unlock(&p->lock);
+}
+
+int pipeline_finish(struct pipeline *p)
+{
+	int err;
+
+	stop_threads(p);
+	pthread_mutex_lock(&p->lock);
+	err = p->error;
+	if (!err && p->written != p->submitted)
+		err = -EIO;
+	pthread_mutex_unlock(&p->lock);
+	return err;
+}

@@ -1,0 +1,419 @@
+/*
+ * scan_archive.c - an archive (tar, cpio, zip; compressed or not) into
+ * the tree, read with libarchive.
+ *
+ * Archives come from strangers.  Every path is made relative and stripped
+ * of "." and ".." components before it touches the tree, so nothing lands
+ * above the image root; each such repair is reported.  File contents are
+ * copied to the spool (holes stay holes), so the data phase reads archive
+ * and directory sources alike and a tarball packs to the same image as
+ * the directory it was made from.
+ */
+#include <archive.h>
+#include <archive_entry.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <locale.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "scan.h"
+#include "pack_util.h"
+
+#define ARCHIVE_READ_BLOCK (64u << 10)
+#define ARCHIVE_XATTRS_MAX 1024u        /* per entry */
+
+struct archive_scan {
+	struct pack_tree *tree;
+	const struct scan_options *opt;
+	const char *name;               /* for messages */
+	struct archive *a;
+};
+
+void spool_close(struct spool *s)
+{
+	if (s->fd >= 0)
+		close(s->fd);
+	s->fd = -1;
+}
+
+static int spool_open(struct spool *s)
+{
+	char *tmpl;
+
+	if (s->fd >= 0)
+		return 0;
+	s->fd = open(s->dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (s->fd >= 0)
+		return 0;
+	/* No O_TMPFILE on this file system: a named file, unlinked at once. */
+	if (asprintf(&tmpl, "%s/.quash-spool.XXXXXX", s->dir) < 0)
+		return -ENOMEM;
+	s->fd = mkostemp(tmpl, O_CLOEXEC);
+	if (s->fd >= 0)
+		unlink(tmpl);
+	free(tmpl);
+	if (s->fd < 0) {
+		int err = -errno;
+
+		pack_error("%s: cannot create a spool file: %s", s->dir, strerror(errno));
+		return err;
+	}
+	return 0;
+}
+
+/*
+ * Make an archive path safe: drop leading '/', "." and ".." components,
+ * and repeated slashes.  Writes into 'out' (as large as path plus one);
+ * returns true if anything above the root had to be removed.
+ */
+static bool clean_path(const char *path, char *out)
+{
+	bool repaired = path[0] == '/';
+	size_t len = 0;
+
+	while (*path) {
+		const char *end = strchr(path, '/');
+		size_t n = end ? (size_t)(end - path) : strlen(path);
+
+		if (n == 2 && path[0] == '.' && path[1] == '.')
+			repaired = true;
+		else if (n > 0 && !(n == 1 && path[0] == '.')) {
+			if (len)
+				out[len++] = '/';
+			memcpy(out + len, path, n);
+			len += n;
+		}
+		path += n;
+		while (*path == '/')
+			path++;
+	}
+	out[len] = '\0';
+	return repaired;
+}
+
+static int read_xattrs(struct archive_scan *s, struct archive_entry *e, struct pack_xattrs *x)
+{
+	const char *name;
+	const void *value;
+	size_t size;
+
+	if (!s->opt->xattrs || archive_entry_xattr_reset(e) == 0)
+		return 0;
+	while (archive_entry_xattr_next(e, &name, &value, &size) == ARCHIVE_OK) {
+		struct pack_xattr *a;
+		void *p;
+
+		if (x->count >= ARCHIVE_XATTRS_MAX || size > PACK_XATTR_VALUE_MAX || strlen(name) > 255) {
+			pack_warn("%s: %s: oversized xattr %s dropped", s->name, archive_entry_pathname(e), name);
+			continue;
+		}
+		p = realloc(x->list, (x->count + 1) * sizeof(*x->list));
+		if (!p)
+			return -ENOMEM;
+		x->list = p;
+		a = &x->list[x->count];
+		a->name = strdup(name);
+		a->value = malloc(size + 1);
+		if (!a->name || !a->value) {
+			free(a->name);
+			free(a->value);
+			return -ENOMEM;
+		}
+		memcpy(a->value, value, size);
+		a->len = (uint32_t)size;
+		x->count++;
+	}
+	return 0;
+}
+
+static int archive_fail(struct archive_scan *s, const char *what)
+{
+	const char *msg = archive_error_string(s->a);
+
+	pack_error("%s: %s%s%s", s->name, what, msg ? ": " : "", msg ? msg : "");
+	return -EIO;
+}
+
+/* Copy the entry's data to the spool; holes are skipped, so they read back as zeros. */
+static int spool_data(struct archive_scan *s, struct pack_inode *inode, int64_t size, const char *entry)
+{
+	struct spool *sp = s->opt->spool;
+	uint64_t base;
+	int err = spool_open(sp);
+
+	if (err)
+		return err;
+	base = sp->end;
+	inode->u.file.content.spool_offset = base;
+	inode->u.file.size = (uint64_t)size;
+	for (;;) {
+		const void *buf;
+		size_t len;
+		int64_t off;
+		int r = archive_read_data_block(s->a, &buf, &len, &off);
+
+		if (r == ARCHIVE_EOF)
+			break;
+		if (r < ARCHIVE_WARN)
+			return archive_fail(s, "truncated or corrupt archive");
+		if (off < 0 || (uint64_t)off + len > (uint64_t)size) {
+			pack_error("%s: %s: data beyond the entry's size", s->name, entry);
+			return -EIO;
+		}
+		for (const uint8_t *p = buf; len > 0;) {
+			ssize_t n = pwrite(sp->fd, p, len, (off_t)(base + (uint64_t)off));
+
+			if (n < 0) {
+				if (errno == EINTR)
+					continue;
+				err = -errno;
+				pack_error("spool: %s", strerror(errno));
+				return err;
+			}
+			p += n;
+			len -= (size_t)n;
+			off += n;
+		}
+	}
+	sp->end = base + (uint64_t)size;
+	if (ftruncate(sp->fd, (off_t)sp->end) < 0) {
+		err = -errno;
+		pack_error("spool: %s", strerror(errno));
+		return err;
+	}
+	return 0;
+}
+
+static struct pack_inode *find_path(struct pack_tree *t, const char *path)
+{
+	struct pack_inode *dir = t->root;
+
+	for (;;) {
+		const char *slash = strchr(path, '/');
+		size_t n = slash ? (size_t)(slash - path) : strlen(path);
+		struct pack_dirent *d = tree_lookup(t, dir, path, n);
+
+		if (!d)
+			return NULL;
+		if (!slash)
+			return d->inode;
+		if (!tree_is_dir(d->inode))
+			return NULL;
+		dir = d->inode;
+		path = slash + 1;
+	}
+}
+
+static int add_hardlink(struct archive_scan *s, struct archive_entry *e, const char *path,
+			struct pack_inode *dir, const char *leaf, size_t leaf_len)
+{
+	const char *target = archive_entry_hardlink(e);
+	struct pack_inode *inode;
+	char *tclean = malloc(strlen(target) + 1);
+	int err;
+
+	if (!tclean)
+		return -ENOMEM;
+	clean_path(target, tclean);
+	inode = tclean[0] ? find_path(s->tree, tclean) : NULL;
+	free(tclean);
+	if (!inode || tree_is_dir(inode)) {
+		pack_warn("%s: %s: hard link to missing %s (skipped)", s->name, path, target);
+		return 0;
+	}
+	err = tree_link(s->tree, dir, leaf, leaf_len, inode);
+	/* Some formats (cpio, pax) carry the data with a link rather than the first name. */
+	if (!err && tree_is_reg(inode) && archive_entry_size_is_set(e) && archive_entry_size(e) > 0)
+		err = spool_data(s, inode, archive_entry_size(e), path);
+	return err;
+}
+
+static int make_inode(struct archive_scan *s, struct archive_entry *e, struct pack_inode **out)
+{
+	uint32_t mode = archive_entry_mode(e);
+	struct pack_inode *inode;
+	int err = 0;
+
+	switch (mode & AE_IFMT) {
+	case AE_IFREG: case AE_IFDIR: case AE_IFLNK: case AE_IFCHR: case AE_IFBLK: case AE_IFIFO: case AE_IFSOCK:
+		break;
+	default:
+		pack_warn("%s: %s: unknown file type (skipped)", s->name, archive_entry_pathname(e));
+		*out = NULL;
+		return 0;
+	}
+	inode = tree_inode_new(mode);
+	if (!inode)
+		return -ENOMEM;
+	inode->uid = (uint32_t)archive_entry_uid(e);
+	inode->gid = (uint32_t)archive_entry_gid(e);
+	inode->mtime = archive_entry_mtime(e);
+	if ((mode & AE_IFMT) == AE_IFLNK) {
+		const char *target = archive_entry_symlink(e);
+
+		if (!target || strlen(target) > PACK_SYMLINK_MAX) {
+			pack_error("%s: %s: bad symlink target", s->name, archive_entry_pathname(e));
+			err = -EINVAL;
+		} else if (!(inode->u.symlink.target = strdup(target))) {
+			err = -ENOMEM;
+		}
+	} else if ((mode & AE_IFMT) == AE_IFCHR || (mode & AE_IFMT) == AE_IFBLK) {
+		uint32_t ma = (uint32_t)archive_entry_rdevmajor(e), mi = (uint32_t)archive_entry_rdevminor(e);
+
+		inode->rdev = (mi & 0xff) | (ma & 0xfff) << 8 | (mi & ~0xffu) << 12;
+	}
+	if (!err)
+		err = read_xattrs(s, e, &inode->xattrs);
+	if (!err && (mode & AE_IFMT) == AE_IFREG) {
+		int64_t size = archive_entry_size_is_set(e) ? archive_entry_size(e) : 0;
+
+		if (size < 0) {
+			pack_error("%s: %s: bad size", s->name, archive_entry_pathname(e));
+			err = -EINVAL;
+		} else {
+			err = spool_data(s, inode, size, archive_entry_pathname(e));
+		}
+	}
+	if (err) {
+		inode->refs = 1;
+		tree_inode_put(NULL, inode);
+		return err;
+	}
+	*out = inode;
+	return 0;
+}
+
+/* squashfs names are at most 256 bytes. */
+static bool name_ok(struct archive_scan *s, const char *path)
+{
+	for (const char *p = path; *p;) {
+		const char *slash = strchr(p, '/');
+		size_t n = slash ? (size_t)(slash - p) : strlen(p);
+
+		if (n > 256) {
+			pack_warn("%s: %s: name longer than 256 bytes (skipped)", s->name, path);
+			return false;
+		}
+		p += n + (slash != NULL);
+	}
+	return true;
+}
+
+static int add_entry(struct archive_scan *s, struct archive_entry *e)
+{
+	const char *path = archive_entry_pathname(e);
+	struct pack_inode implicit = { .mode = 0040755, .mtime = s->opt->implicit_mtime };
+	struct pack_inode *dir, *inode;
+	const char *leaf;
+	size_t leaf_len;
+	char *clean;
+	int err = 0;
+
+	if (!path) {
+		pack_warn("%s: entry without a usable name (skipped)", s->name);
+		return 0;
+	}
+	clean = malloc(strlen(path) + 1);
+	if (!clean)
+		return -ENOMEM;
+	if (clean_path(path, clean))
+		pack_warn("%s: %s: stored as /%s, under the image root", s->name, path, clean);
+	if (scan_excluded(s->opt, clean) || !name_ok(s, clean))
+		goto out;
+	if (clean[0] == '\0') {
+		/* The archive's "./": metadata for the root itself. */
+		if ((archive_entry_mode(e) & AE_IFMT) == AE_IFDIR && !archive_entry_hardlink(e)) {
+			err = make_inode(s, e, &inode);
+			if (!err && inode) {
+				inode->refs = 1;
+				s->tree->root->mode = inode->mode;
+				s->tree->root->uid = inode->uid;
+				s->tree->root->gid = inode->gid;
+				s->tree->root->mtime = inode->mtime;
+				tree_xattrs_free(&s->tree->root->xattrs);
+				s->tree->root->xattrs = inode->xattrs;
+				inode->xattrs.list = NULL;
+				inode->xattrs.count = 0;
+				tree_inode_put(NULL, inode);
+			}
+		}
+		goto out;
+	}
+	dir = tree_walk_parent(s->tree, clean, &implicit, &leaf, &leaf_len);
+	if (!dir) {
+		pack_error("%s: %s: too deep, or out of memory", s->name, path);
+		err = -ENOMEM;
+		goto out;
+	}
+	if (archive_entry_hardlink(e)) {
+		err = add_hardlink(s, e, path, dir, leaf, leaf_len);
+		goto out;
+	}
+	err = make_inode(s, e, &inode);
+	if (!err && inode && !tree_insert(s->tree, dir, leaf, leaf_len, inode))
+		err = -ENOMEM;
+out:
+	free(clean);
+	return err;
+}
+
+int scan_archive(struct pack_tree *t, const char *path, const struct scan_options *o)
+{
+	struct archive_scan s = { .tree = t, .opt = o, .name = strcmp(path, "-") ? path : "(stdin)" };
+	struct archive_entry *e;
+	/* Names are bytes to squashfs; read them as UTF-8, whatever the user's locale. */
+	locale_t utf8 = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
+	locale_t old = utf8 ? uselocale(utf8) : (locale_t)0;
+	int r, err = 0;
+
+	s.a = archive_read_new();
+	if (!s.a) {
+		err = -ENOMEM;
+		goto out;
+	}
+	archive_read_support_filter_gzip(s.a);
+	archive_read_support_filter_bzip2(s.a);
+	archive_read_support_filter_xz(s.a);
+	archive_read_support_filter_lzma(s.a);
+	archive_read_support_filter_zstd(s.a);
+	archive_read_support_filter_lz4(s.a);
+	archive_read_support_format_tar(s.a);
+	archive_read_support_format_gnutar(s.a);
+	archive_read_support_format_cpio(s.a);
+	archive_read_support_format_zip(s.a);
+	if (strcmp(path, "-") == 0)
+		r = archive_read_open_fd(s.a, STDIN_FILENO, ARCHIVE_READ_BLOCK);
+	else
+		r = archive_read_open_filename(s.a, path, ARCHIVE_READ_BLOCK);
+	if (r != ARCHIVE_OK) {
+		err = archive_fail(&s, "cannot read archive");
+		goto out;
+	}
+	for (;;) {
+		r = archive_read_next_header(s.a, &e);
+		if (r == ARCHIVE_EOF)
+			break;
+		if (r == ARCHIVE_WARN) {
+			pack_warn("%s: %s", s.name, archive_error_string(s.a));
+		} else if (r != ARCHIVE_OK) {
+			err = archive_fail(&s, "truncated or corrupt archive");
+			break;
+		}
+		err = add_entry(&s, e);
+		if (err)
+			break;
+	}
+out:
+	if (s.a)
+		archive_read_free(s.a);
+	if (utf8) {
+		uselocale(old);
+		freelocale(utf8);
+	}
+	if (err == -ENOMEM)
+		pack_error("%s: out of memory", s.name);
+	return err;
+}

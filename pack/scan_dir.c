@@ -1,0 +1,372 @@
+/*
+ * scan_dir.c - a source directory into the tree.
+ *
+ * The walk uses directory file descriptors (openat/fstatat) and never
+ * follows a symlink below the top, so symlink loops cannot trap it; a
+ * directory that is its own ancestor (a bind mount) is refused.  Files
+ * are only checked for readability here; their bytes are read by path in
+ * the data phase.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "scan.h"
+#include "squashfs_fs.h"
+#include "pack_util.h"
+
+#define HARDLINK_TABLE_INITIAL 1024
+
+struct hardlink {
+	dev_t dev;
+	ino_t ino;
+	struct pack_inode *inode;
+};
+
+struct dir_scan {
+	struct pack_tree *tree;
+	const struct scan_options *opt;
+	struct hardlink *links;     /* open addressing on (dev, ino) */
+	size_t links_size, links_used;
+};
+
+/* The chain of directories being walked, to refuse one that contains itself. */
+struct ancestor {
+	dev_t dev;
+	ino_t ino;
+	const struct ancestor *up;
+};
+
+bool scan_excluded(const struct scan_options *o, const char *relpath)
+{
+	const char *base = strrchr(relpath, '/');
+
+	base = base ? base + 1 : relpath;
+	for (size_t i = 0; i < o->exclude_count; i++) {
+		const char *p = o->excludes[i];
+
+		if (strchr(p, '/') ? fnmatch(p[0] == '/' ? p + 1 : p, relpath, FNM_PATHNAME) == 0
+				   : fnmatch(p, base, 0) == 0)
+			return true;
+	}
+	return false;
+}
+
+static uint32_t encode_dev(dev_t rdev)
+{
+	uint32_t ma = major(rdev), mi = minor(rdev);
+
+	return (mi & 0xff) | (ma & 0xfff) << 8 | (mi & ~0xffu) << 12;
+}
+
+static size_t link_slot(dev_t dev, ino_t ino, size_t size)
+{
+	return (size_t)(((uint64_t)ino * 0x9e3779b97f4a7c15ull) ^ (uint64_t)dev) & (size - 1);
+}
+
+static struct hardlink *link_find(struct dir_scan *s, dev_t dev, ino_t ino)
+{
+	size_t i = link_slot(dev, ino, s->links_size);
+
+	while (s->links[i].inode && !(s->links[i].dev == dev && s->links[i].ino == ino))
+		i = (i + 1) & (s->links_size - 1);
+	return &s->links[i];
+}
+
+static int link_remember(struct dir_scan *s, dev_t dev, ino_t ino, struct pack_inode *inode)
+{
+	struct hardlink *h;
+
+	if (2 * (s->links_used + 1) > s->links_size) {
+		struct dir_scan bigger = { .links_size = s->links_size ? s->links_size * 2 : HARDLINK_TABLE_INITIAL };
+
+		bigger.links = calloc(bigger.links_size, sizeof(*bigger.links));
+		if (!bigger.links)
+			return -ENOMEM;
+		for (size_t i = 0; i < s->links_size; i++)
+			if (s->links[i].inode)
+				*link_find(&bigger, s->links[i].dev, s->links[i].ino) = s->links[i];
+		free(s->links);
+		s->links = bigger.links;
+		s->links_size = bigger.links_size;
+	}
+	h = link_find(s, dev, ino);
+	h->dev = dev;
+	h->ino = ino;
+	h->inode = inode;
+	s->links_used++;
+	return 0;
+}
+
+/* Read the xattrs of 'path' (not following a final symlink). */
+static int read_xattrs(const char *path, struct pack_xattrs *x)
+{
+	char names[PACK_XATTR_LIST_MAX];
+	ssize_t len = llistxattr(path, names, sizeof(names));
+
+	if (len < 0)
+		return errno == ENOTSUP || errno == ENODATA ? 0 : -errno;
+	for (ssize_t off = 0; off < len; off += (ssize_t)strlen(names + off) + 1) {
+		const char *name = names + off;
+		uint8_t value[PACK_XATTR_VALUE_MAX];
+		ssize_t vlen;
+		struct pack_xattr *a;
+		void *p;
+
+		if (strncmp(name, "user.", 5) && strncmp(name, "trusted.", 8) && strncmp(name, "security.", 9))
+			continue;   /* squashfs has no place for system.* (ACLs) */
+		vlen = lgetxattr(path, name, value, sizeof(value));
+		if (vlen < 0) {
+			if (errno == ENODATA)
+				continue;
+			return -errno;
+		}
+		p = realloc(x->list, (x->count + 1) * sizeof(*x->list));
+		if (!p)
+			return -ENOMEM;
+		x->list = p;
+		a = &x->list[x->count];
+		a->name = strdup(name);
+		a->value = malloc((size_t)vlen + 1);
+		if (!a->name || !a->value) {
+			free(a->name);
+			free(a->value);
+			return -ENOMEM;
+		}
+		memcpy(a->value, value, (size_t)vlen);
+		a->len = (uint32_t)vlen;
+		x->count++;
+	}
+	return 0;
+}
+
+static void set_metadata(struct pack_inode *inode, const struct stat *st)
+{
+	inode->mode = st->st_mode;
+	inode->uid = st->st_uid;
+	inode->gid = st->st_gid;
+	inode->mtime = st->st_mtim.tv_sec;
+}
+
+static int scan_tree(struct dir_scan *s, int dirfd, struct pack_inode *dir, char *path, size_t path_len,
+		     size_t rel, const struct ancestor *up, unsigned depth);
+
+/* Make the inode for one directory entry. */
+static int make_inode(struct dir_scan *s, int dirfd, const char *name, const char *path, const struct stat *st,
+		      struct pack_inode **out)
+{
+	struct pack_inode *inode = tree_inode_new(st->st_mode);
+	int err = 0;
+
+	*out = NULL;
+	if (!inode)
+		return -ENOMEM;
+	set_metadata(inode, st);
+	if (S_ISREG(st->st_mode)) {
+		int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+
+		if (fd < 0) {
+			err = -errno;
+			goto out;
+		}
+		close(fd);
+		inode->u.file.size = (uint64_t)st->st_size;
+		inode->u.file.content.path = strdup(path);
+		if (!inode->u.file.content.path)
+			err = -ENOMEM;
+	} else if (S_ISLNK(st->st_mode)) {
+		char target[PACK_SYMLINK_MAX + 1];
+		ssize_t n = readlinkat(dirfd, name, target, sizeof(target));
+
+		if (n < 0) {
+			err = -errno;
+			goto out;
+		}
+		if ((size_t)n > PACK_SYMLINK_MAX) {
+			err = -ENAMETOOLONG;
+			goto out;
+		}
+		inode->u.symlink.target = strndup(target, (size_t)n);
+		if (!inode->u.symlink.target)
+			err = -ENOMEM;
+	} else if (S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode)) {
+		inode->rdev = encode_dev(st->st_rdev);
+	}
+	if (!err && s->opt->xattrs)
+		err = read_xattrs(path, &inode->xattrs);
+out:
+	if (err) {
+		inode->refs = 1;
+		tree_inode_put(NULL, inode);
+		return err;
+	}
+	*out = inode;
+	return 0;
+}
+
+static int scan_entry(struct dir_scan *s, int dirfd, struct pack_inode *dir, const char *name, char *path,
+		      size_t path_len, size_t rel, const struct ancestor *up, unsigned depth)
+{
+	size_t name_len = strlen(name);
+	struct pack_inode *inode;
+	struct hardlink *link = NULL;
+	struct stat st;
+	int subfd = -1, err;
+
+	if (path_len + 1 + name_len >= PATH_MAX) {
+		pack_error("%s/%s: path too long", path, name);
+		return -ENAMETOOLONG;
+	}
+	path[path_len] = '/';
+	memcpy(path + path_len + 1, name, name_len + 1);
+	path_len += 1 + name_len;
+	if (scan_excluded(s->opt, path + rel))
+		return 0;
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		err = -errno;
+		goto fail;
+	}
+	if (!S_ISDIR(st.st_mode) && st.st_nlink > 1 && s->links_size) {
+		link = link_find(s, st.st_dev, st.st_ino);
+		if (link->inode)
+			return tree_link(s->tree, dir, name, name_len, link->inode);
+	}
+	/* Open a directory before it enters the tree, so that an unreadable one can be left out. */
+	if (S_ISDIR(st.st_mode)) {
+		subfd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (subfd < 0) {
+			err = -errno;
+			goto fail;
+		}
+	}
+	err = make_inode(s, dirfd, name, path, &st, &inode);
+	if (!err && !(inode = tree_insert(s->tree, dir, name, name_len, inode)))
+		err = -ENOMEM;
+	if (!err && !S_ISDIR(st.st_mode) && st.st_nlink > 1)
+		err = link_remember(s, st.st_dev, st.st_ino, inode);
+	if (!err && S_ISDIR(st.st_mode)) {
+		struct ancestor me = { st.st_dev, st.st_ino, up };
+
+		err = scan_tree(s, subfd, inode, path, path_len, rel, &me, depth + 1);
+		close(subfd);
+		return err;
+	}
+	if (subfd >= 0)
+		close(subfd);
+	if (err)
+		goto fail;
+	return 0;
+fail:
+	if (err == -ENOMEM) {
+		pack_error("out of memory");
+		return err;
+	}
+	if (s->opt->skip_unreadable && (err == -EACCES || err == -EPERM || err == -EIO)) {
+		pack_warn("%s: %s (skipped)", path, strerror(-err));
+		return 0;
+	}
+	pack_error("%s: %s", path, strerror(-err));
+	return err;
+}
+
+static int scan_tree(struct dir_scan *s, int dirfd, struct pack_inode *dir, char *path, size_t path_len,
+		     size_t rel, const struct ancestor *up, unsigned depth)
+{
+	DIR *d;
+	struct dirent *de;
+	int err = 0;
+
+	for (const struct ancestor *a = up->up; a; a = a->up) {
+		if (a->dev == up->dev && a->ino == up->ino) {
+			pack_error("%s: directory contains itself (not followed)", path);
+			return -ELOOP;
+		}
+	}
+	if (depth > PACK_DEPTH_MAX) {
+		pack_error("%s: more than %d directory levels", path, PACK_DEPTH_MAX);
+		return -ELOOP;
+	}
+	d = fdopendir(dup(dirfd));
+	if (!d) {
+		err = -errno;
+		pack_error("%s: %s", path, strerror(errno));
+		return err;
+	}
+	while (!err) {
+		errno = 0;
+		de = readdir(d);
+		if (!de) {
+			if (errno) {
+				err = -errno;
+				pack_error("%s: %s", path, strerror(errno));
+			}
+			break;
+		}
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		err = scan_entry(s, dirfd, dir, de->d_name, path, path_len, rel, up, depth);
+		path[path_len] = '\0';
+	}
+	closedir(d);
+	return err;
+}
+
+int scan_dir(struct pack_tree *t, const char *source, const struct scan_options *o)
+{
+	struct dir_scan s = { .tree = t, .opt = o };
+	struct pack_inode root_meta = { 0 };
+	char *path = malloc(PATH_MAX);
+	struct ancestor top;
+	struct stat st;
+	size_t len = strlen(source);
+	int fd, err;
+
+	if (!path)
+		return -ENOMEM;
+	while (len > 1 && source[len - 1] == '/')
+		len--;
+	if (len >= PATH_MAX) {
+		free(path);
+		pack_error("%s: path too long", source);
+		return -ENAMETOOLONG;
+	}
+	memcpy(path, source, len);
+	path[len] = '\0';
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		err = -errno;
+		pack_error("%s: %s", source, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		free(path);
+		return err;
+	}
+	set_metadata(&root_meta, &st);
+	if (o->xattrs && read_xattrs(path, &root_meta.xattrs) < 0)
+		pack_warn("%s: cannot read xattrs", source);
+	t->root->mode = root_meta.mode;
+	t->root->uid = root_meta.uid;
+	t->root->gid = root_meta.gid;
+	t->root->mtime = root_meta.mtime;
+	tree_xattrs_free(&t->root->xattrs);
+	t->root->xattrs = root_meta.xattrs;
+
+	top.dev = st.st_dev;
+	top.ino = st.st_ino;
+	top.up = NULL;
+	/* Exclude patterns see paths relative to the source: "sub/file", without the leading '/'. */
+	err = scan_tree(&s, fd, t->root, path, len, len + 1, &top, 0);
+	close(fd);
+	free(s.links);
+	free(path);
+	return err;
+}

@@ -1,0 +1,165 @@
+/*
+ * tree.h - the in-memory tree that every source is merged into.
+ *
+ * A pack_dirent is a name in a directory; a pack_inode is what it names.
+ * Hard links are several dirents sharing one inode.  Sources only add and
+ * replace entries; once all are read, tree_finish() sorts every directory
+ * bytewise, counts links and applies the ownership/mode/time overrides, so
+ * that everything later is a pure function of the merged tree.
+ */
+#ifndef QUASH_PACK_TREE_H
+#define QUASH_PACK_TREE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Where a regular file's bytes are read from in the data phase. */
+struct pack_content {
+	char *path;                 /* a file in a source directory, or NULL */
+	uint64_t spool_offset;      /* else: bytes at this offset of the archive spool */
+};
+
+struct pack_xattr {
+	char *name;                 /* full name, "user.foo" */
+	uint8_t *value;
+	uint32_t len;
+};
+
+struct pack_xattrs {                /* an inode's xattrs, sorted by name */
+	struct pack_xattr *list;
+	uint32_t count;
+};
+
+struct pack_dirent;
+
+struct pack_inode {
+	uint32_t mode;              /* st_mode, type bits included */
+	uint32_t uid, gid;
+	int64_t mtime;
+	uint32_t rdev;              /* devices: Linux "new" encoding, as squashfs stores it */
+	uint32_t nlink;             /* names in the final tree (directories: 2 + subdirectories) */
+	struct pack_xattrs xattrs;
+
+	/* Assigned while writing. */
+	uint32_t ino;               /* 1 .. inode count, 0 = not yet numbered */
+	bool written;
+	uint64_t ref;               /* inode table reference */
+	uint32_t xattr_id;
+	uint32_t refs;              /* dirents naming this inode, for freeing */
+
+	union {
+		struct {
+			struct pack_content content;
+			uint64_t size;
+			uint64_t blocks_start;      /* image offset of the first block */
+			uint32_t *block_sizes;      /* on-disk size words, one per block */
+			uint32_t block_count;
+			uint32_t fragment;          /* SQFS_INVALID_FRAG if none */
+			uint32_t frag_offset;
+			uint64_t sparse;            /* bytes in all-zero blocks stored as holes */
+			struct pack_inode *dup_of;  /* data shared with this earlier file */
+			uint64_t hash;              /* of the contents, for deduplication */
+			bool data_done;
+		} file;
+		struct {
+			char *target;
+		} symlink;
+		struct {
+			struct pack_dirent **children;
+			size_t count, cap;
+			uint32_t parent_ino;
+			uint32_t listing_size;      /* directory table bytes, headers included */
+			uint32_t start_block;       /* directory table block, relative */
+			uint16_t offset;
+			struct pack_dir_index *index;
+			uint32_t index_count;
+		} dir;
+	} u;
+};
+
+struct pack_dirent {
+	char *name;
+	size_t name_len;
+	struct pack_inode *inode;
+	struct pack_dirent *hash_next;      /* tree's (parent, name) lookup table */
+	struct pack_inode *parent;
+};
+
+/* An index entry of a large directory: where a header starts, and its first name. */
+struct pack_dir_index {
+	uint32_t index;             /* byte offset into the listing */
+	uint32_t start_block;       /* directory table block, relative to the table */
+	const char *name;
+	size_t name_len;
+};
+
+/* How the user wants ownership, permissions and times changed. */
+struct pack_overrides {
+	bool all_root;
+	int64_t uid, gid;           /* -1: keep */
+	int64_t mode;               /* -1: keep; else permission bits for every inode */
+	int64_t mtime;              /* -1: keep; else every inode's time */
+	bool no_xattrs;
+};
+
+struct pack_tree {
+	struct pack_inode *root;
+	struct pack_dirent **hash;  /* (parent, name) -> dirent */
+	size_t hash_size, hash_used;
+	uint64_t file_count;        /* regular-file inodes in the final tree */
+	uint64_t inode_count;
+	uint64_t data_bytes;        /* sum of regular-file sizes */
+	int64_t newest_mtime;
+};
+
+int tree_init(struct pack_tree *t);
+void tree_free(struct pack_tree *t);
+
+struct pack_inode *tree_inode_new(uint32_t mode);
+/* Drop one dirent's hold on an inode; frees it (and a directory's subtree) with the last. */
+void tree_inode_put(struct pack_tree *t, struct pack_inode *inode);
+
+/* The dirent 'name' in directory 'dir', or NULL. */
+struct pack_dirent *tree_lookup(struct pack_tree *t, struct pack_inode *dir, const char *name, size_t len);
+
+/*
+ * Put 'inode' at 'name' in 'dir'; a later entry wins.  Replacing a
+ * directory by a directory keeps its children (the sources merge) and
+ * takes the new metadata; anything else replaces the old inode.  Returns
+ * the inode now at that name (which may be the old directory), or NULL
+ * on allocation failure.  Takes over the caller's reference to 'inode'.
+ */
+struct pack_inode *tree_insert(struct pack_tree *t, struct pack_inode *dir, const char *name, size_t len,
+			       struct pack_inode *inode);
+
+/* Add one more name for an existing inode (a hard link). */
+int tree_link(struct pack_tree *t, struct pack_inode *dir, const char *name, size_t len,
+	      struct pack_inode *inode);
+
+/*
+ * Walk 'path' ('/'-separated, already made relative and free of "." and
+ * "..") from the root, creating missing directories with 'implicit' as
+ * their metadata.  Returns the directory that holds the last component
+ * and points *leaf at that component.
+ */
+struct pack_inode *tree_walk_parent(struct pack_tree *t, const char *path, const struct pack_inode *implicit,
+				    const char **leaf, size_t *leaf_len);
+
+/* Sort, count links, apply overrides, gather totals. */
+int tree_finish(struct pack_tree *t, const struct pack_overrides *o);
+
+/* Depth-first, children in sorted order; directories before their contents. */
+typedef int (*tree_visit_fn)(struct pack_inode *inode, void *arg);
+int tree_walk_files(struct pack_inode *dir, tree_visit_fn fn, void *arg);
+
+void tree_xattrs_free(struct pack_xattrs *x);
+/* Sort by name and drop names squashfs cannot store (outside user/trusted/security). */
+void tree_xattrs_normalize(struct pack_xattrs *x);
+
+static inline bool tree_is_dir(const struct pack_inode *i) { return (i->mode & 0170000) == 0040000; }
+static inline bool tree_is_reg(const struct pack_inode *i) { return (i->mode & 0170000) == 0100000; }
+static inline bool tree_is_symlink(const struct pack_inode *i) { return (i->mode & 0170000) == 0120000; }
+
+#endif

@@ -1,0 +1,280 @@
+/*
+ * writer.c - one pack run, in the order mksquashfs lays an image out:
+ *
+ *   superblock, compressor options, data blocks and fragments,
+ *   inode table, directory table, fragment table, export table,
+ *   id table, xattr table, padding to 4 KiB.
+ *
+ * Sources are read into the tree first, so that the image depends only
+ * on the merged tree and never on listing order or timing.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "writer.h"
+#include "data.h"
+#include "image.h"
+#include "progress.h"
+#include "scan.h"
+#include "sink.h"
+#include "super.h"
+#include "pack_util.h"
+
+#define IMAGE_PAD 4096          /* images end on a 4 KiB boundary, as loop devices want */
+
+static int read_sources(const struct pack_options *o, struct pack_tree *t, struct spool *spool)
+{
+	struct scan_options so = {
+		.excludes = o->excludes,
+		.exclude_count = o->exclude_count,
+		.xattrs = !o->overrides.no_xattrs,
+		.skip_unreadable = o->skip_unreadable,
+		.implicit_mtime = o->overrides.mtime >= 0 ? o->overrides.mtime : 0,
+		.spool = spool,
+	};
+	int err = 0;
+
+	for (size_t i = 0; !err && i < o->source_count; i++) {
+		const char *src = o->sources[i];
+		struct stat st;
+
+		if (strcmp(src, "-") == 0) {
+			err = scan_archive(t, src, &so);
+			continue;
+		}
+		if (stat(src, &st) < 0) {
+			err = -errno;
+			pack_error("%s: %s", src, strerror(errno));
+		} else if (S_ISDIR(st.st_mode)) {
+			err = scan_dir(t, src, &so);
+		} else {
+			err = scan_archive(t, src, &so);
+		}
+	}
+	return err;
+}
+
+struct data_pass {
+	struct data_writer *w;
+};
+
+static int write_one(struct pack_inode *inode, void *arg)
+{
+	struct data_pass *dp = arg;
+	int err;
+
+	if (!tree_is_reg(inode) || inode->u.file.data_done)
+		return 0;
+	err = data_write_file(dp->w, inode);
+	progress_add(inode->u.file.size, 1);
+	return err;
+}
+
+static int write_data(const struct pack_options *o, struct pack_tree *t, struct pack_sink *sink, int spool_fd,
+		      struct sqfs_super *sb, uint8_t **frag_table, uint32_t *frag_count)
+{
+	struct data_config cfg = {
+		.comp = o->comp,
+		.params = &o->params,
+		.block_size = o->block_size,
+		.jobs = o->jobs,
+		.fragments = o->fragments,
+		.tail_packing = o->tail_packing,
+		.dedup = o->dedup,
+		.spool_fd = spool_fd,
+	};
+	struct data_pass dp;
+	int err = data_writer_start(&cfg, sink, t, &dp.w);
+
+	if (err)
+		return err;
+	err = tree_walk_files(t->root, write_one, &dp);
+	if (!err)
+		err = data_writer_finish(dp.w);
+	if (!err) {
+		const struct sqfs_fragment_entry *f = data_fragments(dp.w);
+
+		*frag_count = data_fragment_count(dp.w);
+		*frag_table = malloc((size_t)*frag_count * SQFS_FRAGMENT_ENTRY_SIZE + 1);
+		if (!*frag_table || (*frag_count && !f))
+			err = -ENOMEM;
+		for (uint32_t i = 0; !err && i < *frag_count; i++) {
+			uint8_t *p = *frag_table + (size_t)i * SQFS_FRAGMENT_ENTRY_SIZE;
+
+			sqfs_put64(p, f[i].start);
+			sqfs_put32(p + 8, f[i].size);
+			sqfs_put32(p + 12, 0);
+		}
+	}
+	sb->fragment_count = *frag_count;
+	data_writer_free(dp.w);
+	return err;
+}
+
+static int write_tables(const struct pack_options *o, struct pack_tree *t, struct pack_sink *sink,
+			struct sqfs_super *sb, const uint8_t *frag_table, uint32_t frag_count)
+{
+	struct image_writer iw;
+	int err;
+
+	image_init(&iw, o->comp, &o->params);
+	err = inode_number_tree(&iw, t);
+	if (!err)
+		err = inode_write_tree(&iw, t);
+	if (!err) {
+		sb->inode_table_start = sink->written;
+		err = sink_append(sink, iw.inodes.out, iw.inodes.out_len);
+	}
+	if (!err) {
+		sb->directory_table_start = sink->written;
+		err = sink_append(sink, iw.dirs.out, iw.dirs.out_len);
+	}
+	sb->fragment_table_start = SQFS_INVALID_TABLE;
+	if (!err && frag_count)
+		err = meta_write_table(sink, o->comp, &o->params, frag_table,
+				       (size_t)frag_count * SQFS_FRAGMENT_ENTRY_SIZE, &sb->fragment_table_start);
+	sb->export_table_start = SQFS_INVALID_TABLE;
+	if (!err && o->exportable)
+		err = export_table_write(&iw, sink, &sb->export_table_start);
+	if (!err)
+		err = id_table_write(&iw, sink, &sb->id_table_start);
+	if (!err)
+		err = xattr_table_write(&iw, sink, &sb->xattr_id_table_start);
+	sb->inode_count = iw.inode_count;
+	sb->id_count = (uint16_t)iw.ids.count;
+	sb->root_inode_ref = iw.root_ref;
+	if (err == -ENOMEM)
+		pack_error("out of memory");
+	image_free(&iw);
+	return err;
+}
+
+static uint16_t image_flags(const struct pack_options *o, const struct sqfs_super *sb, size_t options_len)
+{
+	uint16_t flags = 0;
+
+	if (!o->fragments)
+		flags |= SQFS_FLAG_NO_FRAGMENTS;
+	if (o->fragments && o->tail_packing)
+		flags |= SQFS_FLAG_ALWAYS_FRAGMENTS;
+	if (o->dedup)
+		flags |= SQFS_FLAG_DUPLICATES;
+	if (o->exportable)
+		flags |= SQFS_FLAG_EXPORTABLE;
+	if (sb->xattr_id_table_start == SQFS_INVALID_TABLE)
+		flags |= SQFS_FLAG_NO_XATTRS;
+	if (options_len)
+		flags |= SQFS_FLAG_COMPRESSOR_OPTIONS;
+	return flags;
+}
+
+static int pad_image(struct pack_sink *sink)
+{
+	static const uint8_t zeros[IMAGE_PAD];
+	size_t pad = (IMAGE_PAD - sink->written % IMAGE_PAD) % IMAGE_PAD;
+
+	return pad ? sink_append(sink, zeros, pad) : 0;
+}
+
+static void print_summary(const struct pack_tree *t, uint64_t image_size)
+{
+	double in = (double)t->data_bytes, out = (double)image_size;
+
+	printf("quash: %llu files, %.1f MiB in, %.1f MiB image (%.1f%%), %.2f s\n",
+	       (unsigned long long)t->file_count, in / 1048576, out / 1048576, in > 0 ? 100.0 * out / in : 0.0,
+	       progress_seconds());
+}
+
+#define HEAD_MAX (SQFS_SUPER_SIZE + 2 + QS_COMP_OPTIONS_MAX)
+
+/* Everything but the head, which is returned for the sink's finish. */
+static int pack_image(const struct pack_options *o, struct pack_tree *t, struct pack_sink *sink, int spool_fd,
+		      uint8_t head[HEAD_MAX], size_t *head_len_out)
+{
+	uint8_t options[QS_COMP_OPTIONS_MAX];
+	size_t options_len = o->comp->write_options(&o->params, options);
+	size_t head_len = super_head_size(options_len);
+	struct sqfs_super sb = { 0 };
+	uint8_t *frag_table = NULL;
+	uint32_t frag_count = 0;
+	int err;
+
+	memset(head, 0, HEAD_MAX);
+	err = sink_append(sink, head, head_len);
+	if (!err)
+		err = write_data(o, t, sink, spool_fd, &sb, &frag_table, &frag_count);
+	if (!err)
+		err = write_tables(o, t, sink, &sb, frag_table, frag_count);
+	free(frag_table);
+	if (err)
+		return err;
+
+	sb.magic = SQFS_MAGIC;
+	sb.mkfs_time = (uint32_t)(o->mkfs_time >= 0 ? o->mkfs_time : t->newest_mtime);
+	sb.block_size = o->block_size;
+	sb.compressor = o->comp->id;
+	for (sb.block_log = 0; (1u << sb.block_log) < o->block_size; sb.block_log++)
+		;
+	sb.flags = image_flags(o, &sb, options_len);
+	sb.version_major = SQFS_VERSION_MAJOR;
+	sb.version_minor = SQFS_VERSION_MINOR;
+	sb.bytes_used = sink->written;
+	err = pad_image(sink);
+	if (err)
+		return err;
+	super_encode_head(&sb, options, options_len, head);
+	*head_len_out = head_len;
+	return 0;
+}
+
+int pack_run(const struct pack_options *o)
+{
+	struct pack_tree tree;
+	struct pack_sink *sink = NULL;
+	char *dir = strdup(o->image);
+	char *slash = dir ? strrchr(dir, '/') : NULL;
+	struct spool spool = { .fd = -1, .dir = "." };
+	uint8_t head[HEAD_MAX];
+	size_t head_len = 0;
+	uint64_t image_size = 0;
+	bool is_s3 = strncmp(o->image, "s3://", 5) == 0;
+	int err;
+
+	if (!dir)
+		return -ENOMEM;
+	if (slash)
+		*slash = '\0';
+	if (is_s3)
+		spool.dir = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+	else if (slash && slash != dir)
+		spool.dir = dir;
+	else if (slash)
+		spool.dir = "/";
+	progress_start(false, 0, 0);
+	err = tree_init(&tree);
+	if (!err)
+		err = read_sources(o, &tree, &spool);
+	if (!err)
+		err = tree_finish(&tree, &o->overrides);
+	if (!err)
+		err = is_s3 ? sink_s3_open(o->image, o->endpoint, &sink) : sink_file_open(o->image, &sink);
+	if (!err) {
+		progress_start(o->progress && !o->quiet, tree.data_bytes, tree.file_count);
+		err = pack_image(o, &tree, sink, spool.fd, head, &head_len);
+		progress_end();
+		image_size = sink->written;
+		if (err)
+			sink->ops->abort(sink);
+		else
+			err = sink->ops->finish(sink, head, head_len);
+	}
+	if (!err && !o->quiet)
+		print_summary(&tree, image_size);
+	spool_close(&spool);
+	tree_free(&tree);
+	free(dir);
+	return err;
+}

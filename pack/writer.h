@@ -1,0 +1,36 @@
+/*
+ * writer.h - one pack run: sources in, image out.
+ */
+#ifndef QUASH_PACK_WRITER_H
+#define QUASH_PACK_WRITER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "compressor.h"
+#include "tree.h"
+
+struct pack_options {
+	const char **sources;
+	size_t source_count;
+	const char *image;          /* a path, or s3://BUCKET/KEY */
+	const char *endpoint;       /* S3 endpoint for an s3:// image, or NULL */
+
+	const struct qs_compressor *comp;
+	struct qs_compress_params params;
+	uint32_t block_size;
+	unsigned jobs;
+	bool fragments, tail_packing, dedup, exportable;
+
+	struct pack_overrides overrides;
+	const char **excludes;
+	size_t exclude_count;
+	bool skip_unreadable;
+	int64_t mkfs_time;          /* -1: the newest mtime in the tree */
+	bool progress, quiet;
+};
+
+/* 0, or -errno after printing what went wrong; no image is left on failure. */
+int pack_run(const struct pack_options *o);
+
+#endif

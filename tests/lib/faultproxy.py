@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""faultproxy.py - an HTTP proxy that breaks requests on purpose, for the remote tests.
+
+    faultproxy.py --port PORT --upstream http://127.0.0.1:N [--skip K] --faults F1,F2,... [--log FILE]
+
+Forwards GET/HEAD to the upstream server unchanged (Host included, so that
+S3 signatures still match).  After the first K requests (default 1: the open
+request passes), request number K+i gets fault Fi, then everything passes.
+'--faults always:F' gives every request after the first K fault F.
+
+Faults: reset (TCP reset, no answer), 500, 503, 429 (that status), truncate
+(half the body, then the connection closes), short (half the body with a
+matching Content-Length: a complete but short answer), badrange (the
+Content-Range start moved by one), stall (half the body, then silence for
+--stall seconds), pass.  --log appends one line per request: method, Range
+and the fault applied.  Python 3 standard library only.
+"""
+import argparse
+import http.client
+import http.server
+import socket
+import struct
+import sys
+import threading
+import time
+import urllib.parse
+
+HOP_HEADERS = {"connection", "keep-alive", "transfer-encoding", "proxy-connection", "upgrade"}
+
+
+class State:
+    def __init__(self, skip, faults, always):
+        self.lock = threading.Lock()
+        self.count = 0
+        self.skip = skip
+        self.faults = faults
+        self.always = always
+
+    def next_fault(self):
+        with self.lock:
+            n = self.count
+            self.count += 1
+        if n < self.skip:
+            return "pass"
+        if self.always:
+            return self.always
+        i = n - self.skip
+        return self.faults[i] if i < len(self.faults) else "pass"
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, fmt, *args):
+        pass
+
+    def reset(self):
+        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.connection.close()
+        self.close_connection = True
+
+    def send_status(self, code):
+        body = b"<Error><Code>Injected</Code></Error>"
+        self.send_response(code)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Retry-After", "0")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def forward(self, method):
+        fault = self.server.state.next_fault()
+        if self.server.log:
+            with self.server.state.lock, open(self.server.log, "a") as f:
+                f.write("%s %s %s\n" % (method, self.headers.get("Range", "-"), fault))
+        if fault == "reset":
+            return self.reset()
+        if fault in ("500", "503", "429"):
+            return self.send_status(int(fault))
+        up = self.server.upstream
+        conn = http.client.HTTPConnection(up.hostname, up.port, timeout=30)
+        headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_HEADERS}
+        conn.putrequest(method, self.path, skip_host=True, skip_accept_encoding=True)
+        for k, v in headers.items():
+            conn.putheader(k, v)
+        conn.endheaders()
+        resp = conn.getresponse()
+        body = resp.read()
+        conn.close()
+        half = body[: len(body) // 2]
+        self.send_response(resp.status, resp.reason)
+        for k, v in resp.getheaders():
+            kl = k.lower()
+            if kl in HOP_HEADERS or kl == "content-length":
+                continue
+            if kl == "content-range" and fault == "badrange":
+                unit, _, rest = v.partition(" ")
+                first, _, tail = rest.partition("-")
+                v = "%s %d-%s" % (unit, int(first) + 1, tail)
+            self.send_header(k, v)
+        length = len(half) if fault == "short" else len(body)
+        self.send_header("Content-Length", str(length))
+        self.end_headers()
+        if method == "HEAD":
+            return
+        if fault in ("truncate", "stall", "short"):
+            self.wfile.write(half)
+            self.wfile.flush()
+            if fault == "stall":
+                time.sleep(self.server.stall)
+            if fault != "short":
+                self.close_connection = True
+                self.connection.shutdown(socket.SHUT_RDWR)
+            return
+        self.wfile.write(body)
+
+    def do_GET(self):
+        self.forward("GET")
+
+    def do_HEAD(self):
+        self.forward("HEAD")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--port", type=int, required=True)
+    ap.add_argument("--upstream", required=True)
+    ap.add_argument("--skip", type=int, default=1)
+    ap.add_argument("--faults", default="")
+    ap.add_argument("--stall", type=float, default=30)
+    ap.add_argument("--log")
+    a = ap.parse_args()
+    faults = [f for f in a.faults.split(",") if f]
+    always = faults[0][len("always:"):] if faults and faults[0].startswith("always:") else None
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", a.port), Handler)
+    srv.daemon_threads = True
+    srv.state = State(a.skip, faults, always)
+    srv.upstream = urllib.parse.urlsplit(a.upstream)
+    srv.stall = a.stall
+    srv.log = a.log
+    print("faultproxy: listening on 127.0.0.1:%d" % a.port, file=sys.stderr, flush=True)
+    srv.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,102 @@
+# remote.sh - sourced by tests/t-remote-*.sh: servers on 127.0.0.1 for the
+# remote sources, all stopped by remote_cleanup (the scripts' EXIT trap).
+#
+#   free_port                      print a TCP port nobody listens on
+#   make_test_ca DIR               DIR/ca.pem and a server cert DIR/server.{pem,key} for 127.0.0.1
+#   start_nginx DIR ROOT HTTP_PORT [HTTPS_PORT CERTDIR]
+#   start_faultproxy PORT UPSTREAM FAULTS [ARGS...]
+#   stop_pid PID                   stop one process started here
+#   make_test_image DIR            DIR/tree and DIR/image.sqfs (several MiB, incompressible files)
+
+REMOTE_READ=${REMOTE_READ:-$QUASH_TOP/build-asan/tests/remote_read}
+REMOTE_PIDS=()
+
+free_port() {
+	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+wait_port() {   # wait_port PORT: until something accepts connections there (5 s at most)
+	local i
+	for i in $(seq 50); do
+		(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+make_test_ca() {
+	local d=$1
+	mkdir -p "$d"
+	openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=quash-test-ca \
+		-keyout "$d/ca.key" -out "$d/ca.pem" 2>/dev/null
+	openssl req -newkey rsa:2048 -nodes -subj /CN=127.0.0.1 \
+		-keyout "$d/server.key" -out "$d/server.csr" 2>/dev/null
+	printf 'subjectAltName=IP:127.0.0.1\n' >"$d/ext.cnf"
+	openssl x509 -req -in "$d/server.csr" -CA "$d/ca.pem" -CAkey "$d/ca.key" -CAcreateserial \
+		-days 2 -extfile "$d/ext.cnf" -out "$d/server.pem" 2>/dev/null
+}
+
+start_nginx() {
+	local d=$1 root=$2 port=$3 tls_port=${4:-} certs=${5:-} tls=""
+	mkdir -p "$d/tmp"
+	[ -n "$tls_port" ] && tls="server { listen 127.0.0.1:$tls_port ssl; root $root;
+		ssl_certificate $certs/server.pem; ssl_certificate_key $certs/server.key; }"
+	cat >"$d/nginx.conf" <<CONF
+daemon off;
+pid $d/nginx.pid;
+error_log $d/error.log;
+events { worker_connections 256; }
+http {
+	access_log off;
+	client_body_temp_path $d/tmp;
+	proxy_temp_path $d/tmp;
+	fastcgi_temp_path $d/tmp;
+	uwsgi_temp_path $d/tmp;
+	scgi_temp_path $d/tmp;
+	server { listen 127.0.0.1:$port; root $root; }
+	$tls
+}
+CONF
+	nginx -c "$d/nginx.conf" -p "$d" 2>>"$d/error.log" &
+	REMOTE_PIDS+=($!)
+	NGINX_PID=$!
+	wait_port "$port"
+}
+
+start_faultproxy() {
+	local port=$1 upstream=$2 faults=$3
+	shift 3
+	python3 "$QUASH_TOP/tests/lib/faultproxy.py" --port "$port" --upstream "$upstream" --faults "$faults" "$@" \
+		2>/dev/null &
+	REMOTE_PIDS+=($!)
+	PROXY_PID=$!
+	wait_port "$port"
+}
+
+stop_pid() {
+	kill "$1" 2>/dev/null
+	wait "$1" 2>/dev/null
+	return 0
+}
+
+remote_cleanup() {
+	local p
+	for p in "${REMOTE_PIDS[@]}"; do
+		kill "$p" 2>/dev/null
+	done
+	wait 2>/dev/null
+}
+
+make_test_image() {
+	local d=$1 i
+	rm -rf "$d/tree" && mkdir -p "$d/tree/sub/deeper"
+	for i in $(seq 1 12); do
+		head -c $((i * 300000 + i)) /dev/urandom >"$d/tree/file$i"
+	done
+	for i in $(seq 1 200); do
+		echo "small file $i" >"$d/tree/sub/s$i.txt"
+	done
+	head -c 5000000 /dev/urandom >"$d/tree/sub/deeper/big"
+	ln -s ../file1 "$d/tree/sub/link"
+	mksquashfs "$d/tree" "$d/image.sqfs" -noappend -quiet -no-progress >/dev/null
+}

@@ -1,0 +1,98 @@
+#!/bin/bash
+# t-remote-s3.sh - images in a real S3 object store (Ceph RGW) on 127.0.0.1:
+# SigV4 with keys from the environment, a profile, the config file; a wrong
+# secret refused; anonymous reads of a public object; faults; an object
+# replaced mid-read; the persistent cache with the store stopped.
+. "$(dirname "$0")/lib/tap.sh"
+. "$(dirname "$0")/lib/remote.sh"
+
+W=$WORK/remote-s3
+rm -rf "$W" && mkdir -p "$W"
+S3=$(free_port) PROXY=$(free_port)
+export MON_PORT=$(free_port)
+trap 'remote_cleanup; "$QUASH_TOP/tests/lib/stop-rgw.sh" "$W/rgw"' EXIT
+EP=$("$QUASH_TOP/tests/lib/start-rgw.sh" "$W/rgw" "$S3" 2>"$W/rgw.err") || { not_ok "rgw starts" "$(tail -3 "$W/rgw.err")"; exit 1; }
+
+export AWS_ACCESS_KEY_ID=quashtest AWS_SECRET_ACCESS_KEY=quashtestsecret AWS_DEFAULT_REGION=us-east-1
+export AWS_ENDPOINT_URL=$EP HOME=$W/home
+unset AWS_PROFILE AWS_SESSION_TOKEN AWS_CONFIG_FILE AWS_SHARED_CREDENTIALS_FILE
+mkdir -p "$HOME"
+aws_() { aws --endpoint-url "$EP" "$@"; }
+
+make_test_image "$W"
+IMG=$W/image.sqfs
+head -c "$(stat -c %s "$IMG")" /dev/urandom >"$W/other"
+aws_ s3 mb s3://quash-test >/dev/null
+aws_ s3 cp --only-show-errors "$IMG" s3://quash-test/images/one.sqfs
+aws_ s3 cp --only-show-errors "$IMG" "s3://quash-test/images/with space+plus=.sqfs"
+aws_ s3api put-object --bucket quash-test --key public.sqfs --body "$IMG" --acl public-read >/dev/null
+RR=$REMOTE_READ
+U=s3://quash-test/images/one.sqfs
+
+check "s3: every byte, keys from the environment, 4 racing readers" $RR -c 262144 -t 4 -n 40 -p "$U" "$IMG"
+check "s3: a key that needs encoding" $RR "s3://quash-test/images/with space+plus=.sqfs" "$IMG"
+check "s3: --endpoint option instead of AWS_ENDPOINT_URL" env -u AWS_ENDPOINT_URL $RR -e "$EP" "$U" "$IMG"
+check_fails "s3: missing key is an error" $RR s3://quash-test/images/none.sqfs "$IMG"
+AWS_SECRET_ACCESS_KEY=wrongsecret-x9 $RR -r 1 "$U" "$IMG" 2>"$W/wrong.err"; st=$?
+check "s3: a wrong secret is refused" test $st = 1
+check "s3: the refusal says access denied" grep -q "access denied" "$W/wrong.err"
+check "s3: the secret is in no message" bash -c "! grep -q wrongsecret '$W/wrong.err'"
+
+# Credentials from files, the way the AWS tools find them.
+mkdir -p "$HOME/.aws"
+printf '[default]\naws_access_key_id = nobody\naws_secret_access_key = nothing\n[ci]\naws_access_key_id = quashtest\naws_secret_access_key = quashtestsecret\n' \
+	>"$HOME/.aws/credentials"
+printf '[profile cfg]\nregion = us-east-1\naws_access_key_id = quashtest\naws_secret_access_key = quashtestsecret\n' \
+	>"$HOME/.aws/config"
+NOENV="env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY"
+check "s3: AWS_PROFILE from ~/.aws/credentials" $NOENV AWS_PROFILE=ci $RR "$U" "$IMG"
+check "s3: AWS_PROFILE from ~/.aws/config" $NOENV AWS_PROFILE=cfg $RR "$U" "$IMG"
+check_fails "s3: the default profile's wrong keys are refused" $NOENV $RR -r 1 "$U" "$IMG"
+check_fails "s3: an unknown AWS_PROFILE is an error" $NOENV AWS_PROFILE=nosuch $RR -r 1 "$U" "$IMG"
+rm -rf "$HOME/.aws"
+check "s3: anonymous read of a public object" $NOENV $RR s3://quash-test/public.sqfs "$IMG"
+check_fails "s3: anonymous read of a private object is refused" $NOENV $RR -r 1 "$U" "$IMG"
+
+# Faults between quash and the store; signatures survive the proxy.
+start_faultproxy "$PROXY" "$EP" reset,503,500,429,truncate,short,stall --stall 20
+check "s3 faults: retried, the bytes still match" \
+	$RR -c 1048576 -s 1048576 -r 8 -t 2 -e "http://127.0.0.1:$PROXY" "$U" "$IMG"
+stop_pid "$PROXY_PID"
+
+# The object replaced while being read.
+aws_ s3 cp --only-show-errors "$IMG" s3://quash-test/changing.sqfs
+check "s3: replaced object: later reads fail with ESTALE" $RR -c 65536 -E 116 \
+	-x "aws --endpoint-url $EP s3 cp --only-show-errors '$W/other' s3://quash-test/changing.sqfs" \
+	s3://quash-test/changing.sqfs "$IMG"
+
+# Publishing: quash pack straight to S3 gives the bytes a local pack gives.
+$QUASH_ASAN pack --no-progress -q "$W/tree" "$W/local.sqfs"
+check "pack to s3: multipart upload of several parts" $QUASH_ASAN pack --no-progress -q "$W/tree" s3://quash-test/packed.sqfs
+check "pack to s3: the object is the local image, byte for byte" $RR s3://quash-test/packed.sqfs "$W/local.sqfs"
+mkdir -p "$W/small" && echo hello >"$W/small/a"
+$QUASH_ASAN pack --no-progress -q "$W/small" "$W/small.sqfs"
+check "pack to s3: a one-part image, --endpoint" env -u AWS_ENDPOINT_URL \
+	$QUASH_ASAN pack --no-progress -q --endpoint "$EP" "$W/small" s3://quash-test/small.sqfs
+check "pack to s3: the one-part object matches" $RR s3://quash-test/small.sqfs "$W/small.sqfs"
+check_fails "pack to s3: a wrong secret fails" env AWS_SECRET_ACCESS_KEY=wrong \
+	$QUASH_ASAN pack --no-progress -q "$W/small" s3://quash-test/wrong.sqfs
+check "pack to s3: and leaves no object" bash -c "! aws --endpoint-url $EP s3api head-object --bucket quash-test \
+	--key wrong.sqfs >/dev/null 2>&1"
+# Ctrl-C mid-upload: the upload is aborted and the object already there stays.
+mkdir -p "$W/bigsrc" && head -c 150000000 /dev/urandom >"$W/bigsrc/big"
+$QUASH_ASAN pack --no-progress -q -j 1 "$W/bigsrc" s3://quash-test/packed.sqfs & pid=$!
+sleep 1.5
+kill -INT $pid
+wait $pid; st=$?
+check "pack to s3: SIGINT ends the pack" test $st = 130
+check "pack to s3: the earlier object stays" $RR s3://quash-test/packed.sqfs "$W/local.sqfs"
+aws_ s3api list-multipart-uploads --bucket quash-test >"$W/uploads.json"
+check "pack to s3: no multipart upload is left" bash -c "! grep -q packed.sqfs '$W/uploads.json'"
+rm -rf "$W/bigsrc"
+
+# Persistent cache: read everything, stop the store, read again.
+check "s3 cache dir: first read fills it" $RR -c 262144 -d "$W/cache" -t 2 "$U" "$IMG"
+"$QUASH_TOP/tests/lib/stop-rgw.sh" "$W/rgw"
+$RR -c 262144 -d "$W/cache" -t 4 "$U" "$IMG" 2>"$W/offline.err"; st=$?
+check "s3 cache dir: every byte reads with the store stopped" test $st = 0
+check "s3 cache dir: the notice says so" grep -q "server unreachable" "$W/offline.err"

@@ -1,0 +1,195 @@
+/*
+ * test_remote.c - the parts of the remote sources that need no server:
+ * INI lookup for AWS files, S3 URLs and key encoding, names without
+ * secrets, and the persistent cache directory.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "aws_auth.h"
+#include "disk_cache.h"
+#include "quash.h"
+#include "source_remote.h"
+
+static void expect_ini(const char *text, const char *section, const char *key, const char *want)
+{
+	const char *v;
+	size_t n;
+	bool found;
+	int ret = aws_ini_find(text, strlen(text), section, key, &v, &n, &found);
+
+	if (!want) {
+		assert_int_equal(ret, 0);
+		return;
+	}
+	assert_int_equal(ret, 1);
+	assert_int_equal(n, strlen(want));
+	assert_memory_equal(v, want, n);
+}
+
+static void test_ini(void **state)
+{
+	const char *text = "# comment\n[default]\naws_access_key_id = AKIA1\r\n"
+			   "aws_secret_access_key=s3cr3t \n\n[ profile ci ]\n; other\nregion\t=  eu-west-1\n"
+			   "[broken\nregion = no\n";
+	const char *v;
+	size_t n;
+	bool found;
+
+	(void)state;
+	expect_ini(text, "default", "aws_access_key_id", "AKIA1");
+	expect_ini(text, "default", "aws_secret_access_key", "s3cr3t");
+	expect_ini(text, "profile ci", "region", "eu-west-1");
+	expect_ini(text, "profile ci", "aws_access_key_id", NULL);
+	expect_ini(text, "default", "region", NULL);
+	assert_int_equal(aws_ini_find(text, strlen(text), "nosuch", "region", &v, &n, &found), 0);
+	assert_false(found);
+	assert_int_equal(aws_ini_find(text, strlen(text), "profile ci", "x", &v, &n, &found), 0);
+	assert_true(found);
+}
+
+static void test_display_name(void **state)
+{
+	char *n;
+
+	(void)state;
+	n = remote_display_name("https://user:pw@example.com:8443/a/b.sqfs?X-Amz-Signature=abc#frag");
+	assert_string_equal(n, "https://example.com:8443/a/b.sqfs");
+	free(n);
+	n = remote_display_name("http://example.com/x@y/z");
+	assert_string_equal(n, "http://example.com/x@y/z");
+	free(n);
+}
+
+static void test_encode(void **state)
+{
+	char *s = strdup("http://h/b");
+
+	(void)state;
+	assert_int_equal(remote_append_encoded(&s, "/dir/a b+c=d~e_f.-%\xc3\xa9"), 0);
+	assert_string_equal(s, "http://h/b/dir/a%20b%2Bc%3Dd~e_f.-%25%C3%A9");
+	free(s);
+}
+
+static void test_s3_target(void **state)
+{
+	struct qs_source_options opt = { 0 };
+	struct remote_target t;
+
+	(void)state;
+	setenv("HOME", "/nonexistent", 1);
+	unsetenv("AWS_PROFILE");
+	unsetenv("AWS_ENDPOINT_URL_S3");
+	unsetenv("AWS_ENDPOINT_URL");
+	unsetenv("AWS_DEFAULT_REGION");
+	unsetenv("AWS_ACCESS_KEY_ID");
+	setenv("AWS_REGION", "eu-central-1", 1);
+
+	assert_int_equal(s3_target("s3://my-bucket/k/x y", &opt, &t), 0);
+	assert_string_equal(t.url, "https://my-bucket.s3.eu-central-1.amazonaws.com/k/x%20y");
+	assert_string_equal(t.sigv4, "aws:amz:eu-central-1:s3");
+	assert_string_equal(t.name, "s3://my-bucket/k/x y");
+	assert_null(t.creds->access_key);
+	remote_target_clear(&t);
+
+	opt.endpoint = "http://127.0.0.1:9000/";
+	opt.region = "r1";
+	setenv("AWS_ACCESS_KEY_ID", "id", 1);
+	setenv("AWS_SECRET_ACCESS_KEY", "secret", 1);
+	assert_int_equal(s3_target("s3://b.with.dots/key", &opt, &t), 0);
+	assert_string_equal(t.url, "http://127.0.0.1:9000/b.with.dots/key");
+	assert_string_equal(t.sigv4, "aws:amz:r1:s3");
+	assert_string_equal(t.creds->access_key, "id");
+	assert_string_equal(t.creds->secret_key, "secret");
+	remote_target_clear(&t);
+
+	assert_int_equal(s3_target("s3://bucket", &opt, &t), -EINVAL);
+	assert_int_equal(s3_target("s3://Bad_Bucket/k", &opt, &t), -EINVAL);
+	assert_int_equal(s3_target("s3://ab/k", &opt, &t), -EINVAL);
+	setenv("AWS_PROFILE", "missing", 1);
+	unsetenv("AWS_ACCESS_KEY_ID");
+	assert_int_equal(s3_target("s3://bucket/k", &opt, &t), -ENOENT);
+	unsetenv("AWS_PROFILE");
+}
+
+static void test_disk_cache(void **state)
+{
+	char dir[] = "/tmp/quash-test-diskcache-XXXXXX", buf[5000], data[5000];
+	struct disk_cache *a, *b;
+	uint64_t size;
+	char *identity;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	memset(data, 'x', sizeof(data));
+	assert_int_equal(disk_cache_open(dir, 0, "http://h/i:5000:\"e1\"", 65536, &a), 0);
+	assert_int_equal(disk_cache_open(dir, 0, "http://h/i:5000:\"e2\"", 65536, &b), 0);
+	assert_int_equal(disk_cache_get(a, 0, buf, sizeof(buf)), -ENOENT);
+	disk_cache_put(a, 0, data, sizeof(data));
+	assert_int_equal(disk_cache_get(a, 0, buf, sizeof(buf)), 0);
+	assert_memory_equal(buf, data, sizeof(data));
+	/* Another ETag, another length, another index: misses, never a's bytes. */
+	assert_int_equal(disk_cache_get(b, 0, buf, sizeof(buf)), -ENOENT);
+	assert_int_equal(disk_cache_get(a, 0, buf, 4000), -ENOENT);
+	assert_int_equal(disk_cache_get(a, 1, buf, sizeof(buf)), -ENOENT);
+	disk_cache_close(a);
+	disk_cache_close(b);
+
+	assert_int_equal(disk_cache_load_object(dir, "http://h/i", &size, &identity), -ENOENT);
+	assert_int_equal(disk_cache_save_object(dir, "http://h/i", 5000, "http://h/i:5000:\"e1\""), 0);
+	assert_int_equal(disk_cache_load_object(dir, "http://h/i", &size, &identity), 0);
+	assert_int_equal(size, 5000);
+	assert_string_equal(identity, "http://h/i:5000:\"e1\"");
+	free(identity);
+	assert_int_equal(system("rm -rf /tmp/quash-test-diskcache-*"), 0);
+}
+
+/* Past its limit the directory drops the least recently used chunks. */
+static void test_disk_cache_eviction(void **state)
+{
+	char dir[] = "/tmp/quash-test-diskevict-XXXXXX";
+	size_t len = 4 << 20;
+	char *data = calloc(1, len), *buf = malloc(len);
+	struct disk_cache *dc;
+	unsigned i, present = 0;
+	bool ok;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(disk_cache_open(dir, 64ull << 20, "id", len, &dc), 0);
+	for (i = 0; i < 24; i++) {
+		disk_cache_put(dc, i, data, len);
+		assert_int_equal(disk_cache_get(dc, 0, buf, len), 0);    /* chunk 0 stays in use */
+	}
+	for (i = 0; i < 24; i++)
+		present += disk_cache_get(dc, i, buf, len) == 0;
+	ok = present < 24 && present >= 8 && disk_cache_get(dc, 0, buf, len) == 0 &&
+	     disk_cache_get(dc, 23, buf, len) == 0;
+	disk_cache_close(dc);
+	free(data);
+	free(buf);
+	assert_true(ok);
+	assert_int_equal(system("rm -rf /tmp/quash-test-diskevict-*"), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_ini),
+		cmocka_unit_test(test_display_name),
+		cmocka_unit_test(test_encode),
+		cmocka_unit_test(test_s3_target),
+		cmocka_unit_test(test_disk_cache),
+		cmocka_unit_test(test_disk_cache_eviction),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
