@@ -277,7 +277,7 @@ void qm_usage(const struct qm_options *opt)
 		"    -o cache_size=SIZE     bytes of decompressed blocks held (K, M, G suffixes)\n"
 		"    -o threads=N           worker threads (default %d)\n"
 		"    -o [no]notify_store    push whole decompressed blocks into the page cache (default on)\n"
-		"    -o readahead=KB        the mount's readahead (default %d; root only)\n"
+		"    -o readahead=KB        the mount's readahead (default %d, 0: the kernel's; root only)\n"
 		"    -o allow_other,allow_root,dev,suid,exec,...  kernel mount flags\n",
 		QM_DEFAULT_THREADS, QM_DEFAULT_READAHEAD_KB);
 }

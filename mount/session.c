@@ -201,7 +201,7 @@ static void set_readahead(struct qm_fs *fs)
 	struct stat st;
 	int fd;
 
-	if (fs->opt->readahead_kb < 0 || stat(fs->mountpoint, &st) != 0)
+	if (fs->opt->readahead_kb <= 0 || stat(fs->mountpoint, &st) != 0)
 		return;
 	snprintf(path, sizeof(path), "/sys/class/bdi/%u:%u/read_ahead_kb", major(st.st_dev), minor(st.st_dev));
 	fd = open(path, O_WRONLY | O_CLOEXEC);
