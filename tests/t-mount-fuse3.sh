@@ -32,7 +32,8 @@ check "quash umount" "$QUASH" umount "$M/q"
 check "quash umount: gone" not_mounted "$M/q"
 
 # An fstab line, through mount -T with our quash on mount's own PATH only if it is installed there.
-if [ "$(env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin sh -c 'command -v quash')" ]; then
+MOUNT_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+if [ "$(env -i PATH=$MOUNT_PATH sh -c 'command -v quash')" ]; then
 	echo "$M/img.sqfs $M/q fuse.quash defaults,noauto,cache_size=4M 0 0" >"$M/fstab"
 	check "fstab entry: mount -T" mount -T "$M/fstab" "$M/q"
 	check "fstab entry: tree" compare_trees "$M/k" "$M/q"
@@ -44,4 +45,5 @@ st=$?
 one_line_naming() {   # one_line_naming STATUS FILE WORD
 	[ "$1" -ne 0 ] && [ "$(wc -l <"$2")" -eq 1 ] && grep -q "$3" "$2"
 }
-check "mount.fuse3 with a missing image fails, one line naming it" one_line_naming $st "$M/err" nonexistent.sqfs
+check "mount.fuse3 with a missing image fails, one line naming it" \
+	one_line_naming $st "$M/err" nonexistent.sqfs
