@@ -251,7 +251,8 @@ static int load_file(struct secret_builder *b, const char *env_name, const char 
 	aws_ini_find(text, len, section, "", &v, &vlen, &found);
 	*section_found |= found;
 	ret = want_creds ? creds_from_text(b, text, len, section) : 0;
-	if (settings && !settings->region && aws_ini_find(text, len, section, "region", &v, &vlen, &found) > 0)
+	if (settings && !settings->region &&
+	    aws_ini_find(text, len, section, "region", &v, &vlen, &found) > 0)
 		settings->region = dup_span(v, vlen);
 	if (settings && !settings->endpoint_url &&
 	    aws_ini_find(text, len, section, "endpoint_url", &v, &vlen, &found) > 0)
@@ -261,7 +262,8 @@ static int load_file(struct secret_builder *b, const char *env_name, const char 
 }
 
 /* The profile's settings apply even when the keys came from the environment. */
-static int creds_from_profile(struct secret_builder *b, bool want_creds, struct aws_profile_settings *settings)
+static int creds_from_profile(struct secret_builder *b, bool want_creds,
+			      struct aws_profile_settings *settings)
 {
 	const char *env_profile = getenv("AWS_PROFILE");
 	const char *profile = env_profile && *env_profile ? env_profile : "default";
@@ -275,7 +277,8 @@ static int creds_from_profile(struct secret_builder *b, bool want_creds, struct 
 		 sizeof(config_section))
 		return qs_set_error(-ENAMETOOLONG, "AWS_PROFILE is too long");
 
-	ret = load_file(b, "AWS_SHARED_CREDENTIALS_FILE", ".aws/credentials", profile, want_creds, NULL, &found);
+	ret = load_file(b, "AWS_SHARED_CREDENTIALS_FILE", ".aws/credentials", profile, want_creds, NULL,
+			&found);
 	if (ret < 0)
 		return ret;
 	/* The config file holds credentials too, used only if the first file had none. */
@@ -284,8 +287,8 @@ static int creds_from_profile(struct secret_builder *b, bool want_creds, struct 
 	if (ret < 0)
 		return ret;
 	if (!found && env_profile && *env_profile && want_creds)
-		return qs_set_error(-ENOENT, "AWS profile %s not found in ~/.aws/credentials or ~/.aws/config",
-				    profile);
+		return qs_set_error(-ENOENT, "AWS profile %s not found in ~/.aws/credentials or "
+				    "~/.aws/config", profile);
 	return 0;
 }
 

@@ -33,6 +33,7 @@
 #define READAHEAD_MAX_CHUNKS 8u           /* a sequential stream's window grows up to this */
 #define READAHEAD_STREAMS    16           /* sequential readers told apart */
 #define READAHEAD_SLACK      (1u << 20)   /* how far off a stream's end a read may start */
+#define READAHEAD_MIN_RUN    (256u << 10) /* a stream reads this much before readahead starts */
 #define HINT_MAX_CHUNKS      64u          /* one async prefetch hint queues at most this many */
 #define WORKERS              4            /* background fetch threads */
 #define QUEUE_LEN            256          /* pending background fetches; more are dropped */
@@ -54,6 +55,7 @@ struct chunk {
 };
 
 struct stream {
+	uint64_t start;                 /* where the stream's first read began */
 	uint64_t next_off;              /* where a continuing read starts */
 	uint32_t window;                /* chunks to keep fetched ahead */
 	uint32_t ahead;                 /* highest chunk already queued */
@@ -94,8 +96,8 @@ int chunk_cache_chunk_size(const struct qs_source_options *opt, size_t *chunk_si
 	size_t cs = opt && opt->chunk_size ? opt->chunk_size : CHUNK_DEFAULT_SIZE;
 
 	if (cs < CHUNK_MIN_SIZE || cs > CHUNK_MAX_SIZE || cs % 4096)
-		return qs_set_error(-EINVAL, "chunk size %zu: must be a multiple of 4 KiB from %u KiB to %u MiB",
-				    cs, CHUNK_MIN_SIZE >> 10, CHUNK_MAX_SIZE >> 20);
+		return qs_set_error(-EINVAL, "chunk size %zu: must be a multiple of 4 KiB from %u KiB to "
+				    "%u MiB", cs, CHUNK_MIN_SIZE >> 10, CHUNK_MAX_SIZE >> 20);
 	*chunk_size = cs;
 	return 0;
 }
@@ -364,12 +366,16 @@ static void readahead_locked(struct chunk_cache *cc, uint64_t off, size_t len)
 			oldest = t;
 	}
 	if (!s) {
-		*oldest = (struct stream){ .next_off = off + len, .window = 0, .ahead = cur, .used = cc->tick };
+		*oldest = (struct stream){ .start = off, .next_off = off + len, .ahead = cur, .used = cc->tick };
 		return;
 	}
 	s->used = cc->tick;
-	if (off + len > s->next_off)
-		s->next_off = off + len;
+	/* Only progress counts: re-reading a header or a table is no sign of a sequential reader. */
+	if (off + len <= s->next_off)
+		return;
+	s->next_off = off + len;
+	if (s->next_off - s->start < READAHEAD_MIN_RUN)
+		return;
 	if (s->window == 0)
 		s->window = 1;
 	else if (cur + 1 > s->ahead && s->window < READAHEAD_MAX_CHUNKS)
@@ -391,8 +397,8 @@ static int chunk_cache_pread(struct qs_source *src, void *buf, size_t len, uint6
 	if (len == 0)
 		return 0;
 	if (off > cc->size || len > cc->size - off)
-		return qs_set_error(-EIO, "%s: read of %zu bytes at %llu is past the end (%llu bytes)", cc->name,
-				    len, (unsigned long long)off, (unsigned long long)cc->size);
+		return qs_set_error(-EIO, "%s: read of %zu bytes at %llu is past the end (%llu bytes)",
+				    cc->name, len, (unsigned long long)off, (unsigned long long)cc->size);
 	first = off / cc->chunk_size;
 	last = (off + len - 1) / cc->chunk_size;
 	if (last > first) {
@@ -528,7 +534,8 @@ static int pin_range(struct chunk_cache *cc, uint32_t first, uint32_t last)
 }
 
 /* The chunks [*first, *last] holding [off, off+len) clipped to the object; false if none. */
-static bool chunk_span(const struct chunk_cache *cc, uint64_t off, uint64_t len, uint32_t *first, uint32_t *last)
+static bool chunk_span(const struct chunk_cache *cc, uint64_t off, uint64_t len, uint32_t *first,
+		       uint32_t *last)
 {
 	if (off >= cc->size || len == 0)
 		return false;
@@ -620,9 +627,9 @@ static int seed_first_chunk(struct chunk_cache *cc, const void *first)
 	return 0;
 }
 
-int chunk_cache_open(const struct chunk_fetcher *fetcher, const char *name, const char *identity, uint64_t size,
-		     const struct qs_source_options *opt, const void *first, const char *notice,
-		     struct qs_source **out)
+int chunk_cache_open(const struct chunk_fetcher *fetcher, const char *name, const char *identity,
+		     uint64_t size, const struct qs_source_options *opt, const void *first,
+		     const char *notice, struct qs_source **out)
 {
 	struct chunk_cache *cc = calloc(1, sizeof(*cc));
 	int ret;
@@ -654,7 +661,8 @@ int chunk_cache_open(const struct chunk_fetcher *fetcher, const char *name, cons
 		goto fail;
 	}
 	if (opt && opt->cache_dir) {
-		ret = disk_cache_open(opt->cache_dir, opt->cache_dir_limit, identity, cc->chunk_size, &cc->disk);
+		ret = disk_cache_open(opt->cache_dir, opt->cache_dir_limit, identity, cc->chunk_size,
+				      &cc->disk);
 		if (ret < 0)
 			goto fail;
 	}

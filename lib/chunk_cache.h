@@ -36,8 +36,8 @@ int chunk_cache_chunk_size(const struct qs_source_options *opt, size_t *chunk_si
  * bytes when the caller already has them (the open request fetched them), or
  * is NULL.  'notice' (copied, may be NULL) becomes the source's notice.
  */
-int chunk_cache_open(const struct chunk_fetcher *fetcher, const char *name, const char *identity, uint64_t size,
-		     const struct qs_source_options *opt, const void *first, const char *notice,
-		     struct qs_source **out);
+int chunk_cache_open(const struct chunk_fetcher *fetcher, const char *name, const char *identity,
+		     uint64_t size, const struct qs_source_options *opt, const void *first,
+		     const char *notice, struct qs_source **out);
 
 #endif

@@ -109,11 +109,11 @@ static int publish_file(int dirfd, const char *name, const void *a, size_t alen,
 			const void *c, size_t clen)
 {
 	static unsigned counter;
+	unsigned n = __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED);
 	char tmp[64];
 	int fd, ok;
 
-	snprintf(tmp, sizeof(tmp), "t-%d-%u-%ld", (int)getpid(), __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED),
-		 (long)time(NULL));
+	snprintf(tmp, sizeof(tmp), "t-%d-%u-%ld", (int)getpid(), n, (long)time(NULL));
 	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -1;
@@ -165,11 +165,13 @@ static long list_chunks(int dirfd, struct cache_file **out, uint64_t *total)
 		if (strlen(e->d_name) >= sizeof(files->name))
 			continue;
 		if (n == cap) {
-			struct cache_file *grown = realloc(files, (cap = cap ? 2 * cap : 256) * sizeof(*files));
+			size_t new_cap = cap ? 2 * cap : 256;
+			struct cache_file *grown = realloc(files, new_cap * sizeof(*files));
 
 			if (!grown)
 				break;
 			files = grown;
+			cap = new_cap;
 		}
 		strcpy(files[n].name, e->d_name);
 		files[n].mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;

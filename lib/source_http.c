@@ -40,7 +40,6 @@
 #define REMOTE_BACKOFF_MAX_MS   4000
 #define REMOTE_POOL_MAX         16        /* idle connections kept */
 #define REMOTE_ERRBODY_MAX      1024      /* bytes of an error answer kept for its message */
-#define REMOTE_VALIDATOR_MAX    256       /* longest ETag or Last-Modified accepted */
 #define REMOTE_MAX_REDIRECTS    5
 
 struct remote {
@@ -227,10 +226,42 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
 	return len;
 }
 
+/* Options every request to 't' has: timeouts, CA, signing, redirects. */
+static void handle_setup(CURL *h, const struct remote_target *t, long stall_seconds)
+{
+	const char *ca;
+
+	curl_easy_setopt(h, CURLOPT_URL, t->url);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, (long)REMOTE_CONNECT_TIMEOUT);
+	curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+	curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, stall_seconds);
+	curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+	ca = t->sigv4 ? getenv("AWS_CA_BUNDLE") : NULL;
+	if (!ca || !*ca)
+		ca = getenv("CURL_CA_BUNDLE");
+	if (!ca || !*ca)
+		ca = getenv("SSL_CERT_FILE");
+	if (ca && *ca)
+		curl_easy_setopt(h, CURLOPT_CAINFO, ca);
+	ca = getenv("SSL_CERT_DIR");
+	if (ca && *ca)
+		curl_easy_setopt(h, CURLOPT_CAPATH, ca);
+	if (t->sigv4 && t->creds && t->creds->access_key) {
+		curl_easy_setopt(h, CURLOPT_AWS_SIGV4, t->sigv4);
+		curl_easy_setopt(h, CURLOPT_USERNAME, t->creds->access_key);
+		curl_easy_setopt(h, CURLOPT_PASSWORD, t->creds->secret_key);
+	} else if (!t->sigv4) {
+		/* Plain HTTP may redirect; signed requests may not (the signature covers the host). */
+		curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
+		curl_easy_setopt(h, CURLOPT_MAXREDIRS, (long)REMOTE_MAX_REDIRECTS);
+	}
+}
+
 static CURL *handle_get(struct remote *rm)
 {
 	CURL *h = NULL;
-	const char *ca;
 
 	pthread_mutex_lock(&rm->pool_lock);
 	if (rm->npool)
@@ -241,34 +272,9 @@ static CURL *handle_get(struct remote *rm)
 	h = curl_easy_init();
 	if (!h)
 		return NULL;
-	curl_easy_setopt(h, CURLOPT_URL, rm->t.url);
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, (long)REMOTE_CONNECT_TIMEOUT);
-	curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-	curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, rm->stall_seconds);
-	curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+	handle_setup(h, &rm->t, rm->stall_seconds);
 	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-	ca = rm->t.sigv4 ? getenv("AWS_CA_BUNDLE") : NULL;
-	if (!ca || !*ca)
-		ca = getenv("CURL_CA_BUNDLE");
-	if (!ca || !*ca)
-		ca = getenv("SSL_CERT_FILE");
-	if (ca && *ca)
-		curl_easy_setopt(h, CURLOPT_CAINFO, ca);
-	ca = getenv("SSL_CERT_DIR");
-	if (ca && *ca)
-		curl_easy_setopt(h, CURLOPT_CAPATH, ca);
-	if (rm->t.sigv4 && rm->t.creds && rm->t.creds->access_key) {
-		curl_easy_setopt(h, CURLOPT_AWS_SIGV4, rm->t.sigv4);
-		curl_easy_setopt(h, CURLOPT_USERNAME, rm->t.creds->access_key);
-		curl_easy_setopt(h, CURLOPT_PASSWORD, rm->t.creds->secret_key);
-	} else if (!rm->t.sigv4) {
-		/* Plain HTTP may redirect; signed requests may not (the signature covers the host). */
-		curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
-		curl_easy_setopt(h, CURLOPT_MAXREDIRS, (long)REMOTE_MAX_REDIRECTS);
-	}
 	return h;
 }
 
@@ -284,45 +290,54 @@ static void handle_put(struct remote *rm, CURL *h, bool reusable)
 		curl_easy_cleanup(h);
 }
 
+static struct curl_slist *append_header(struct curl_slist *list, const char *line)
+{
+	struct curl_slist *next = curl_slist_append(list, line);
+
+	if (!next)
+		curl_slist_free_all(list);
+	return next;
+}
+
+/* What S3 needs besides the signature curl makes; frees 'list' and returns NULL on failure. */
+static struct curl_slist *s3_headers(const struct remote_target *t, struct curl_slist *list)
+{
+	const char *token = t->creds ? t->creds->session_token : NULL;
+	char *line;
+
+	if (!t->sigv4)
+		return list;
+	/* curl 7.88 signs the payload as unsigned but does not say so itself. */
+	list = append_header(list, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
+	if (list && token && t->creds->access_key) {
+		if (asprintf(&line, "x-amz-security-token: %s", token) < 0) {
+			curl_slist_free_all(list);
+			return NULL;
+		}
+		list = append_header(list, line);
+		explicit_bzero(line, strlen(line));
+		free(line);
+	}
+	return list;
+}
+
 static struct curl_slist *request_headers(const struct remote *rm, uint64_t off, size_t len,
 					  enum request_kind kind)
 {
-	struct curl_slist *list = NULL, *next;
+	struct curl_slist *list;
 	char line[REMOTE_VALIDATOR_MAX + 64];
-	const char *token = rm->t.creds ? rm->t.creds->session_token : NULL;
 
-#define ADD(...) do { \
-		snprintf(line, sizeof(line), __VA_ARGS__); \
-		next = curl_slist_append(list, line); \
-		if (!next) \
-			goto fail; \
-		list = next; \
-	} while (0)
-	ADD("Range: bytes=%llu-%llu", (unsigned long long)off, (unsigned long long)(off + len - 1));
+	snprintf(line, sizeof(line), "Range: bytes=%llu-%llu", (unsigned long long)off,
+		 (unsigned long long)(off + len - 1));
+	list = append_header(NULL, line);
+	line[0] = '\0';
 	if (kind == REQUEST_READ && rm->etag[0])
-		ADD("If-Match: %s", rm->etag);
+		snprintf(line, sizeof(line), "If-Match: %s", rm->etag);
 	else if (kind == REQUEST_READ && rm->last_modified[0])
-		ADD("If-Unmodified-Since: %s", rm->last_modified);
-	if (rm->t.sigv4)
-		ADD("x-amz-content-sha256: UNSIGNED-PAYLOAD");  /* curl 7.88 does not send it itself */
-#undef ADD
-	if (rm->t.sigv4 && token && rm->t.creds->access_key) {
-		/* Built without the fixed-size buffer: a session token may be long. */
-		char *h;
-
-		if (asprintf(&h, "x-amz-security-token: %s", token) < 0)
-			goto fail;
-		next = curl_slist_append(list, h);
-		explicit_bzero(h, strlen(h));
-		free(h);
-		if (!next)
-			goto fail;
-		list = next;
-	}
-	return list;
-fail:
-	curl_slist_free_all(list);
-	return NULL;
+		snprintf(line, sizeof(line), "If-Unmodified-Since: %s", rm->last_modified);
+	if (list && line[0])
+		list = append_header(list, line);
+	return list ? s3_headers(&rm->t, list) : NULL;
 }
 
 /* The <Code> of an S3 error body, or "". */
@@ -381,17 +396,19 @@ static int judge(struct remote *rm, CURLcode rc, const char *curl_msg, struct re
 	if (rc != CURLE_OK) {
 		int err = retryable_curl_error(rc) ? -EAGAIN : -EIO;
 
-		return qs_set_error(err, "%s: %s", rm->t.name, curl_msg[0] ? curl_msg : curl_easy_strerror(rc));
+		return qs_set_error(err, "%s: %s", rm->t.name,
+				    curl_msg[0] ? curl_msg : curl_easy_strerror(rc));
 	}
 	s3_error_code(r->errbody, code, sizeof(code));
 	switch (r->status) {
 	case 206:
 		break;
 	case 200:
-		return qs_set_error(-EIO, "%s: server ignores range requests (200 instead of 206)", rm->t.name);
+		return qs_set_error(-EIO, "%s: server ignores range requests (200 instead of 206)",
+				    rm->t.name);
 	case 412:
-		return qs_set_error(-ESTALE, "%s: the object changed since it was opened; reopen to see the new "
-				    "version", rm->t.name);
+		return qs_set_error(-ESTALE, "%s: the object changed since it was opened; "
+				    "reopen to see the new version", rm->t.name);
 	case 416:
 		return qs_set_error(-EIO, "%s: range not satisfiable (empty object?)", rm->t.name);
 	case 401:
@@ -403,12 +420,13 @@ static int judge(struct remote *rm, CURLcode rc, const char *curl_msg, struct re
 	case 429:
 		return qs_set_error(-EAGAIN, "%s: HTTP %ld%s", rm->t.name, r->status, code);
 	default:
-		return qs_set_error(r->status >= 500 ? -EAGAIN : -EIO, "%s: HTTP %ld%s", rm->t.name, r->status,
-				    code);
+		return qs_set_error(r->status >= 500 ? -EAGAIN : -EIO, "%s: HTTP %ld%s", rm->t.name,
+				    r->status, code);
 	}
 	if (kind == REQUEST_READ && changed_version(rm, r))
-		return qs_set_error(-ESTALE, "%s: the object changed since it was opened (ETag %s, now %s); reopen "
-				    "to see the new version", rm->t.name, rm->etag[0] ? rm->etag : rm->last_modified,
+		return qs_set_error(-ESTALE, "%s: the object changed since it was opened (%s, now %s); "
+				    "reopen to see the new version", rm->t.name,
+				    rm->etag[0] ? rm->etag : rm->last_modified,
 				    rm->etag[0] ? r->etag : r->last_modified);
 	if (!r->has_range)
 		return qs_set_error(-EIO, "%s: answer without a valid Content-Range", rm->t.name);
@@ -480,13 +498,14 @@ static unsigned jitter(unsigned delay_ms)
 }
 
 /*
- * A request with retries.  'max_attempts' 0 means as many as the budget
- * allows.  Sets *r to the last answer.
+ * Call once(arg) until it returns something other than -EAGAIN, backing off
+ * between attempts, within 'retry_seconds'; 'max_attempts' 0 means as many
+ * as the budget allows.  Running out gives -EIO (-EAGAIN when max_attempts
+ * is 1, so that the caller can tell "unreachable" from other errors).
  */
-static int request(struct remote *rm, const struct iovec *iov, int iovcnt, uint64_t off, size_t len,
-		   enum request_kind kind, unsigned max_attempts, struct response *r)
+static int with_retries(unsigned retry_seconds, unsigned max_attempts, int (*once)(void *arg), void *arg)
 {
-	uint64_t deadline = now_ms() + (uint64_t)rm->retry_seconds * 1000;
+	uint64_t deadline = now_ms() + (uint64_t)retry_seconds * 1000;
 	unsigned delay = REMOTE_BACKOFF_FIRST_MS, attempt;
 	char last[512];
 	int ret;
@@ -494,7 +513,7 @@ static int request(struct remote *rm, const struct iovec *iov, int iovcnt, uint6
 	for (attempt = 1;; attempt++) {
 		unsigned wait;
 
-		ret = request_once(rm, iov, iovcnt, off, len, kind, r);
+		ret = once(arg);
 		if (ret != -EAGAIN)
 			return ret;
 		wait = jitter(delay);
@@ -507,7 +526,180 @@ static int request(struct remote *rm, const struct iovec *iov, int iovcnt, uint6
 	if (max_attempts == 1)
 		return -EAGAIN;
 	snprintf(last, sizeof(last), "%s", qs_last_error());
-	return qs_set_error(-EIO, "%s; gave up after %u attempts in %u s", last, attempt, rm->retry_seconds);
+	return qs_set_error(-EIO, "%s; gave up after %u attempts in %u s", last, attempt, retry_seconds);
+}
+
+struct range_request {
+	struct remote *rm;
+	const struct iovec *iov;
+	int iovcnt;
+	uint64_t off;
+	size_t len;
+	enum request_kind kind;
+	struct response *r;
+};
+
+static int range_request_once(void *arg)
+{
+	struct range_request *q = arg;
+
+	return request_once(q->rm, q->iov, q->iovcnt, q->off, q->len, q->kind, q->r);
+}
+
+/* A range request with retries; *r holds the last answer. */
+static int request(struct remote *rm, const struct iovec *iov, int iovcnt, uint64_t off, size_t len,
+		   enum request_kind kind, unsigned max_attempts, struct response *r)
+{
+	struct range_request q = { rm, iov, iovcnt, off, len, kind, r };
+
+	return with_retries(rm->retry_seconds, max_attempts, range_request_once, &q);
+}
+
+/* ---- other requests: what the S3 sink's multipart upload sends ------------ */
+
+struct call {
+	const struct remote_target *t;
+	const char *method;
+	char *url;
+	const char *body;
+	size_t body_len, sent;
+	struct remote_reply *reply;
+};
+
+static size_t call_read(char *buf, size_t size, size_t nitems, void *arg)
+{
+	struct call *c = arg;
+	size_t n = size * nitems;
+
+	if (n > c->body_len - c->sent)
+		n = c->body_len - c->sent;
+	memcpy(buf, c->body + c->sent, n);
+	c->sent += n;
+	return n;
+}
+
+static size_t call_header(char *line, size_t size, size_t nitems, void *arg)
+{
+	struct remote_reply *r = arg;
+	size_t len = size * nitems, vlen;
+	const char *v;
+
+	if (len >= 5 && !strncmp(line, "HTTP/", 5)) {
+		const char *sp = memchr(line, ' ', len);
+
+		r->status = sp ? strtol(sp + 1, NULL, 10) : 0;
+		r->etag[0] = '\0';
+	} else if (header_is(line, len, "etag", &v, &vlen)) {
+		copy_validator(r->etag, v, vlen);
+	}
+	return len;
+}
+
+static size_t call_write(char *data, size_t size, size_t nmemb, void *arg)
+{
+	struct remote_reply *r = arg;
+	size_t len = size * nmemb, keep = len;
+	char *grown;
+
+	if (keep > REMOTE_REPLY_MAX - r->body_len)
+		keep = REMOTE_REPLY_MAX - r->body_len;
+	grown = realloc(r->body, r->body_len + keep + 1);
+	if (!grown)
+		return 0;
+	r->body = grown;
+	memcpy(r->body + r->body_len, data, keep);
+	r->body_len += keep;
+	r->body[r->body_len] = '\0';
+	return len;
+}
+
+static int call_judge(const struct call *c, CURLcode rc, const char *curl_msg)
+{
+	const char *name = c->t->name;
+	long st = c->reply->status;
+	char code[96];
+
+	if (rc != CURLE_OK)
+		return qs_set_error(retryable_curl_error(rc) ? -EAGAIN : -EIO, "%s: %s %s", name, c->method,
+				    curl_msg[0] ? curl_msg : curl_easy_strerror(rc));
+	if (st >= 200 && st < 300)
+		return 0;
+	s3_error_code(c->reply->body ? c->reply->body : "", code, sizeof(code));
+	if (st == 401 || st == 403)
+		return qs_set_error(-EACCES, "%s: %s: access denied: HTTP %ld%s", name, c->method, st, code);
+	if (st == 404)
+		return qs_set_error(-ENOENT, "%s: %s: not found: HTTP 404%s", name, c->method, code);
+	return qs_set_error(st >= 500 || st == 408 || st == 429 ? -EAGAIN : -EIO, "%s: %s: HTTP %ld%s", name,
+			    c->method, st, code);
+}
+
+static int call_once(void *arg)
+{
+	struct call *c = arg;
+	char curl_msg[CURL_ERROR_SIZE] = "";
+	struct curl_slist *headers;
+	CURL *h = curl_easy_init();
+	CURLcode rc;
+
+	remote_reply_clear(c->reply);
+	c->sent = 0;
+	/* Never "Expect:" to remove a header: curl 7.88 would sign it, yet not send it. */
+	headers = append_header(NULL, "Content-Type: application/octet-stream");
+	headers = headers ? s3_headers(c->t, headers) : NULL;
+	if (!h || !headers) {
+		curl_slist_free_all(headers);
+		if (h)
+			curl_easy_cleanup(h);
+		return qs_set_error(-ENOMEM, "%s: cannot set up a request", c->t->name);
+	}
+	handle_setup(h, c->t, REMOTE_STALL_SECONDS);
+	curl_easy_setopt(h, CURLOPT_URL, c->url);
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, call_header);
+	curl_easy_setopt(h, CURLOPT_HEADERDATA, c->reply);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, call_write);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, c->reply);
+	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, curl_msg);
+	if (!strcmp(c->method, "PUT")) {
+		curl_easy_setopt(h, CURLOPT_EXPECT_100_TIMEOUT_MS, 0L);    /* no 100-continue round trip */
+		curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
+		curl_easy_setopt(h, CURLOPT_READFUNCTION, call_read);
+		curl_easy_setopt(h, CURLOPT_READDATA, c);
+		curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)c->body_len);
+	} else if (!strcmp(c->method, "POST")) {
+		curl_easy_setopt(h, CURLOPT_POST, 1L);
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, c->body ? c->body : "");
+		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)c->body_len);
+	} else if (strcmp(c->method, "GET")) {
+		curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, c->method);
+	}
+	rc = curl_easy_perform(h);
+	curl_easy_cleanup(h);
+	curl_slist_free_all(headers);
+	return call_judge(c, rc, curl_msg);
+}
+
+int remote_call(const struct remote_target *t, const char *method, const char *query, const void *body,
+		size_t len, unsigned retry_seconds, struct remote_reply *reply)
+{
+	struct call c = { t, method, NULL, body, len, 0, reply };
+	int ret;
+
+	memset(reply, 0, sizeof(*reply));
+	pthread_once(&curl_once, curl_init);
+	if (curl_init_result != CURLE_OK)
+		return qs_set_error(-EIO, "cannot initialise libcurl");
+	if (asprintf(&c.url, "%s%s%s", t->url, query ? "?" : "", query ? query : "") < 0)
+		return qs_set_error(-ENOMEM, "out of memory");
+	ret = with_retries(retry_seconds ? retry_seconds : REMOTE_DEFAULT_RETRY_SECONDS, 0, call_once, &c);
+	free(c.url);
+	return ret;
+}
+
+void remote_reply_clear(struct remote_reply *reply)
+{
+	free(reply->body);
+	memset(reply, 0, sizeof(*reply));
 }
 
 /* ---- the source ------------------------------------------------------------ */
@@ -567,8 +759,8 @@ static int remote_first_request(struct remote *rm, char *first, size_t chunk_siz
 			snprintf(rm->etag, sizeof(rm->etag), "%s", r->etag);
 		snprintf(rm->last_modified, sizeof(rm->last_modified), "%s", r->last_modified);
 		if (!rm->etag[0] && !rm->last_modified[0])
-			ret = qs_set_error(-EIO, "%s: no ETag or Last-Modified: cannot tell if the object changes",
-					   rm->t.name);
+			ret = qs_set_error(-EIO, "%s: no ETag or Last-Modified: cannot tell if the object "
+					   "changes", rm->t.name);
 	}
 	free(r);
 	return ret;
@@ -612,8 +804,8 @@ static int open_from_cache(struct remote *rm, const struct qs_source_options *op
 		snprintf(rm->etag, sizeof(rm->etag), "%s", validator);
 	else
 		snprintf(rm->last_modified, sizeof(rm->last_modified), "%s", validator);
-	if (asprintf(&notice, "%s: server unreachable (%s); serving the version recorded in cache directory %s",
-		     rm->t.name, why, opt->cache_dir) < 0)
+	if (asprintf(&notice, "%s: server unreachable (%s); serving the version recorded in cache "
+		     "directory %s", rm->t.name, why, opt->cache_dir) < 0)
 		notice = NULL;
 	free(why);
 	ret = chunk_cache_open(&fetcher, rm->t.name, identity, size, opt, NULL, notice, out);
@@ -646,7 +838,9 @@ int qs_source_open_remote(const char *spec, const struct qs_source_options *opt,
 	pthread_mutex_init(&rm->pool_lock, NULL);
 	rm->retry_seconds = opt->retry_seconds ? opt->retry_seconds : REMOTE_DEFAULT_RETRY_SECONDS;
 	/* A stall may use a quarter of the budget: time must remain to retry elsewhere. */
-	rm->stall_seconds = rm->retry_seconds / 4 < REMOTE_STALL_SECONDS ? rm->retry_seconds / 4 : REMOTE_STALL_SECONDS;
+	rm->stall_seconds = rm->retry_seconds / 4;
+	if (rm->stall_seconds > REMOTE_STALL_SECONDS)
+		rm->stall_seconds = REMOTE_STALL_SECONDS;
 	if (rm->stall_seconds < 1)
 		rm->stall_seconds = 1;
 	if (!strncmp(spec, "s3://", 5)) {

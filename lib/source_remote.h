@@ -15,6 +15,7 @@
 #include "source.h"
 
 #define REMOTE_DEFAULT_RETRY_SECONDS 30
+#define REMOTE_VALIDATOR_MAX         256    /* longest ETag or Last-Modified accepted */
 
 /* Whether 'spec' names a remote image. */
 bool qs_source_spec_is_remote(const char *spec);
@@ -36,6 +37,25 @@ int s3_target(const char *spec, const struct qs_source_options *opt, struct remo
 
 /* 'url' without userinfo and query string, for messages; NULL when out of memory. */
 char *remote_display_name(const char *url);
+
+/* An answer to remote_call(). */
+#define REMOTE_REPLY_MAX (64u << 10)    /* bytes of an answer's body kept */
+struct remote_reply {
+	long status;
+	char *body;                 /* NUL-terminated, or NULL */
+	size_t body_len;
+	char etag[REMOTE_VALIDATOR_MAX];
+};
+
+/*
+ * One request to 't' (its URL plus "?query" if given) with 'body' as the
+ * payload of a PUT or POST; GET and DELETE take none.  Retried like reads
+ * within 'retry_seconds' (0: the default).  0 for a 2xx answer, else -errno
+ * with a message; *reply holds the last answer (remote_reply_clear() it).
+ */
+int remote_call(const struct remote_target *t, const char *method, const char *query, const void *body,
+		size_t len, unsigned retry_seconds, struct remote_reply *reply);
+void remote_reply_clear(struct remote_reply *reply);
 
 /* Append 'src' to 'dst' percent-encoded as an S3 key (everything but unreserved characters and '/'). */
 int remote_append_encoded(char **dst, const char *src);

@@ -57,7 +57,7 @@ static bool valid_bucket(const char *b, size_t n)
 	if (n < S3_BUCKET_MIN || n > S3_BUCKET_MAX)
 		return false;
 	for (size_t i = 0; i < n; i++)
-		if (!((b[i] >= 'a' && b[i] <= 'z') || (b[i] >= '0' && b[i] <= '9') || b[i] == '-' || b[i] == '.'))
+		if (!strchr("abcdefghijklmnopqrstuvwxyz0123456789-.", b[i]))
 			return false;
 	return true;
 }

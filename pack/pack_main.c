@@ -49,12 +49,14 @@ static void usage(FILE *f)
 		"                          matches the path from the source root, else the name)\n"
 		"      --skip-unreadable   warn about unreadable files instead of failing\n"
 		"      --no-progress       no progress bar\n"
+		"      --endpoint URL      S3 endpoint when IMAGE is s3://BUCKET/KEY (else $AWS_ENDPOINT_URL)\n"
 		"  -q, --quiet             no summary line\n");
 }
 
 enum {
 	OPT_NO_FRAGMENTS = 256, OPT_NO_TAIL, OPT_NO_DEDUP, OPT_NO_EXPORTS, OPT_NO_XATTRS, OPT_ALL_ROOT,
 	OPT_UID, OPT_GID, OPT_MODE, OPT_MTIME, OPT_EXCLUDE, OPT_SKIP_UNREADABLE, OPT_NO_PROGRESS,
+	OPT_ENDPOINT,
 };
 
 static const struct option long_options[] = {
@@ -75,6 +77,7 @@ static const struct option long_options[] = {
 	{ "exclude", required_argument, NULL, OPT_EXCLUDE },
 	{ "skip-unreadable", no_argument, NULL, OPT_SKIP_UNREADABLE },
 	{ "no-progress", no_argument, NULL, OPT_NO_PROGRESS },
+	{ "endpoint", required_argument, NULL, OPT_ENDPOINT },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -200,6 +203,7 @@ static int parse_args(int argc, char **argv, struct pack_options *o_out)
 			break;
 		case OPT_SKIP_UNREADABLE: o.skip_unreadable = true; break;
 		case OPT_NO_PROGRESS: o.progress = false; break;
+		case OPT_ENDPOINT: o.endpoint = optarg; break;
 		case 'q': o.quiet = true; break;
 		case 'h':
 			usage(stdout);

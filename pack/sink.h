@@ -56,4 +56,11 @@ static inline int sink_append(struct pack_sink *s, const void *buf, size_t len)
  */
 int sink_file_open(const char *path, struct pack_sink **out);
 
+/*
+ * A sink writing "s3://BUCKET/KEY" with a multipart upload (pack/sink_s3.c);
+ * 'endpoint' as for reading (NULL: AWS_ENDPOINT_URL, else AWS).  Until
+ * finish, a SIGINT, SIGTERM or SIGHUP aborts the upload and ends the process.
+ */
+int sink_s3_open(const char *spec, const char *endpoint, struct pack_sink **out);
+
 #endif

@@ -240,13 +240,16 @@ int pack_run(const struct pack_options *o)
 	uint8_t head[HEAD_MAX];
 	size_t head_len = 0;
 	uint64_t image_size = 0;
+	bool is_s3 = strncmp(o->image, "s3://", 5) == 0;
 	int err;
 
 	if (!dir)
 		return -ENOMEM;
 	if (slash)
 		*slash = '\0';
-	if (slash && slash != dir)
+	if (is_s3)
+		spool.dir = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+	else if (slash && slash != dir)
 		spool.dir = dir;
 	else if (slash)
 		spool.dir = "/";
@@ -257,7 +260,7 @@ int pack_run(const struct pack_options *o)
 	if (!err)
 		err = tree_finish(&tree, &o->overrides);
 	if (!err)
-		err = sink_file_open(o->image, &sink);
+		err = is_s3 ? sink_s3_open(o->image, o->endpoint, &sink) : sink_file_open(o->image, &sink);
 	if (!err) {
 		progress_start(o->progress && !o->quiet, tree.data_bytes, tree.file_count);
 		err = pack_image(o, &tree, sink, spool.fd, head, &head_len);

@@ -13,7 +13,8 @@
 struct pack_options {
 	const char **sources;
 	size_t source_count;
-	const char *image;
+	const char *image;          /* a path, or s3://BUCKET/KEY */
+	const char *endpoint;       /* S3 endpoint for an s3:// image, or NULL */
 
 	const struct qs_compressor *comp;
 	struct qs_compress_params params;

@@ -31,6 +31,23 @@ check "https: test CA from SSL_CERT_FILE" env -u CURL_CA_BUNDLE SSL_CERT_FILE="$
 check_fails "https: unknown CA is refused" env -u CURL_CA_BUNDLE -u SSL_CERT_FILE \
 	$RR -r 1 "https://127.0.0.1:$HTTPS/image.sqfs" "$IMG"
 
+# The offline tools over HTTP print what they print for the local image.
+check "quash ls -lR over http equals the local image's" \
+	cmp <($QUASH_ASAN ls -lR "$IMG" 2>&1) <($QUASH_ASAN ls -lR "$URL" 2>&1)
+check "quash cat over http equals the local file" \
+	cmp <($QUASH_ASAN cat "$URL" sub/deeper/big) "$W/tree/sub/deeper/big"
+rm -rf "$W/x-local" "$W/x-http"
+$QUASH_ASAN extract "$IMG" -C "$W/x-local" && $QUASH_ASAN extract "$URL" -C "$W/x-http"
+check "quash extract over http recreates the same tree" diff -r "$W/x-local" "$W/x-http"
+
+# Opening costs one request and the metadata one more: ls -lR needs no third.
+start_faultproxy "$PROXY" "http://127.0.0.1:$HTTP" pass --log "$W/requests.log"
+$QUASH_ASAN ls -lR "http://127.0.0.1:$PROXY/image.sqfs" >/dev/null
+n=$(wc -l <"$W/requests.log")
+if [ "$n" -le 3 ]; then ok "ls -lR of a remote image takes $n requests"
+else not_ok "ls -lR of a remote image takes at most 3 requests" "$n: $(cat "$W/requests.log")"; fi
+stop_pid "$PROXY_PID"
+
 # Credentials in a URL never reach a message.
 $RR -r 1 "http://user:sekr1tpass@127.0.0.1:$HTTP/nothing.sqfs?X-Amz-Signature=sekr1tsig" "$IMG" 2>"$W/err"
 if [ -s "$W/err" ] && ! grep -q sekr1t "$W/err"; then ok "no credentials in messages"

@@ -65,6 +65,31 @@ check "s3: replaced object: later reads fail with ESTALE" $RR -c 65536 -E 116 \
 	-x "aws --endpoint-url $EP s3 cp --only-show-errors '$W/other' s3://quash-test/changing.sqfs" \
 	s3://quash-test/changing.sqfs "$IMG"
 
+# Publishing: quash pack straight to S3 gives the bytes a local pack gives.
+$QUASH_ASAN pack --no-progress -q "$W/tree" "$W/local.sqfs"
+check "pack to s3: multipart upload of several parts" $QUASH_ASAN pack --no-progress -q "$W/tree" s3://quash-test/packed.sqfs
+check "pack to s3: the object is the local image, byte for byte" $RR s3://quash-test/packed.sqfs "$W/local.sqfs"
+mkdir -p "$W/small" && echo hello >"$W/small/a"
+$QUASH_ASAN pack --no-progress -q "$W/small" "$W/small.sqfs"
+check "pack to s3: a one-part image, --endpoint" env -u AWS_ENDPOINT_URL \
+	$QUASH_ASAN pack --no-progress -q --endpoint "$EP" "$W/small" s3://quash-test/small.sqfs
+check "pack to s3: the one-part object matches" $RR s3://quash-test/small.sqfs "$W/small.sqfs"
+check_fails "pack to s3: a wrong secret fails" env AWS_SECRET_ACCESS_KEY=wrong \
+	$QUASH_ASAN pack --no-progress -q "$W/small" s3://quash-test/wrong.sqfs
+check "pack to s3: and leaves no object" bash -c "! aws --endpoint-url $EP s3api head-object --bucket quash-test \
+	--key wrong.sqfs >/dev/null 2>&1"
+# Ctrl-C mid-upload: the upload is aborted and the object already there stays.
+mkdir -p "$W/bigsrc" && head -c 150000000 /dev/urandom >"$W/bigsrc/big"
+$QUASH_ASAN pack --no-progress -q -j 1 "$W/bigsrc" s3://quash-test/packed.sqfs & pid=$!
+sleep 1.5
+kill -INT $pid
+wait $pid; st=$?
+check "pack to s3: SIGINT ends the pack" test $st = 130
+check "pack to s3: the earlier object stays" $RR s3://quash-test/packed.sqfs "$W/local.sqfs"
+aws_ s3api list-multipart-uploads --bucket quash-test >"$W/uploads.json"
+check "pack to s3: no multipart upload is left" bash -c "! grep -q packed.sqfs '$W/uploads.json'"
+rm -rf "$W/bigsrc"
+
 # Persistent cache: read everything, stop the store, read again.
 check "s3 cache dir: first read fills it" $RR -c 262144 -d "$W/cache" -t 2 "$U" "$IMG"
 "$QUASH_TOP/tests/lib/stop-rgw.sh" "$W/rgw"

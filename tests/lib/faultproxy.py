@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """faultproxy.py - an HTTP proxy that breaks requests on purpose, for the remote tests.
 
-    faultproxy.py --port PORT --upstream http://127.0.0.1:N [--skip K] --faults F1,F2,...
+    faultproxy.py --port PORT --upstream http://127.0.0.1:N [--skip K] --faults F1,F2,... [--log FILE]
 
 Forwards GET/HEAD to the upstream server unchanged (Host included, so that
 S3 signatures still match).  After the first K requests (default 1: the open
@@ -12,7 +12,8 @@ Faults: reset (TCP reset, no answer), 500, 503, 429 (that status), truncate
 (half the body, then the connection closes), short (half the body with a
 matching Content-Length: a complete but short answer), badrange (the
 Content-Range start moved by one), stall (half the body, then silence for
---stall seconds), pass.  Python 3 standard library only.
+--stall seconds), pass.  --log appends one line per request: method, Range
+and the fault applied.  Python 3 standard library only.
 """
 import argparse
 import http.client
@@ -68,6 +69,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def forward(self, method):
         fault = self.server.state.next_fault()
+        if self.server.log:
+            with self.server.state.lock, open(self.server.log, "a") as f:
+                f.write("%s %s %s\n" % (method, self.headers.get("Range", "-"), fault))
         if fault == "reset":
             return self.reset()
         if fault in ("500", "503", "429"):
@@ -123,6 +127,7 @@ def main():
     ap.add_argument("--skip", type=int, default=1)
     ap.add_argument("--faults", default="")
     ap.add_argument("--stall", type=float, default=30)
+    ap.add_argument("--log")
     a = ap.parse_args()
     faults = [f for f in a.faults.split(",") if f]
     always = faults[0][len("always:"):] if faults and faults[0].startswith("always:") else None
@@ -131,6 +136,7 @@ def main():
     srv.state = State(a.skip, faults, always)
     srv.upstream = urllib.parse.urlsplit(a.upstream)
     srv.stall = a.stall
+    srv.log = a.log
     print("faultproxy: listening on 127.0.0.1:%d" % a.port, file=sys.stderr, flush=True)
     srv.serve_forever()
 

@@ -1,0 +1,132 @@
+#!/bin/bash
+# bench/remote.sh - remote images against what users stack today, on one
+# machine in one run, servers on 127.0.0.1:
+#
+#  1. many small files: botocore's data folder as individual S3 objects read
+#     through s3fs, against the same files as one image read by quash over S3;
+#  2. publishing that folder: `aws s3 cp --recursive` against `quash pack`
+#     straight to S3;
+#  3. a large tree (the Python installation's lib/python3.X): `ls -lR` and md5
+#     of every file from the kernel's mount of a local image, and quash
+#     mounts of the local image, of the image over HTTP (nginx) and over S3.
+#
+# Cold means a fresh mount (or process) with the page cache dropped.  Every
+# run's output is compared with the local tree, so a fast wrong answer shows.
+#   bench/remote.sh [LARGE_TREE]       (needs root: drop_caches, s3fs, mounts)
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+export QUASH_TOP=$top
+QUASH=${QUASH:-$top/build/cli/quash}
+W=${BENCH_WORK:-/tmp/quash-bench-remote}
+BOTO=$(python3 -c 'import botocore, os; print(os.path.dirname(botocore.__file__))')/data
+LARGE=${1:-$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["stdlib"])')}
+. "$top/tests/lib/remote.sh"
+
+[ -x "$QUASH" ] || { echo "bench/remote.sh: build first ($QUASH)" >&2; exit 1; }
+for tool in s3fs nginx aws; do
+	command -v $tool >/dev/null || { echo "bench/remote.sh: $tool is missing (make test-deps)" >&2; exit 1; }
+done
+rm -rf "$W" && mkdir -p "$W"/{mnt,www,out}
+cleanup() {
+	for m in "$W"/mnt/*; do
+		mountpoint -q "$m" && { fusermount3 -u "$m" 2>/dev/null || umount -l "$m"; }
+	done
+	remote_cleanup
+	"$top/tests/lib/stop-rgw.sh" "$W/rgw"
+}
+trap cleanup EXIT
+
+S3=$(free_port) HTTP=$(free_port)
+export MON_PORT=$(free_port)
+EP=$("$top/tests/lib/start-rgw.sh" "$W/rgw" "$S3" 2>"$W/rgw.err") || { cat "$W/rgw.err"; exit 1; }
+export AWS_ACCESS_KEY_ID=quashtest AWS_SECRET_ACCESS_KEY=quashtestsecret AWS_DEFAULT_REGION=us-east-1
+export AWS_ENDPOINT_URL=$EP
+aws --endpoint-url "$EP" s3 mb s3://bench >/dev/null
+start_nginx "$W/nginx" "$W/www" "$HTTP"
+
+drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches; }
+now() { date +%s.%N; }
+# secs CMD...: run CMD, print its wall time in seconds
+secs() { local t0 t1; t0=$(now); "$@" >/dev/null 2>"$W/last.err" || { echo "FAILED: $* ($(head -c 200 "$W/last.err"))" >&2; }
+	t1=$(now); echo "$t1 - $t0" | bc; }
+ratio() { echo "scale=1; $1 / $2" | bc; }
+# Digest of a tree: md5 of every file, by relative path.
+tree_md5() { (cd "$1" && find . -type f -print0 | sort -z | xargs -0 md5sum) >"$2"; }
+same() { cmp -s "$1" "$2" && echo same || echo DIFFERENT; }
+row() { printf '%-52s %9s s  %s\n' "$1" "$2" "${3:-}"; }
+wait_mount() { local i; for i in $(seq 100); do mountpoint -q "$1" && return 0; sleep 0.1; done; return 1; }
+
+tree_md5 "$BOTO" "$W/boto.ref"
+
+echo "-- publishing botocore/data ($(find "$BOTO" -type f | wc -l) files, $(du -sh "$BOTO" | cut -f1))"
+t_cp=$(secs aws --endpoint-url "$EP" s3 cp --quiet --recursive "$BOTO" s3://bench/files/)
+t_pack=$(secs "$QUASH" pack --no-progress -q "$BOTO" s3://bench/botocore.sqfs)
+row "aws s3 cp --recursive" "$t_cp"
+row "quash pack straight to s3://" "$t_pack" "$(ratio "$t_cp" "$t_pack")x faster"
+
+echo "-- reading every file of botocore/data"
+printf 'quashtest:quashtestsecret\n' >"$W/s3fs.passwd" && chmod 600 "$W/s3fs.passwd"
+mkdir -p "$W/mnt/s3fs"
+drop_caches
+s3fs bench "$W/mnt/s3fs" -o url="$EP" -o use_path_request_style -o passwd_file="$W/s3fs.passwd" \
+	-o endpoint=us-east-1
+wait_mount "$W/mnt/s3fs"
+t_s3fs_cold=$(secs tree_md5 "$W/mnt/s3fs/files" "$W/out/s3fs")
+s3fs_ok=$(same "$W/boto.ref" "$W/out/s3fs")
+t_s3fs_warm=$(secs tree_md5 "$W/mnt/s3fs/files" "$W/out/s3fs.warm")
+fusermount3 -u "$W/mnt/s3fs"
+
+drop_caches
+t_qx=$(secs "$QUASH" extract s3://bench/botocore.sqfs -C "$W/out/extract")
+tree_md5 "$W/out/extract" "$W/out/extract.md5"
+qx_ok=$(same "$W/boto.ref" "$W/out/extract.md5")
+mkdir -p "$W/mnt/qs3"
+drop_caches
+"$QUASH" mount s3://bench/botocore.sqfs "$W/mnt/qs3"
+t_qm_cold=$(secs tree_md5 "$W/mnt/qs3" "$W/out/qs3")
+qm_ok=$(same "$W/boto.ref" "$W/out/qs3")
+t_qm_warm=$(secs tree_md5 "$W/mnt/qs3" "$W/out/qs3.warm")
+fusermount3 -u "$W/mnt/qs3"
+row "s3fs, objects one by one, cold" "$t_s3fs_cold" "$s3fs_ok"
+row "s3fs, warm" "$t_s3fs_warm"
+row "quash extract s3://IMAGE, cold" "$t_qx" "$qx_ok, $(ratio "$t_s3fs_cold" "$t_qx")x faster than s3fs cold"
+row "quash mount s3://IMAGE, md5 of every file, cold" "$t_qm_cold" \
+	"$qm_ok, $(ratio "$t_s3fs_cold" "$t_qm_cold")x faster than s3fs cold"
+row "quash mount s3://IMAGE, warm" "$t_qm_warm" "$(ratio "$t_s3fs_warm" "$t_qm_warm")x faster than s3fs warm"
+
+echo "-- large tree: $LARGE ($(find "$LARGE" -type f | wc -l) files, $(du -sh "$LARGE" | cut -f1))"
+"$QUASH" pack --no-progress -q "$LARGE" "$W/www/large.sqfs"
+"$QUASH" pack --no-progress -q "$LARGE" s3://bench/large.sqfs
+mkdir -p "$W/mnt/kernel" "$W/mnt/local" "$W/mnt/http" "$W/mnt/s3"
+(cd "$W/www" && mount -t squashfs -o loop,ro large.sqfs "$W/mnt/kernel")
+tree_md5 "$W/mnt/kernel" "$W/large.ref"
+ls -lR "$W/mnt/kernel" | sed 1d >"$W/large.ls"
+umount "$W/mnt/kernel"
+
+# bench_mount NAME MOUNT-COMMAND...: cold ls -lR, then cold md5 of every file
+bench_mount() {
+	local name=$1 dir=$2 t_ls t_md5 ok
+	shift 2
+	drop_caches
+	"$@" || { row "$name" "-" "mount failed"; return; }
+	wait_mount "$dir"
+	t_ls=$(secs bash -c "ls -lR '$dir' | sed 1d >'$W/out/$name.ls'")
+	ok=$(cmp -s <(sed "s|$dir|M|" "$W/out/$name.ls") <(sed "s|$W/mnt/kernel|M|" "$W/large.ls") && echo same || echo DIFFERENT)
+	umount "$dir" 2>/dev/null || fusermount3 -u "$dir"
+	drop_caches
+	"$@"
+	wait_mount "$dir"
+	t_md5=$(secs tree_md5 "$dir" "$W/out/$name.md5")
+	umount "$dir" 2>/dev/null || fusermount3 -u "$dir"
+	eval "ls_$name=$t_ls md5_$name=$t_md5"
+	row "$name: ls -lR, cold" "$t_ls" "$ok"
+	row "$name: md5 of every file, cold" "$t_md5" "$(same "$W/large.ref" "$W/out/$name.md5")"
+}
+bench_mount kernel "$W/mnt/kernel" mount -t squashfs -o loop,ro "$W/www/large.sqfs" "$W/mnt/kernel"
+bench_mount local "$W/mnt/local" "$QUASH" mount "$W/www/large.sqfs" "$W/mnt/local"
+bench_mount http "$W/mnt/http" "$QUASH" mount "http://127.0.0.1:$HTTP/large.sqfs" "$W/mnt/http"
+bench_mount s3 "$W/mnt/s3" "$QUASH" mount s3://bench/large.sqfs "$W/mnt/s3"
+for n in local http s3; do
+	eval "l=\$ls_$n m=\$md5_$n"
+	row "$n / kernel-local: ls -lR, md5" "" "$(ratio "$l" "$ls_kernel")x, $(ratio "$m" "$md5_kernel")x"
+done
