@@ -69,7 +69,7 @@ static int write_one(struct pack_inode *inode, void *arg)
 	if (!tree_is_reg(inode) || inode->u.file.data_done)
 		return 0;
 	err = data_write_file(dp->w, inode);
-	progress_add(inode->u.file.size, 1);
+	progress_add(0, 1);
 	return err;
 }
 
