@@ -172,8 +172,8 @@ void pipeline_free(struct pipeline *p)
 	free(p);
 }
 
-int pipeline_start(const struct qs_compressor *comp, const struct qs_compress_params *params, uint32_t block_size,
-		   unsigned jobs, struct pack_sink *sink, struct pipeline **out)
+int pipeline_start(const struct qs_compressor *comp, const struct qs_compress_params *params,
+		   uint32_t block_size, unsigned jobs, struct pack_sink *sink, struct pipeline **out)
 {
 	struct pipeline *p = calloc(1, sizeof(*p));
 

@@ -90,7 +90,8 @@ void progress_start(bool enabled, uint64_t total_bytes, uint64_t total_files)
 	atomic_store(&pr.files, 0);
 	pr.start = now();
 	pr.stopping = false;
-	pr.on = enabled && isatty(STDERR_FILENO) && pthread_create(&pr.thread, NULL, progress_main, NULL) == 0;
+	pr.on = enabled && isatty(STDERR_FILENO) &&
+		pthread_create(&pr.thread, NULL, progress_main, NULL) == 0;
 }
 
 void progress_add(uint64_t bytes, uint64_t files)

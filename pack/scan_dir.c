@@ -130,7 +130,8 @@ static int read_xattrs(struct dir_scan *s, const char *path, struct pack_xattrs 
 		struct pack_xattr *a;
 		void *p;
 
-		if (strncmp(name, "user.", 5) && strncmp(name, "trusted.", 8) && strncmp(name, "security.", 9))
+		if (strncmp(name, "user.", 5) && strncmp(name, "trusted.", 8) &&
+		    strncmp(name, "security.", 9))
 			continue;   /* squashfs has no place for system.* (ACLs) */
 		vlen = lgetxattr(path, name, value, sizeof(s->xattr_value));
 		if (vlen < 0) {
@@ -169,8 +170,8 @@ static int scan_tree(struct dir_scan *s, int dirfd, struct pack_inode *dir, char
 		     size_t rel, const struct ancestor *up, unsigned depth);
 
 /* Make the inode for one directory entry. */
-static int make_inode(struct dir_scan *s, int dirfd, const char *name, const char *path, const struct stat *st,
-		      struct pack_inode **out)
+static int make_inode(struct dir_scan *s, int dirfd, const char *name, const char *path,
+		      const struct stat *st, struct pack_inode **out)
 {
 	struct pack_inode *inode = tree_inode_new(st->st_mode);
 	int err = 0;
