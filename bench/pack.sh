@@ -54,18 +54,18 @@ run() {
 	SIZE[$name]=$(stat -c %s "$W/$name.sqfs" 2>/dev/null || echo 0)
 	printf '  %-22s %8.2f s %12d bytes\n' "$name" "$best" "${SIZE[$name]}"
 }
-from_tar() { local out=$1; shift; "$@" "$out" <"$W/tree.tar"; }
+export TAR=$W/tree.tar      # tar2sqfs reads its tar from standard input only
 
 echo "identical settings: zstd level 15, 128K blocks"
 run mksquashfs-z15   mksquashfs "$SRC" "$W/mksquashfs-z15.sqfs" -noappend -quiet -no-progress \
 	-comp zstd -Xcompression-level 15 -b 128K -processors "$JOBS"
 run quash-z15        "$QUASH" pack -q --no-progress -c zstd -l 15 -b 128K "$SRC" "$W/quash-z15.sqfs"
-run tar2sqfs-z15-tar from_tar "$W/tar2sqfs-z15-tar.sqfs" tar2sqfs -q -f -e -c zstd -X level=15 -b 131072 -j "$JOBS"
+run tar2sqfs-z15-tar sh -c 'exec tar2sqfs "$@" <"$TAR"' sh -q -f -e -c zstd -X level=15 -b 131072 -j "$JOBS" "$W/tar2sqfs-z15-tar.sqfs"
 run quash-z15-tar    "$QUASH" pack -q --no-progress -c zstd -l 15 -b 128K "$W/tree.tar" "$W/quash-z15-tar.sqfs"
 echo "each tool's defaults"
 run mksquashfs-def   mksquashfs "$SRC" "$W/mksquashfs-def.sqfs" -noappend -quiet -no-progress
 run quash-def        "$QUASH" pack -q --no-progress "$SRC" "$W/quash-def.sqfs"
-run tar2sqfs-def-tar from_tar "$W/tar2sqfs-def-tar.sqfs" tar2sqfs -q -f -j "$JOBS"
+run tar2sqfs-def-tar sh -c 'exec tar2sqfs "$@" <"$TAR"' sh -q -f -j "$JOBS" "$W/tar2sqfs-def-tar.sqfs"
 run quash-def-tar    "$QUASH" pack -q --no-progress "$W/tree.tar" "$W/quash-def-tar.sqfs"
 
 # ratio A B: A's time over B's (how many times faster B is), B's size against A's.

@@ -20,6 +20,7 @@
 #include "pipeline.h"
 #include "sink.h"
 #include "pack_util.h"
+#include "progress.h"
 
 struct data_writer {
 	struct data_config cfg;
@@ -228,6 +229,7 @@ static int write_blocks(struct data_writer *w, struct pack_inode *file, struct c
 		if (data >= off + len) {
 			file->u.file.block_sizes[i] = 0;
 			file->u.file.sparse += len;
+			progress_add(len, 0);
 			continue;
 		}
 		job = pipeline_get(w->pipe);
@@ -239,6 +241,7 @@ static int write_blocks(struct data_writer *w, struct pack_inode *file, struct c
 		if (all_zero(job->in, len)) {
 			file->u.file.block_sizes[i] = 0;
 			file->u.file.sparse += len;
+			progress_add(len, 0);
 			continue;
 		}
 		job->len = len;
@@ -299,6 +302,7 @@ int data_write_file(struct data_writer *w, struct pack_inode *file)
 		if (same) {
 			file->u.file.dup_of = same;
 			w->dedup_bytes += size;
+			progress_add(size, 0);
 			return 0;
 		}
 	}

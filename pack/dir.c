@@ -18,19 +18,6 @@
 
 #define DIR_INO_DELTA_MAX 32767
 
-static int entry_type(const struct pack_inode *inode)
-{
-	switch (inode->mode & 0170000) {
-	case 0040000: return SQFS_INODE_DIR;
-	case 0100000: return SQFS_INODE_FILE;
-	case 0120000: return SQFS_INODE_SYMLINK;
-	case 0060000: return SQFS_INODE_BLKDEV;
-	case 0020000: return SQFS_INODE_CHRDEV;
-	case 0010000: return SQFS_INODE_FIFO;
-	default: return SQFS_INODE_SOCKET;
-	}
-}
-
 /* How many entries from 'first' one header can cover, starting at stream position 'pos'. */
 static size_t run_length(struct pack_inode *dir, size_t first, uint64_t pos)
 {
@@ -52,7 +39,8 @@ static size_t run_length(struct pack_inode *dir, size_t first, uint64_t pos)
 	return n;
 }
 
-static int add_index(struct pack_inode *dir, uint32_t index, uint32_t start_block, const struct pack_dirent *d)
+static int add_index(struct pack_inode *dir, uint32_t index, uint32_t start_block,
+		     const struct pack_dirent *d)
 {
 	struct pack_dir_index *x;
 	size_t n = dir->u.dir.index_count;
@@ -102,7 +90,7 @@ int dir_write_listing(struct image_writer *iw, struct pack_inode *dir)
 
 			sqfs_put16(buf, sqfs_ref_offset(inode->ref));
 			sqfs_put16(buf + 2, (uint16_t)(int16_t)((int64_t)inode->ino - base));
-			sqfs_put16(buf + 4, (uint16_t)entry_type(inode));
+			sqfs_put16(buf + 4, (uint16_t)image_basic_type(inode));
 			sqfs_put16(buf + 6, (uint16_t)(c[k]->name_len - 1));
 			err = meta_write(w, buf, SQFS_DIR_ENTRY_SIZE);
 			if (!err)

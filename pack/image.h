@@ -11,6 +11,7 @@
 
 #include "compressor.h"
 #include "meta.h"
+#include "squashfs_fs.h"
 #include "tree.h"
 
 struct pack_sink;
@@ -42,7 +43,22 @@ struct image_writer {
 	uint64_t root_ref;
 };
 
-void image_init(struct image_writer *iw, const struct qs_compressor *comp, const struct qs_compress_params *p);
+/* The basic squashfs inode type for an inode's file type (what directory entries store). */
+static inline int image_basic_type(const struct pack_inode *inode)
+{
+	switch (inode->mode & 0170000) {
+	case 0040000: return SQFS_INODE_DIR;
+	case 0100000: return SQFS_INODE_FILE;
+	case 0120000: return SQFS_INODE_SYMLINK;
+	case 0060000: return SQFS_INODE_BLKDEV;
+	case 0020000: return SQFS_INODE_CHRDEV;
+	case 0010000: return SQFS_INODE_FIFO;
+	default: return SQFS_INODE_SOCKET;
+	}
+}
+
+void image_init(struct image_writer *iw, const struct qs_compressor *comp,
+		const struct qs_compress_params *p);
 void image_free(struct image_writer *iw);
 
 /* inode.c: number every inode, then write inodes and directories bottom-up. */

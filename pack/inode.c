@@ -20,7 +20,8 @@
 
 #define INODE_MAX_FIXED 64      /* largest fixed part of any inode, bytes */
 
-void image_init(struct image_writer *iw, const struct qs_compressor *comp, const struct qs_compress_params *p)
+void image_init(struct image_writer *iw, const struct qs_compressor *comp,
+		const struct qs_compress_params *p)
 {
 	memset(iw, 0, sizeof(*iw));
 	iw->comp = comp;
@@ -81,19 +82,6 @@ static uint32_t clamp_time(int64_t t)
 	return t < 0 ? 0 : t > UINT32_MAX ? UINT32_MAX : (uint32_t)t;
 }
 
-static int basic_type(const struct pack_inode *inode)
-{
-	switch (inode->mode & 0170000) {
-	case 0040000: return SQFS_INODE_DIR;
-	case 0100000: return SQFS_INODE_FILE;
-	case 0120000: return SQFS_INODE_SYMLINK;
-	case 0060000: return SQFS_INODE_BLKDEV;
-	case 0020000: return SQFS_INODE_CHRDEV;
-	case 0010000: return SQFS_INODE_FIFO;
-	default: return SQFS_INODE_SOCKET;
-	}
-}
-
 /* The 16 bytes every inode starts with. */
 static int put_header(struct image_writer *iw, struct pack_inode *inode, int type, uint8_t *p)
 {
@@ -125,7 +113,8 @@ static int write_file(struct image_writer *iw, struct pack_inode *inode, uint8_t
 	uint8_t *list;
 	int err;
 
-	if (inode->nlink == 1 && start <= UINT32_MAX && size <= UINT32_MAX && !has_xattr && !data->u.file.sparse) {
+	if (inode->nlink == 1 && start <= UINT32_MAX && size <= UINT32_MAX && !has_xattr &&
+	    !data->u.file.sparse) {
 		err = put_header(iw, inode, SQFS_INODE_FILE, p);
 		sqfs_put32(p + 16, (uint32_t)start);
 		sqfs_put32(p + 20, frag);
@@ -181,7 +170,7 @@ static int write_symlink(struct image_writer *iw, struct pack_inode *inode, uint
 /* Devices, fifos and sockets: a link count, a device number for devices, an xattr id if extended. */
 static int write_special(struct image_writer *iw, struct pack_inode *inode, uint8_t *p)
 {
-	int type = basic_type(inode);
+	int type = image_basic_type(inode);
 	bool ext = inode->xattr_id != SQFS_INVALID_XATTR;
 	bool dev = type == SQFS_INODE_BLKDEV || type == SQFS_INODE_CHRDEV;
 	size_t len = 20;
@@ -250,7 +239,7 @@ static int write_inode(struct image_writer *iw, struct pack_inode *inode)
 	inode->written = true;
 	inode->ref = meta_ref(&iw->inodes);
 	iw->export[inode->ino - 1] = inode->ref;
-	switch (basic_type(inode)) {
+	switch (image_basic_type(inode)) {
 	case SQFS_INODE_DIR:
 		return write_dir_inode(iw, inode, p);
 	case SQFS_INODE_FILE:

@@ -99,8 +99,8 @@ int meta_write(struct meta_writer *w, const void *data, size_t len)
 	return 0;
 }
 
-int meta_write_table(struct pack_sink *sink, const struct qs_compressor *comp, const struct qs_compress_params *p,
-		     const uint8_t *entries, size_t len, uint64_t *start)
+int meta_write_table(struct pack_sink *sink, const struct qs_compressor *comp,
+		     const struct qs_compress_params *p, const uint8_t *entries, size_t len, uint64_t *start)
 {
 	struct meta_writer w;
 	uint64_t base = sink->written;

@@ -36,14 +36,17 @@ int meta_flush(struct meta_writer *w);
 /* Where the next byte goes: its block (relative to the table) and offset in it. */
 static inline uint32_t meta_block(const struct meta_writer *w) { return (uint32_t)w->out_len; }
 static inline uint16_t meta_offset(const struct meta_writer *w) { return (uint16_t)w->fill; }
-static inline uint64_t meta_ref(const struct meta_writer *w) { return sqfs_make_ref(w->out_len, (uint16_t)w->fill); }
+static inline uint64_t meta_ref(const struct meta_writer *w)
+{
+	return sqfs_make_ref(w->out_len, (uint16_t)w->fill);
+}
 
 /*
  * A lookup table (fragments, export, ids, xattr ids): 'len' bytes of
  * fixed-size entries in metadata blocks, then the list of those blocks'
  * image offsets, which is where the superblock points (*start).
  */
-int meta_write_table(struct pack_sink *sink, const struct qs_compressor *comp, const struct qs_compress_params *p,
-		     const uint8_t *entries, size_t len, uint64_t *start);
+int meta_write_table(struct pack_sink *sink, const struct qs_compressor *comp,
+		     const struct qs_compress_params *p, const uint8_t *entries, size_t len, uint64_t *start);
 
 #endif

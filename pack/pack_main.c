@@ -49,7 +49,8 @@ static void usage(FILE *f)
 		"                          matches the path from the source root, else the name)\n"
 		"      --skip-unreadable   warn about unreadable files instead of failing\n"
 		"      --no-progress       no progress bar\n"
-		"      --endpoint URL      S3 endpoint when IMAGE is s3://BUCKET/KEY (else $AWS_ENDPOINT_URL)\n"
+		"      --endpoint URL      S3 endpoint when IMAGE is s3://BUCKET/KEY\n"
+		"                          (else $AWS_ENDPOINT_URL)\n"
 		"  -q, --quiet             no summary line\n");
 }
 

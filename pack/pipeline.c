@@ -17,6 +17,7 @@
 #include "sink.h"
 #include "squashfs_fs.h"
 #include "pack_util.h"
+#include "progress.h"
 
 #define PIPELINE_RING_BYTES (64u << 20)   /* input bytes in flight, whatever the block size */
 #define PIPELINE_RING_MIN   8u            /* slots per worker at least */
@@ -103,6 +104,7 @@ static int write_job(struct pipeline *p, struct pipeline_job *job)
 		*job->size_slot = word;
 	if (job->len == 0)
 		return 0;
+	progress_add(job->len, 0);
 	return sink_append(p->sink, data, word & SQFS_BLOCK_SIZE_MASK);
 }
 
@@ -170,8 +172,8 @@ void pipeline_free(struct pipeline *p)
 	free(p);
 }
 
-int pipeline_start(const struct qs_compressor *comp, const struct qs_compress_params *params, uint32_t block_size,
-		   unsigned jobs, struct pack_sink *sink, struct pipeline **out)
+int pipeline_start(const struct qs_compressor *comp, const struct qs_compress_params *params,
+		   uint32_t block_size, unsigned jobs, struct pack_sink *sink, struct pipeline **out)
 {
 	struct pipeline *p = calloc(1, sizeof(*p));
 

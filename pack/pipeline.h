@@ -30,8 +30,8 @@ struct pipeline_job {
 	int state;
 };
 
-int pipeline_start(const struct qs_compressor *comp, const struct qs_compress_params *params, uint32_t block_size,
-		   unsigned jobs, struct pack_sink *sink, struct pipeline **out);
+int pipeline_start(const struct qs_compressor *comp, const struct qs_compress_params *params,
+		   uint32_t block_size, unsigned jobs, struct pack_sink *sink, struct pipeline **out);
 
 /* The next slot to fill (waits for one); NULL once the pipeline has failed. */
 struct pipeline_job *pipeline_get(struct pipeline *p);

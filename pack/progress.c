@@ -1,23 +1,32 @@
 /*
  * progress.c - what the user sees while packing.
  *
- * Only the packing thread updates the counters; the bar is redrawn at
- * most every PROGRESS_INTERVAL, so a huge tree costs nothing extra.
+ * Counters are updated from the packing and writing threads (bytes count
+ * once they are written, or once found to be holes or duplicates); a
+ * thread of its own redraws the bar every PROGRESS_INTERVAL, so that it
+ * moves even while the pipeline drains.
  */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "progress.h"
 
-#define PROGRESS_INTERVAL 0.2   /* seconds between redraws */
-#define PROGRESS_BAR_WIDTH 24
+#define PROGRESS_INTERVAL_NS 200000000L   /* between redraws */
+#define PROGRESS_BAR_WIDTH   24
 
 static struct {
 	bool on, drawn;
-	uint64_t total_bytes, total_files, bytes, files;
-	double start, last;
-} pr;
+	uint64_t total_bytes, total_files;
+	_Atomic uint64_t bytes, files;
+	double start;
+	pthread_t thread;
+	pthread_mutex_t lock;       /* one writer on stderr at a time: the bar or a message */
+	pthread_cond_t stop;
+	bool stopping;
+} pr = { .lock = PTHREAD_MUTEX_INITIALIZER, .stop = PTHREAD_COND_INITIALIZER };
 
 static double now(void)
 {
@@ -27,24 +36,18 @@ static double now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-void progress_start(bool enabled, uint64_t total_bytes, uint64_t total_files)
-{
-	pr.on = enabled && isatty(STDERR_FILENO);
-	pr.total_bytes = total_bytes;
-	pr.total_files = total_files;
-	pr.start = pr.last = now();
-}
-
 double progress_seconds(void)
 {
 	return now() - pr.start;
 }
 
-static void draw(double t)
+static void draw(void)
 {
-	double frac = pr.total_bytes ? (double)pr.bytes / (double)pr.total_bytes : 1.0;
-	double rate = t > pr.start ? (double)pr.bytes / (t - pr.start) : 0;
-	double left = rate > 0 ? (double)(pr.total_bytes - pr.bytes) / rate : 0;
+	uint64_t bytes = atomic_load(&pr.bytes), files = atomic_load(&pr.files);
+	double t = now() - pr.start;
+	double frac = pr.total_bytes ? (double)bytes / (double)pr.total_bytes : 1.0;
+	double rate = t > 0 ? (double)bytes / t : 0;
+	double left = rate > 0 && pr.total_bytes > bytes ? (double)(pr.total_bytes - bytes) / rate : 0;
 	char bar[PROGRESS_BAR_WIDTH + 1];
 	int fill = (int)(frac * PROGRESS_BAR_WIDTH);
 
@@ -52,36 +55,79 @@ static void draw(double t)
 		bar[i] = i < fill ? '#' : '.';
 	bar[PROGRESS_BAR_WIDTH] = '\0';
 	fprintf(stderr, "\r\033[K[%s] %3d%%  %.1f/%.1f MiB  %llu/%llu files  %.1f MiB/s  %d:%02d left",
-		bar, (int)(frac * 100), (double)pr.bytes / 1048576, (double)pr.total_bytes / 1048576,
-		(unsigned long long)pr.files, (unsigned long long)pr.total_files, rate / 1048576,
+		bar, (int)(frac * 100), (double)bytes / 1048576, (double)pr.total_bytes / 1048576,
+		(unsigned long long)files, (unsigned long long)pr.total_files, rate / 1048576,
 		(int)left / 60, (int)left % 60);
 	pr.drawn = true;
 }
 
-void progress_add(uint64_t bytes, uint64_t files)
+static void *progress_main(void *arg)
 {
-	double t;
+	struct timespec next;
 
-	pr.bytes += bytes;
-	pr.files += files;
-	if (!pr.on)
-		return;
-	t = now();
-	if (t - pr.last >= PROGRESS_INTERVAL) {
-		pr.last = t;
-		draw(t);
+	(void)arg;
+	pthread_mutex_lock(&pr.lock);
+	clock_gettime(CLOCK_REALTIME, &next);
+	while (!pr.stopping) {
+		next.tv_nsec += PROGRESS_INTERVAL_NS;
+		if (next.tv_nsec >= 1000000000L) {
+			next.tv_sec++;
+			next.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&pr.stop, &pr.lock, &next);
+		if (!pr.stopping)
+			draw();
 	}
+	pthread_mutex_unlock(&pr.lock);
+	return NULL;
 }
 
-void progress_clear(void)
+void progress_start(bool enabled, uint64_t total_bytes, uint64_t total_files)
+{
+	pr.total_bytes = total_bytes;
+	pr.total_files = total_files;
+	atomic_store(&pr.bytes, 0);
+	atomic_store(&pr.files, 0);
+	pr.start = now();
+	pr.stopping = false;
+	pr.on = enabled && isatty(STDERR_FILENO) &&
+		pthread_create(&pr.thread, NULL, progress_main, NULL) == 0;
+}
+
+void progress_add(uint64_t bytes, uint64_t files)
+{
+	atomic_fetch_add(&pr.bytes, bytes);
+	atomic_fetch_add(&pr.files, files);
+}
+
+/* Called with pr.lock held, or when no bar thread runs. */
+static void clear_line(void)
 {
 	if (pr.drawn)
 		fputs("\r\033[K", stderr);
 	pr.drawn = false;
 }
 
+void progress_lock(void)
+{
+	pthread_mutex_lock(&pr.lock);
+	clear_line();
+}
+
+void progress_unlock(void)
+{
+	pthread_mutex_unlock(&pr.lock);
+}
+
 void progress_end(void)
 {
-	progress_clear();
+	if (pr.on) {
+		pthread_mutex_lock(&pr.lock);
+		pr.stopping = true;
+		pthread_cond_signal(&pr.stop);
+		pthread_mutex_unlock(&pr.lock);
+		pthread_join(pr.thread, NULL);
+	}
+	clear_line();
 	pr.on = false;
 }

@@ -9,9 +9,11 @@
 
 /* Start timing; draw a bar on stderr if it is a terminal and 'enabled'. */
 void progress_start(bool enabled, uint64_t total_bytes, uint64_t total_files);
+/* Input bytes and files done; safe from any thread. */
 void progress_add(uint64_t bytes, uint64_t files);
-/* Erase the bar so that a message can be printed (then redrawn on the next update). */
-void progress_clear(void);
+/* Around printing a message: erase the bar and keep it from being redrawn meanwhile. */
+void progress_lock(void);
+void progress_unlock(void);
 void progress_end(void);
 double progress_seconds(void);
 

@@ -107,7 +107,8 @@ static int read_xattrs(struct archive_scan *s, struct archive_entry *e, struct p
 		void *p;
 
 		if (x->count >= ARCHIVE_XATTRS_MAX || size > PACK_XATTR_VALUE_MAX || strlen(name) > 255) {
-			pack_warn("%s: %s: oversized xattr %s dropped", s->name, archive_entry_pathname(e), name);
+			pack_warn("%s: %s: oversized xattr %s dropped", s->name,
+				  archive_entry_pathname(e), name);
 			continue;
 		}
 		p = realloc(x->list, (x->count + 1) * sizeof(*x->list));
@@ -238,7 +239,8 @@ static int make_inode(struct archive_scan *s, struct archive_entry *e, struct pa
 	int err = 0;
 
 	switch (mode & AE_IFMT) {
-	case AE_IFREG: case AE_IFDIR: case AE_IFLNK: case AE_IFCHR: case AE_IFBLK: case AE_IFIFO: case AE_IFSOCK:
+	case AE_IFREG: case AE_IFDIR: case AE_IFLNK: case AE_IFCHR:
+	case AE_IFBLK: case AE_IFIFO: case AE_IFSOCK:
 		break;
 	default:
 		pack_warn("%s: %s: unknown file type (skipped)", s->name, archive_entry_pathname(e));

@@ -32,11 +32,19 @@ struct hardlink {
 	struct pack_inode *inode;
 };
 
+struct link_table {                 /* open addressing on (dev, ino) */
+	struct hardlink *links;
+	size_t size, used;
+};
+
 struct dir_scan {
 	struct pack_tree *tree;
 	const struct scan_options *opt;
-	struct hardlink *links;     /* open addressing on (dev, ino) */
-	size_t links_size, links_used;
+	struct link_table links;    /* files seen with st_nlink > 1 */
+	/* Scratch space, here rather than on the stack of a recursive walk. */
+	char xattr_names[PACK_XATTR_LIST_MAX];
+	uint8_t xattr_value[PACK_XATTR_VALUE_MAX];
+	char target[PACK_SYMLINK_MAX + 1];
 };
 
 /* The chain of directories being walked, to refuse one that contains itself. */
@@ -73,58 +81,59 @@ static size_t link_slot(dev_t dev, ino_t ino, size_t size)
 	return (size_t)(((uint64_t)ino * 0x9e3779b97f4a7c15ull) ^ (uint64_t)dev) & (size - 1);
 }
 
-static struct hardlink *link_find(struct dir_scan *s, dev_t dev, ino_t ino)
+static struct hardlink *link_find(struct link_table *t, dev_t dev, ino_t ino)
 {
-	size_t i = link_slot(dev, ino, s->links_size);
+	size_t i = link_slot(dev, ino, t->size);
 
-	while (s->links[i].inode && !(s->links[i].dev == dev && s->links[i].ino == ino))
-		i = (i + 1) & (s->links_size - 1);
-	return &s->links[i];
+	while (t->links[i].inode && !(t->links[i].dev == dev && t->links[i].ino == ino))
+		i = (i + 1) & (t->size - 1);
+	return &t->links[i];
 }
 
-static int link_remember(struct dir_scan *s, dev_t dev, ino_t ino, struct pack_inode *inode)
+static int link_remember(struct link_table *t, dev_t dev, ino_t ino, struct pack_inode *inode)
 {
 	struct hardlink *h;
 
-	if (2 * (s->links_used + 1) > s->links_size) {
-		struct dir_scan bigger = { .links_size = s->links_size ? s->links_size * 2 : HARDLINK_TABLE_INITIAL };
+	if (2 * (t->used + 1) > t->size) {
+		struct link_table bigger = { .size = t->size ? t->size * 2 : HARDLINK_TABLE_INITIAL };
 
-		bigger.links = calloc(bigger.links_size, sizeof(*bigger.links));
+		bigger.links = calloc(bigger.size, sizeof(*bigger.links));
 		if (!bigger.links)
 			return -ENOMEM;
-		for (size_t i = 0; i < s->links_size; i++)
-			if (s->links[i].inode)
-				*link_find(&bigger, s->links[i].dev, s->links[i].ino) = s->links[i];
-		free(s->links);
-		s->links = bigger.links;
-		s->links_size = bigger.links_size;
+		for (size_t i = 0; i < t->size; i++)
+			if (t->links[i].inode)
+				*link_find(&bigger, t->links[i].dev, t->links[i].ino) = t->links[i];
+		free(t->links);
+		t->links = bigger.links;
+		t->size = bigger.size;
 	}
-	h = link_find(s, dev, ino);
+	h = link_find(t, dev, ino);
 	h->dev = dev;
 	h->ino = ino;
 	h->inode = inode;
-	s->links_used++;
+	t->used++;
 	return 0;
 }
 
 /* Read the xattrs of 'path' (not following a final symlink). */
-static int read_xattrs(const char *path, struct pack_xattrs *x)
+static int read_xattrs(struct dir_scan *s, const char *path, struct pack_xattrs *x)
 {
-	char names[PACK_XATTR_LIST_MAX];
-	ssize_t len = llistxattr(path, names, sizeof(names));
+	char *names = s->xattr_names;
+	uint8_t *value = s->xattr_value;
+	ssize_t len = llistxattr(path, names, sizeof(s->xattr_names));
 
 	if (len < 0)
 		return errno == ENOTSUP || errno == ENODATA ? 0 : -errno;
 	for (ssize_t off = 0; off < len; off += (ssize_t)strlen(names + off) + 1) {
 		const char *name = names + off;
-		uint8_t value[PACK_XATTR_VALUE_MAX];
 		ssize_t vlen;
 		struct pack_xattr *a;
 		void *p;
 
-		if (strncmp(name, "user.", 5) && strncmp(name, "trusted.", 8) && strncmp(name, "security.", 9))
+		if (strncmp(name, "user.", 5) && strncmp(name, "trusted.", 8) &&
+		    strncmp(name, "security.", 9))
 			continue;   /* squashfs has no place for system.* (ACLs) */
-		vlen = lgetxattr(path, name, value, sizeof(value));
+		vlen = lgetxattr(path, name, value, sizeof(s->xattr_value));
 		if (vlen < 0) {
 			if (errno == ENODATA)
 				continue;
@@ -161,8 +170,8 @@ static int scan_tree(struct dir_scan *s, int dirfd, struct pack_inode *dir, char
 		     size_t rel, const struct ancestor *up, unsigned depth);
 
 /* Make the inode for one directory entry. */
-static int make_inode(struct dir_scan *s, int dirfd, const char *name, const char *path, const struct stat *st,
-		      struct pack_inode **out)
+static int make_inode(struct dir_scan *s, int dirfd, const char *name, const char *path,
+		      const struct stat *st, struct pack_inode **out)
 {
 	struct pack_inode *inode = tree_inode_new(st->st_mode);
 	int err = 0;
@@ -184,8 +193,8 @@ static int make_inode(struct dir_scan *s, int dirfd, const char *name, const cha
 		if (!inode->u.file.content.path)
 			err = -ENOMEM;
 	} else if (S_ISLNK(st->st_mode)) {
-		char target[PACK_SYMLINK_MAX + 1];
-		ssize_t n = readlinkat(dirfd, name, target, sizeof(target));
+		char *target = s->target;
+		ssize_t n = readlinkat(dirfd, name, target, sizeof(s->target));
 
 		if (n < 0) {
 			err = -errno;
@@ -202,7 +211,7 @@ static int make_inode(struct dir_scan *s, int dirfd, const char *name, const cha
 		inode->rdev = encode_dev(st->st_rdev);
 	}
 	if (!err && s->opt->xattrs)
-		err = read_xattrs(path, &inode->xattrs);
+		err = read_xattrs(s, path, &inode->xattrs);
 out:
 	if (err) {
 		inode->refs = 1;
@@ -235,8 +244,8 @@ static int scan_entry(struct dir_scan *s, int dirfd, struct pack_inode *dir, con
 		err = -errno;
 		goto fail;
 	}
-	if (!S_ISDIR(st.st_mode) && st.st_nlink > 1 && s->links_size) {
-		link = link_find(s, st.st_dev, st.st_ino);
+	if (!S_ISDIR(st.st_mode) && st.st_nlink > 1 && s->links.size) {
+		link = link_find(&s->links, st.st_dev, st.st_ino);
 		if (link->inode)
 			return tree_link(s->tree, dir, name, name_len, link->inode);
 	}
@@ -252,7 +261,7 @@ static int scan_entry(struct dir_scan *s, int dirfd, struct pack_inode *dir, con
 	if (!err && !(inode = tree_insert(s->tree, dir, name, name_len, inode)))
 		err = -ENOMEM;
 	if (!err && !S_ISDIR(st.st_mode) && st.st_nlink > 1)
-		err = link_remember(s, st.st_dev, st.st_ino, inode);
+		err = link_remember(&s->links, st.st_dev, st.st_ino, inode);
 	if (!err && S_ISDIR(st.st_mode)) {
 		struct ancestor me = { st.st_dev, st.st_ino, up };
 
@@ -322,7 +331,7 @@ static int scan_tree(struct dir_scan *s, int dirfd, struct pack_inode *dir, char
 
 int scan_dir(struct pack_tree *t, const char *source, const struct scan_options *o)
 {
-	struct dir_scan s = { .tree = t, .opt = o };
+	struct dir_scan *s = calloc(1, sizeof(*s));
 	struct pack_inode root_meta = { 0 };
 	char *path = malloc(PATH_MAX);
 	struct ancestor top;
@@ -330,12 +339,18 @@ int scan_dir(struct pack_tree *t, const char *source, const struct scan_options 
 	size_t len = strlen(source);
 	int fd, err;
 
-	if (!path)
+	if (!path || !s) {
+		free(path);
+		free(s);
 		return -ENOMEM;
+	}
+	s->tree = t;
+	s->opt = o;
 	while (len > 1 && source[len - 1] == '/')
 		len--;
 	if (len >= PATH_MAX) {
 		free(path);
+		free(s);
 		pack_error("%s: path too long", source);
 		return -ENAMETOOLONG;
 	}
@@ -348,10 +363,11 @@ int scan_dir(struct pack_tree *t, const char *source, const struct scan_options 
 		if (fd >= 0)
 			close(fd);
 		free(path);
+		free(s);
 		return err;
 	}
 	set_metadata(&root_meta, &st);
-	if (o->xattrs && read_xattrs(path, &root_meta.xattrs) < 0)
+	if (o->xattrs && read_xattrs(s, path, &root_meta.xattrs) < 0)
 		pack_warn("%s: cannot read xattrs", source);
 	t->root->mode = root_meta.mode;
 	t->root->uid = root_meta.uid;
@@ -364,9 +380,10 @@ int scan_dir(struct pack_tree *t, const char *source, const struct scan_options 
 	top.ino = st.st_ino;
 	top.up = NULL;
 	/* Exclude patterns see paths relative to the source: "sub/file", without the leading '/'. */
-	err = scan_tree(&s, fd, t->root, path, len, len + 1, &top, 0);
+	err = scan_tree(s, fd, t->root, path, len, len + 1, &top, 0);
 	close(fd);
-	free(s.links);
+	free(s->links.links);
+	free(s);
 	free(path);
 	return err;
 }

@@ -11,7 +11,8 @@ size_t super_head_size(size_t options_len)
 	return SQFS_SUPER_SIZE + (options_len ? 2 + options_len : 0);
 }
 
-void super_encode_head(const struct sqfs_super *sb, const uint8_t *options, size_t options_len, uint8_t *head)
+void super_encode_head(const struct sqfs_super *sb, const uint8_t *options, size_t options_len,
+		       uint8_t *head)
 {
 	sqfs_super_encode(sb, head);
 	if (options_len) {

@@ -11,6 +11,7 @@
 
 /* Bytes of superblock plus options block; the writer reserves them first. */
 size_t super_head_size(size_t options_len);
-void super_encode_head(const struct sqfs_super *sb, const uint8_t *options, size_t options_len, uint8_t *head);
+void super_encode_head(const struct sqfs_super *sb, const uint8_t *options, size_t options_len,
+		       uint8_t *head);
 
 #endif

@@ -139,8 +139,8 @@ static int hash_grow(struct pack_tree *t)
 	return 0;
 }
 
-static struct pack_dirent *dirent_add(struct pack_tree *t, struct pack_inode *dir, const char *name, size_t len,
-				      struct pack_inode *inode)
+static struct pack_dirent *dirent_add(struct pack_tree *t, struct pack_inode *dir, const char *name,
+				      size_t len, struct pack_inode *inode)
 {
 	struct pack_dirent *d;
 	size_t b;
@@ -210,7 +210,8 @@ struct pack_inode *tree_insert(struct pack_tree *t, struct pack_inode *dir, cons
 	return inode;
 }
 
-int tree_link(struct pack_tree *t, struct pack_inode *dir, const char *name, size_t len, struct pack_inode *inode)
+int tree_link(struct pack_tree *t, struct pack_inode *dir, const char *name, size_t len,
+	      struct pack_inode *inode)
 {
 	struct pack_dirent *d = tree_lookup(t, dir, name, len);
 

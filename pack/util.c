@@ -12,24 +12,26 @@ void pack_error(const char *fmt, ...)
 {
 	va_list ap;
 
-	progress_clear();
+	progress_lock();
 	va_start(ap, fmt);
 	fputs("quash: ", stderr);
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
 	va_end(ap);
+	progress_unlock();
 }
 
 void pack_warn(const char *fmt, ...)
 {
 	va_list ap;
 
-	progress_clear();
+	progress_lock();
 	va_start(ap, fmt);
 	fputs("quash: warning: ", stderr);
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
 	va_end(ap);
+	progress_unlock();
 }
 
 static inline uint64_t mix(uint64_t h, uint64_t v)

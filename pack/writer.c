@@ -69,7 +69,7 @@ static int write_one(struct pack_inode *inode, void *arg)
 	if (!tree_is_reg(inode) || inode->u.file.data_done)
 		return 0;
 	err = data_write_file(dp->w, inode);
-	progress_add(inode->u.file.size, 1);
+	progress_add(0, 1);
 	return err;
 }
 
@@ -135,7 +135,8 @@ static int write_tables(const struct pack_options *o, struct pack_tree *t, struc
 	sb->fragment_table_start = SQFS_INVALID_TABLE;
 	if (!err && frag_count)
 		err = meta_write_table(sink, o->comp, &o->params, frag_table,
-				       (size_t)frag_count * SQFS_FRAGMENT_ENTRY_SIZE, &sb->fragment_table_start);
+				       (size_t)frag_count * SQFS_FRAGMENT_ENTRY_SIZE,
+				       &sb->fragment_table_start);
 	sb->export_table_start = SQFS_INVALID_TABLE;
 	if (!err && o->exportable)
 		err = export_table_write(&iw, sink, &sb->export_table_start);
@@ -184,7 +185,8 @@ static void print_summary(const struct pack_tree *t, uint64_t image_size)
 	double in = (double)t->data_bytes, out = (double)image_size;
 
 	printf("quash: %llu files, %.1f MiB in, %.1f MiB image (%.1f%%), %.2f s\n",
-	       (unsigned long long)t->file_count, in / 1048576, out / 1048576, in > 0 ? 100.0 * out / in : 0.0,
+	       (unsigned long long)t->file_count, in / 1048576, out / 1048576,
+	       in > 0 ? 100.0 * out / in : 0.0,
 	       progress_seconds());
 }
 

@@ -132,14 +132,15 @@ int xattr_assign(struct image_writer *iw, struct pack_inode *inode)
 	struct xattr_table *t = &iw->xattrs;
 	uint8_t *entry;
 	uint64_t h, ref;
-	uint32_t size, *head;
+	uint32_t size, first, *head;
 	int err;
 
 	inode->xattr_id = SQFS_INVALID_XATTR;
 	if (inode->xattrs.count == 0)
 		return 0;
 	h = set_hash(&inode->xattrs);
-	for (uint32_t i = t->bucket_count ? t->buckets[h & (t->bucket_count - 1)] : 0; i; i = t->next[i - 1]) {
+	first = t->bucket_count ? t->buckets[h & (t->bucket_count - 1)] : 0;
+	for (uint32_t i = first; i; i = t->next[i - 1]) {
 		if (t->hashes[i - 1] == h && same_set(&t->owners[i - 1]->xattrs, &inode->xattrs)) {
 			inode->xattr_id = i - 1;
 			return 0;

@@ -57,7 +57,8 @@ fi
 # zip keeps contents, modes and times of regular files and directories.
 mkdir -p "$T/z/d/e" && head -c 100000 /dev/urandom >"$T/z/d/r" && seq 1 50000 >"$T/z/d/e/s" && : >"$T/z/empty"
 (cd "$T/z" && zip -q -r -X "$T/tree.zip" .)
-if $QUASH pack -q "$T/tree.zip" "$T/zip.sqfs" && unsquashfs -q -no-progress -d "$T/zip-out" "$T/zip.sqfs" >/dev/null
+if $QUASH pack -q "$T/tree.zip" "$T/zip.sqfs" &&
+   unsquashfs -q -no-progress -d "$T/zip-out" "$T/zip.sqfs" >/dev/null
 then check "zip archive contents read back exactly" diff -r "$T/z" "$T/zip-out"
 else not_ok "pack a zip archive"; fi
 
@@ -73,7 +74,8 @@ with tarfile.open(sys.argv[1], "w", format=tarfile.PAX_FORMAT) as t:
 PY
 if $QUASH pack -q "$T/evil.tar" "$T/evil.sqfs" 2>"$T/evil.log"; then
 	list=$(unsquashfs -l "$T/evil.sqfs" | sed -n 's|^squashfs-root||p' | sort | tr '\n' ' ')
-	check "hostile paths are stored under the image root" test "$list" = " /a /a/b /abs /abs/file /evil /ok "
+	check "hostile paths are stored under the image root" \
+		test "$list" = " /a /a/b /abs /abs/file /evil /ok "
 	check "each repaired path gets a warning" test "$(grep -c 'under the image root' "$T/evil.log")" = 3
 	check "nothing was written outside" test ! -e "$WORK/evil" -a ! -e /abs/file
 else

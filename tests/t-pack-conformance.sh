@@ -21,12 +21,15 @@ CMP="python3 $QUASH_TOP/tests/lib/treecmp.py"
 # read_back NAME IMAGE TREE: the kernel's mount and unsquashfs's extraction both equal TREE.
 read_back() {
 	local name=$1 img=$2 tree=$3 mnt=$T/mnt-$1 out=$T/out-$1
-	if kmount "$img" "$mnt" && $CMP "$tree" "$mnt" >"$T/$name.kdiff"; then ok "$name: kernel mount equals the source"
+	if kmount "$img" "$mnt" && $CMP "$tree" "$mnt" >"$T/$name.kdiff"
+	then ok "$name: kernel mount equals the source"
 	else not_ok "$name: kernel mount equals the source" "$(head -5 "$T/$name.kdiff")"; fi
 	umount "$mnt" 2>/dev/null
-	if unsquashfs -no-progress -quiet -d "$out" "$img" >"$T/$name.ulog" 2>&1 && $CMP "$tree" "$out" >"$T/$name.udiff"
+	if unsquashfs -no-progress -quiet -d "$out" "$img" >"$T/$name.ulog" 2>&1 &&
+	   $CMP "$tree" "$out" >"$T/$name.udiff"
 	then ok "$name: unsquashfs extraction equals the source"
-	else not_ok "$name: unsquashfs extraction equals the source" "$(head -5 "$T/$name.udiff" "$T/$name.ulog")"; fi
+	else not_ok "$name: unsquashfs extraction equals the source" \
+		"$(head -5 "$T/$name.udiff" "$T/$name.ulog")"; fi
 	rm -rf "$out"
 	check "$name: unsquashfs -s and -lls accept the image" \
 		sh -c "unsquashfs -s '$img' >/dev/null && unsquashfs -lls '$img' >/dev/null"
@@ -66,7 +69,8 @@ done <<<"$MATRIX"
 if $QUASH pack -q -b 1M "$FIX_TREE_HEAVY" "$T/heavy.sqfs" 2>"$T/heavy.log"; then
 	ok "pack the heavy tree"
 	read_back heavy "$T/heavy.sqfs" "$FIX_TREE_HEAVY"
-	check "heavy: the 5 GiB sparse file takes little space" test "$(stat -c %s "$T/heavy.sqfs")" -lt 50000000
+	check "heavy: the 5 GiB sparse file takes little space" \
+		test "$(stat -c %s "$T/heavy.sqfs")" -lt 50000000
 else
 	not_ok "pack the heavy tree" "$(head -3 "$T/heavy.log")"
 fi
@@ -98,9 +102,11 @@ if $QUASH pack -q --uid 7 --gid 8 --mode 0640 --mtime 1234567890 --no-xattrs "$S
 else
 	not_ok "pack with overrides"
 fi
-if SOURCE_DATE_EPOCH=1000000000 $QUASH pack -q --all-root "$SRC" "$T/sde.sqfs" && kmount "$T/sde.sqfs" "$T/mnt-sde"
+if SOURCE_DATE_EPOCH=1000000000 $QUASH pack -q --all-root "$SRC" "$T/sde.sqfs" &&
+   kmount "$T/sde.sqfs" "$T/mnt-sde"
 then
-	check "--all-root: owner and group 0 everywhere" test -z "$(find "$T/mnt-sde" \( ! -uid 0 -o ! -gid 0 \))"
+	check "--all-root: owner and group 0 everywhere" \
+		test -z "$(find "$T/mnt-sde" \( ! -uid 0 -o ! -gid 0 \))"
 	check "SOURCE_DATE_EPOCH sets every time" \
 		test -z "$(find "$T/mnt-sde" -printf '%T@\n' | grep -v '^1000000000')"
 	check "SOURCE_DATE_EPOCH sets the image's time" \

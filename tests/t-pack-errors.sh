@@ -29,7 +29,8 @@ fails_cleanly() {
 }
 
 fails_cleanly "a missing source is named" "$T/missing" $QUASH_ASAN pack -q "$T/missing" "$T/keep.sqfs"
-fails_cleanly "a missing source among good ones" "$T/missing" $QUASH pack -q "$T/src" "$T/missing" "$T/keep.sqfs"
+fails_cleanly "a missing source among good ones" "$T/missing" \
+	$QUASH pack -q "$T/src" "$T/missing" "$T/keep.sqfs"
 head -c 100000 /dev/urandom >"$T/garbage.tar"
 fails_cleanly "an archive of random bytes is named" "$T/garbage.tar" \
 	$QUASH_ASAN pack -q "$T/garbage.tar" "$T/keep.sqfs"
@@ -37,7 +38,8 @@ tar -C "$T/src" -czf "$T/t.tar.gz" . && head -c 150000 "$T/t.tar.gz" >"$T/cut.ta
 fails_cleanly "a truncated tar.gz is named" "$T/cut.tar.gz" $QUASH_ASAN pack -q "$T/cut.tar.gz" "$T/keep.sqfs"
 tar -C "$T/src" -cf "$T/t.tar" . && head -c 200000 "$T/t.tar" >"$T/cut.tar"
 fails_cleanly "a tar cut inside a file is named" "$T/cut.tar" $QUASH_ASAN pack -q "$T/cut.tar" "$T/keep.sqfs"
-fails_cleanly "a truncated archive on stdin" "stdin" sh -c "$QUASH_ASAN pack -q - '$T/keep.sqfs' <'$T/cut.tar.gz'"
+fails_cleanly "a truncated archive on stdin" "stdin" \
+	sh -c "$QUASH_ASAN pack -q - '$T/keep.sqfs' <'$T/cut.tar.gz'"
 fails_cleanly "a target that is a directory" "$T/src" $QUASH pack -q "$T/src" "$T/src"
 fails_cleanly "a target in a missing directory" "$T/nodir/x.sqfs" $QUASH pack -q "$T/src" "$T/nodir/x.sqfs"
 check "no image where the failed packs were aimed" test ! -e "$T/nodir/x.sqfs"
