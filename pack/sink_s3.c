@@ -87,7 +87,7 @@ static int upload_part(struct s3_sink *s, struct part *p)
 	snprintf(query, sizeof(query), "partNumber=%u&%s", p->number, s->upload_query);
 	ret = remote_call(&s->t, "PUT", query, p->data, p->len, 0, &reply);
 	if (ret == 0 && !reply.etag[0])
-		ret = qs_set_error(-EIO, "%s: part %u: the answer has no ETag", s->t.name, p->number);
+		ret = qs_set_error(-EIO, "part %u: the answer has no ETag", p->number);
 	if (ret == 0)
 		snprintf(s->etags[p->number], sizeof(s->etags[p->number]), "%s", reply.etag);
 	remote_reply_clear(&reply);
@@ -151,7 +151,7 @@ static int queue_part(struct s3_sink *s, unsigned number, char *data, size_t len
 	pthread_mutex_unlock(&s->lock);
 	if (ret < 0) {
 		part_free(p);
-		pack_error("%s", s->error_msg);
+		pack_error("%s: %s", s->t.name, s->error_msg);
 	}
 	return ret;
 }
@@ -220,8 +220,8 @@ static void abort_upload(struct s3_sink *s)
 
 	stop_workers(s);
 	if (remote_call(&s->t, "DELETE", s->upload_query, NULL, 0, S3_ABORT_SECONDS, &reply) < 0)
-		pack_error("%s; the parts already sent stay until the bucket's lifecycle rules remove them",
-			   qs_last_error());
+		pack_error("%s: aborting the upload: %s; the parts already sent stay until the bucket's "
+			   "lifecycle rules remove them", s->t.name, qs_last_error());
 	remote_reply_clear(&reply);
 }
 
@@ -346,7 +346,7 @@ static int complete_upload(struct s3_sink *s, unsigned parts)
 	/* S3 may answer 200 and still report a failure in the body. */
 	if (ret == 0 && (!reply.body || strstr(reply.body, "<Error>") ||
 			 !strstr(reply.body, "CompleteMultipartUploadResult")))
-		ret = qs_set_error(-EIO, "%s: completing the upload failed: %.200s", s->t.name,
+		ret = qs_set_error(-EIO, "completing the upload failed: %.200s",
 				   reply.body ? reply.body : "empty answer");
 	remote_reply_clear(&reply);
 	free(body);
@@ -381,13 +381,13 @@ static int s3_finish(struct pack_sink *sink, const uint8_t *head, size_t head_le
 		pthread_cond_wait(&s->changed, &s->lock);
 	if (ret == 0 && s->error) {
 		ret = s->error;
-		pack_error("%s", s->error_msg);
+		pack_error("%s: %s", s->t.name, s->error_msg);
 	}
 	pthread_mutex_unlock(&s->lock);
 	if (ret == 0) {
 		ret = complete_upload(s, parts);
 		if (ret < 0)
-			pack_error("%s", qs_last_error());
+			pack_error("%s: %s", s->t.name, qs_last_error());
 	}
 	if (ret < 0) {
 		s3_abort(sink);
@@ -415,8 +415,7 @@ static int create_upload(struct s3_sink *s)
 	start = ret == 0 && reply.body ? strstr(reply.body, "<UploadId>") : NULL;
 	end = start ? strstr(start, "</UploadId>") : NULL;
 	if (ret == 0 && !end)
-		ret = qs_set_error(-EIO, "%s: starting a multipart upload: no UploadId in the answer",
-				   s->t.name);
+		ret = qs_set_error(-EIO, "starting a multipart upload: no UploadId in the answer");
 	if (ret == 0) {
 		char *id = strndup(start + 10, end - start - 10);
 
@@ -450,7 +449,7 @@ int sink_s3_open(const char *spec, const char *endpoint, struct pack_sink **out)
 	if (ret == 0)
 		ret = create_upload(s);
 	if (ret < 0) {
-		pack_error("%s", qs_last_error());
+		pack_error("%s: %s", spec, qs_last_error());
 		s3_free(s);
 		return ret;
 	}
