@@ -35,6 +35,7 @@ struct extractor {
 	const char *image;
 	uint32_t block_size;
 	bool as_root;                   /* restore owners, devices, trusted. and security. xattrs */
+	mode_t umask;                   /* the caller's, applied to what an ordinary user extracts */
 	bool xattrs_unsupported;        /* DIR's filesystem said ENOTSUP once: stop trying */
 	int root_fd;                    /* DIR */
 	struct cli_path path;           /* of the current entry in the image: "/a/b" */
@@ -120,6 +121,24 @@ static void restore_times_ts(struct timespec ts[2], const struct qs_inode *inode
 	ts[0].tv_nsec = ts[1].tv_nsec = 0;
 }
 
+/*
+ * The permission bits to set.  Root gets the image's.  An ordinary user, as
+ * with unsquashfs and tar, gets no setuid or setgid bits (they would make
+ * programs run as that user, from an image someone else made), and regular
+ * files the umask too.
+ */
+static mode_t restored_mode(const struct extractor *ex, const struct qs_inode *inode)
+{
+	mode_t mode = inode->mode & 07777;
+
+	if (ex->as_root)
+		return mode;
+	mode &= ~(mode_t)(S_ISUID | S_ISGID);
+	if (inode->type == QS_FILE)
+		mode &= ~ex->umask;
+	return mode;
+}
+
 /* Owner, xattrs, mode, times of something open as fd (a file or directory). */
 static void restore_fd(struct extractor *ex, int fd, int dfd, const char *name, const struct qs_inode *inode)
 {
@@ -128,7 +147,7 @@ static void restore_fd(struct extractor *ex, int fd, int dfd, const char *name, 
 	if (ex->as_root && fchown(fd, inode->uid, inode->gid) < 0)
 		fail(ex, "cannot set owner: %s", strerror(errno));
 	restore_xattrs(ex, fd, dfd, name, inode);
-	if (fchmod(fd, inode->mode & 07777) < 0)
+	if (fchmod(fd, restored_mode(ex, inode)) < 0)
 		fail(ex, "cannot set mode: %s", strerror(errno));
 	restore_times_ts(ts, inode);
 	if (futimens(fd, ts) < 0)
@@ -144,7 +163,7 @@ static void restore_at(struct extractor *ex, int dfd, const char *name, const st
 		fail(ex, "cannot set owner: %s", strerror(errno));
 	restore_xattrs(ex, -1, dfd, name, inode);
 	/* A symlink's mode means nothing; the others were made by this run a moment ago. */
-	if (inode->type != QS_SYMLINK && fchmodat(dfd, name, inode->mode & 07777, 0) < 0)
+	if (inode->type != QS_SYMLINK && fchmodat(dfd, name, restored_mode(ex, inode), 0) < 0)
 		fail(ex, "cannot set mode: %s", strerror(errno));
 	restore_times_ts(ts, inode);
 	if (utimensat(dfd, name, ts, AT_SYMLINK_NOFOLLOW) < 0)
@@ -439,7 +458,8 @@ static void extract_along(struct extractor *ex, int fd, const struct qs_inode *d
 	size_t n;
 	ssize_t back;
 
-	while (*rest == '/')
+	/* "./etc//passwd" means "etc/passwd". */
+	while (*rest == '/' || (rest[0] == '.' && (rest[1] == '/' || rest[1] == '\0')))
 		rest++;
 	if (*rest == '\0') {
 		extract_contents(ex, fd, dir, depth);
@@ -458,7 +478,7 @@ static void extract_along(struct extractor *ex, int fd, const struct qs_inode *d
 		return;
 	}
 	rest += n;
-	while (*rest == '/')
+	while (*rest == '/' || (rest[0] == '.' && (rest[1] == '/' || rest[1] == '\0')))
 		rest++;
 	if (!safe_name(name, n)) {
 		fail(ex, "refusing an unsafe name in the path to extract");
@@ -551,8 +571,8 @@ static int extract_main(int argc, char **argv)
 		cli_error(ex.image, NULL, "out of memory");
 		return CLI_EXIT_ERROR;
 	}
-	/* Modes come from the image, not from this process's umask. */
-	umask(0);
+	/* Modes come from the image (restored_mode()), not from the umask. */
+	ex.umask = umask(0);
 	st = cli_open_image(&co, ex.image, &ex.img);
 	if (st == CLI_EXIT_OK) {
 		st = extract(&ex, dir, argc - optind == 2 ? argv[optind + 1] : "/");
@@ -575,7 +595,9 @@ const struct cli_command cmd_extract = {
 		"the image's root, as with unsquashfs -d DIR: contents, modes, modification times\n"
 		"(of directories and symbolic links too), symbolic links, hard links, fifos,\n"
 		"sockets and user.* xattrs; when run as root also owners, device nodes and\n"
-		"trusted.* and security.* xattrs.  Sparse files are written with holes.\n"
+		"trusted.* and security.* xattrs.  Run as another user, extract (like unsquashfs\n"
+		"and tar) drops setuid and setgid bits, applies the umask to regular files, and\n"
+		"skips device nodes with a message.  Sparse files are written with holes.\n"
 		"\n"
 		"Nothing is ever written outside DIR: names with '/' and the names '.' and '..'\n"
 		"are refused, no symbolic link is followed while writing, and existing files in\n"
@@ -583,7 +605,7 @@ const struct cli_command cmd_extract = {
 		"still extracted; the exit status is then 1.\n"
 		"\n"
 		"Options:\n"
-		"  -C, --directory DIR  where to extract (required)\n"
+		"  -C, --directory DIR   where to extract (required)\n"
 		CLI_COMMON_HELP
 		"\n"
 		CLI_EXIT_STATUS_HELP

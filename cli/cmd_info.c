@@ -271,7 +271,7 @@ const struct cli_command cmd_info = {
 		"xattr ids, and where each table starts (a byte offset from the superblock).\n"
 		"\n"
 		"Options:\n"
-		"  -j, --json       print one JSON object instead (absent tables are null)\n"
+		"  -j, --json            print one JSON object instead (absent tables are null)\n"
 		CLI_COMMON_HELP
 		"\n"
 		CLI_EXIT_STATUS_HELP

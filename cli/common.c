@@ -12,6 +12,9 @@
 
 #include "common.h"
 
+/* Longest message printed; longer ones are cut. */
+#define CLI_MESSAGE_MAX 1024
+
 int cli_usage(const struct cli_command *cmd, const char *fmt, ...)
 {
 	va_list ap;
@@ -24,23 +27,44 @@ int cli_usage(const struct cli_command *cmd, const char *fmt, ...)
 	return CLI_EXIT_USAGE;
 }
 
+/* A name from the image, with control characters escaped so a message stays one line. */
+static void print_escaped(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c < 0x20 || c == 0x7f)
+			fprintf(f, "\\x%02x", c);
+		else
+			fputc(c, f);
+	}
+}
+
 void cli_error(const char *image, const char *path, const char *fmt, ...)
 {
+	char msg[CLI_MESSAGE_MAX];
 	va_list ap;
 
-	fflush(stdout);
-	fprintf(stderr, "quash: %s: ", image);
-	if (path)
-		fprintf(stderr, "%s: ", path);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	fflush(stdout);
+	fputs("quash: ", stderr);
+	print_escaped(stderr, image);
+	fputs(": ", stderr);
+	if (path) {
+		print_escaped(stderr, path);
+		fputs(": ", stderr);
+	}
+	print_escaped(stderr, msg);
 	fputc('\n', stderr);
 }
 
+/* The summary reads as a sentence here: "Show an image's superblock ...". */
 static void cli_help(const struct cli_command *cmd)
 {
-	printf("Usage: %s\n%s\n\n%s", cmd->usage, cmd->summary, cmd->help);
+	printf("Usage: %s\n%c%s.\n\n%s", cmd->usage, toupper((unsigned char)cmd->summary[0]), cmd->summary + 1,
+	       cmd->help);
 }
 
 int cli_common_option(struct cli_common *co, int opt, const char *arg)

@@ -56,10 +56,10 @@ struct cli_common {
 
 /* Options text for the help of every subcommand. */
 #define CLI_COMMON_HELP \
-	"  -o, --offset N   the image starts N bytes into the file (suffix K, M or G\n" \
-	"                   for KiB, MiB, GiB; 0x for hexadecimal); without it a\n" \
-	"                   SIF container's squashfs partition is found by itself\n" \
-	"  -h, --help       show this help and exit\n"
+	"  -o, --offset N        the image starts N bytes into the file (suffix K, M or G\n" \
+	"                        for KiB, MiB, GiB; 0x for hexadecimal); without it a\n" \
+	"                        SIF container's squashfs partition is found by itself\n" \
+	"  -h, --help            show this help and exit\n"
 
 #define CLI_EXIT_STATUS_HELP \
 	"Exit status:\n" \

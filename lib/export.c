@@ -11,8 +11,8 @@ int qs_export_table_load(struct qs_image *img)
 {
 	if (!(img->sb.flags & SQFS_FLAG_EXPORTABLE) || img->sb.export_table_start == SQFS_INVALID_TABLE)
 		return 0;
-	return qs_table_index_load(img, "export", img->sb.export_table_start, img->sb.inode_count, 8,
-				   &img->export_index, &img->export_index_count);
+	return qs_table_index_load(img, "export", img->sb.export_table_start, img->sb.export_table_start,
+				   img->sb.inode_count, 8, &img->export_index, &img->export_index_count);
 }
 
 int qs_inode_by_number(struct qs_image *img, uint32_t ino, struct qs_inode *out)

@@ -17,7 +17,8 @@ int qs_id_table_load(struct qs_image *img)
 
 	if (count == 0)
 		return qs_set_error(-EIO, "the id table is empty");
-	err = qs_table_index_load(img, "id", img->sb.id_table_start, count, 4, &index, &index_count);
+	err = qs_table_index_load(img, "id", img->sb.id_table_start, img->sb.id_table_start, count, 4, &index,
+				  &index_count);
 	if (err)
 		return err;
 	img->ids = malloc(count * sizeof(*img->ids));

@@ -74,9 +74,11 @@ int qs_meta_skip(struct qs_meta_cursor *c, size_t len);
  * Read a table stored as metadata blocks listed by an index of 64-bit block
  * positions at 'index_pos' (id, fragment, export and xattr id tables):
  * 'count' entries of 'entry_size' bytes into a freshly allocated index.
+ * The blocks lie in order before 'blocks_end': the index itself, except for
+ * the xattr id table, whose 16-byte header comes between blocks and index.
  */
-int qs_table_index_load(struct qs_image *img, const char *what, uint64_t index_pos, uint64_t count,
-			size_t entry_size, uint64_t **index, uint32_t *index_count);
+int qs_table_index_load(struct qs_image *img, const char *what, uint64_t index_pos, uint64_t blocks_end,
+			uint64_t count, size_t entry_size, uint64_t **index, uint32_t *index_count);
 
 /* Entry 'n' of such a table. */
 int qs_table_entry(struct qs_image *img, const char *what, const uint64_t *index, uint32_t index_count,

@@ -55,8 +55,8 @@ int qs_meta_skip(struct qs_meta_cursor *c, size_t len)
 	return qs_meta_read(c, NULL, len);
 }
 
-int qs_table_index_load(struct qs_image *img, const char *what, uint64_t index_pos, uint64_t count,
-			size_t entry_size, uint64_t **index, uint32_t *index_count)
+int qs_table_index_load(struct qs_image *img, const char *what, uint64_t index_pos, uint64_t blocks_end,
+			uint64_t count, size_t entry_size, uint64_t **index, uint32_t *index_count)
 {
 	uint64_t blocks = (count * entry_size + SQFS_META_SIZE - 1) / SQFS_META_SIZE;
 	uint8_t *raw;
@@ -93,7 +93,7 @@ int qs_table_index_load(struct qs_image *img, const char *what, uint64_t index_p
 	 * index, each no longer than a full metadata block.
 	 */
 	for (uint64_t i = 0; i < blocks; i++) {
-		uint64_t end = i + 1 < blocks ? table[i + 1] : index_pos;
+		uint64_t end = i + 1 < blocks ? table[i + 1] : blocks_end;
 
 		if (table[i] >= end || end - table[i] > SQFS_META_SIZE + 2) {
 			free(table);

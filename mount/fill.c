@@ -13,6 +13,7 @@
  * block pushed a moment ago is not queued again: many readers of one block
  * would otherwise store it once each.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -20,6 +21,12 @@
 #include "mount_int.h"
 
 #define QM_FILL_QUEUE_LEN 256
+
+/*
+ * Filler threads.  A store waits for the page locks of reads in flight, so
+ * one filler spends most of its time waiting; several overlap those waits.
+ */
+#define QM_FILL_THREADS 2
 
 /* Recently pushed blocks, by hash of (node id, block index); a collision costs one extra push. */
 #define QM_FILL_RECENT_SLOTS 4096
@@ -41,13 +48,15 @@ struct recent_slot {
 struct qm_fill {
 	struct fuse_session *se;
 	struct qs_image *img;
-	pthread_t thread;
+	pthread_t threads[QM_FILL_THREADS * 4];
+	unsigned nthreads;
 	pthread_mutex_t lock;
 	pthread_cond_t nonempty;
 	bool stop;
 	unsigned head, tail;        /* tail == head: empty */
 	struct fill_item queue[QM_FILL_QUEUE_LEN];
 	struct recent_slot recent[QM_FILL_RECENT_SLOTS];
+	atomic_ulong queued, full, recent_skips, stored, failed;
 };
 
 static int64_t now_ms(void)
@@ -98,10 +107,14 @@ void qm_fill_push(struct qm_fill *fill, fuse_ino_t nodeid, uint64_t index, off_t
 		}
 		pthread_mutex_unlock(&fill->lock);
 	}
-	if (queued)
+	if (queued) {
 		remember_push(fill, key, now);
-	else
+		atomic_fetch_add_explicit(&fill->queued, 1, memory_order_relaxed);
+	} else {
+		atomic_fetch_add_explicit(len && !recently_pushed(fill, key, now) ? &fill->full : &fill->recent_skips,
+					  1, memory_order_relaxed);
 		qs_block_release(fill->img, block);
+	}
 }
 
 static void store(struct qm_fill *fill, const struct fill_item *item)
@@ -110,7 +123,10 @@ static void store(struct qm_fill *fill, const struct fill_item *item)
 
 	bv.buf[0].mem = (void *)item->data;
 	/* -ENOENT: the kernel forgot the inode meanwhile; nothing to do */
-	fuse_lowlevel_notify_store(fill->se, item->nodeid, item->off, &bv, 0);
+	if (fuse_lowlevel_notify_store(fill->se, item->nodeid, item->off, &bv, 0) == 0)
+		atomic_fetch_add_explicit(&fill->stored, 1, memory_order_relaxed);
+	else
+		atomic_fetch_add_explicit(&fill->failed, 1, memory_order_relaxed);
 	qs_block_release(fill->img, item->block);
 }
 
@@ -151,7 +167,10 @@ struct qm_fill *qm_fill_start(struct fuse_session *se, struct qs_image *img)
 	fill->img = img;
 	pthread_mutex_init(&fill->lock, NULL);
 	pthread_cond_init(&fill->nonempty, NULL);
-	if (pthread_create(&fill->thread, NULL, filler, fill) != 0) {
+	for (unsigned n = getenv("QUASH_FILLERS") ? atoi(getenv("QUASH_FILLERS")) : QM_FILL_THREADS; fill->nthreads < n && fill->nthreads < QM_FILL_THREADS * 4; fill->nthreads++)
+		if (pthread_create(&fill->threads[fill->nthreads], NULL, filler, fill) != 0)
+			break;
+	if (fill->nthreads == 0) {
 		pthread_mutex_destroy(&fill->lock);
 		pthread_cond_destroy(&fill->nonempty);
 		free(fill);
@@ -160,15 +179,21 @@ struct qm_fill *qm_fill_start(struct fuse_session *se, struct qs_image *img)
 	return fill;
 }
 
-void qm_fill_stop(struct qm_fill *fill)
+void qm_fill_stop(struct qm_fill *fill, bool report)
 {
 	if (!fill)
 		return;
+	if (report)
+		fprintf(stderr, "quash: page-cache fill: %lu queued, %lu dropped (queue full), %lu skipped "
+			"(pushed just before), %lu stored, %lu failed\n", atomic_load(&fill->queued),
+			atomic_load(&fill->full), atomic_load(&fill->recent_skips), atomic_load(&fill->stored),
+			atomic_load(&fill->failed));
 	pthread_mutex_lock(&fill->lock);
 	fill->stop = true;
-	pthread_cond_signal(&fill->nonempty);
+	pthread_cond_broadcast(&fill->nonempty);
 	pthread_mutex_unlock(&fill->lock);
-	pthread_join(fill->thread, NULL);
+	for (unsigned i = 0; i < fill->nthreads; i++)
+		pthread_join(fill->threads[i], NULL);
 	pthread_mutex_destroy(&fill->lock);
 	pthread_cond_destroy(&fill->nonempty);
 	free(fill);

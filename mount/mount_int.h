@@ -4,7 +4,9 @@
  *
  *   options.c   the command lines (quash mount, squashfuse_ll, mount.fuse3)
  *   ops.c       the FUSE low-level operations over libquash
- *   fill.c      the thread that pushes decompressed blocks into the page cache
+ *   dir.c       directory listings
+ *   nodes.c     open files and listings by node id, for the kernel's handle-less opens
+ *   fill.c      the threads that push decompressed blocks into the page cache
  *   session.c   the session: worker threads, signals, idle timeout, unmount
  *   mount_main.c  entry points, daemonizing, readiness
  */
@@ -59,6 +61,23 @@ enum qm_parse_result qm_parse_args(int argc, char **argv, bool squashfuse_compat
 void qm_usage(const struct qm_options *opt);
 
 struct qm_fill;
+struct qm_nodes;
+struct qm_node;
+
+struct qm_dirent {
+	qs_ref ref;
+	uint32_t ino;
+	uint32_t name_off;          /* into qm_dir.names */
+	uint16_t name_len;
+	uint8_t type;               /* enum qs_type */
+};
+
+struct qm_dir {
+	uint32_t self_ino, parent_ino;
+	size_t count;
+	struct qm_dirent *ents;
+	char *names;
+};
 
 /* The mounted filesystem: the userdata of every FUSE request. */
 struct qm_fs {
@@ -72,6 +91,8 @@ struct qm_fs {
 	uint32_t inode_count;
 	bool has_xattrs;
 	struct qm_fill *fill;       /* NULL: no page-cache fill */
+	struct qm_nodes *nodes;     /* files and listings for requests without a handle */
+	bool no_open;               /* the kernel opens without asking (FUSE_CAP_NO_OPEN_SUPPORT) */
 
 	/* readiness: set by the INIT request */
 	pthread_mutex_t ready_lock;
@@ -91,12 +112,37 @@ struct qm_fs {
 
 extern const struct fuse_lowlevel_ops qm_ops;
 
+/* Node ids: FUSE_ROOT_ID is the root inode, every other one its inode reference + 2. */
+#define QM_NODEID_BIAS 2
+
+static inline qs_ref qm_ref_of(const struct qm_fs *fs, fuse_ino_t nodeid)
+{
+	return nodeid == FUSE_ROOT_ID ? fs->root_ref : (qs_ref)(nodeid - QM_NODEID_BIAS);
+}
+
+static inline fuse_ino_t qm_nodeid_of(const struct qm_fs *fs, qs_ref ref)
+{
+	return ref == fs->root_ref ? FUSE_ROOT_ID : (fuse_ino_t)ref + QM_NODEID_BIAS;
+}
+
+/* dir.c */
+int qm_dir_load(struct qm_fs *fs, const struct qs_inode *dir, struct qm_dir **out);
+void qm_dir_free(struct qm_dir *d);
+
+/* nodes.c */
+struct qm_nodes *qm_nodes_create(void);
+void qm_nodes_destroy(struct qm_nodes *nodes);
+int qm_nodes_get(struct qm_fs *fs, fuse_ino_t nodeid, bool is_dir, struct qm_node **out);
+void *qm_node_obj(const struct qm_node *node);
+void qm_nodes_put(struct qm_node *node);
+
 /* One line to stderr (foreground) or syslog; rate-limited by QM_LOG_MAX. */
 void qm_log(struct qm_fs *fs, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* fill.c */
 struct qm_fill *qm_fill_start(struct fuse_session *se, struct qs_image *img);
-void qm_fill_stop(struct qm_fill *fill);
+/* Stop and free; report: one line of counters on stderr. */
+void qm_fill_stop(struct qm_fill *fill, bool report);
 /* Hand over 'block' (a reference the caller owns) to be stored at 'off' of 'nodeid'. */
 void qm_fill_push(struct qm_fill *fill, fuse_ino_t nodeid, uint64_t index, off_t off,
 		  struct qs_block *block, const void *data, size_t len);

@@ -130,10 +130,13 @@ static int serve(const struct qm_options *opt, int ready_fd)
 	err = check_mountpoint(opt, fs);
 	if (!err)
 		err = open_image(opt, fs);
+	if (!err && !(fs->nodes = qm_nodes_create()))
+		err = -ENOMEM;
 	if (!err)
 		err = qm_session_run(fs, ready_fd, ready_fd >= 0 ? detach_stdio : NULL);
 	if (err)
 		notify_failure(opt);
+	qm_nodes_destroy(fs->nodes);
 	if (fs->img)
 		qs_image_close(fs->img);
 	pthread_mutex_destroy(&fs->ready_lock);

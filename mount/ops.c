@@ -3,7 +3,10 @@
  *
  * Node ids: FUSE_ROOT_ID stands for the root inode (or the subdir= one);
  * every other node id is the inode reference plus QM_NODEID_BIAS, so a
- * request names its inode with no table, lock or forget bookkeeping.  Hard
+ * request names its inode with no table, lock or forget bookkeeping.
+ * Unless timeout= needs to count open files, OPEN and OPENDIR are declined
+ * (the kernel then opens without asking) and reads find their file by node
+ * id (nodes.c).  Hard
  * links share one reference, hence one kernel inode, as on the kernel's own
  * squashfs; st_ino is the squashfs inode number, as the kernel reports it.
  *
@@ -26,8 +29,6 @@
 #include "mount_int.h"
 #include "squashfs_fs.h"
 
-#define QM_NODEID_BIAS 2
-
 /* The kernel's squashfs reports its device block size, SQUASHFS_DEVBLK_SIZE. */
 #define QM_STAT_BLKSIZE 1024
 
@@ -37,38 +38,11 @@
 /* The kernel's squashfs reports SQUASHFS_NAME_LEN in statfs. */
 #define QM_NAME_MAX 256
 
-/* A listing held at opendir; a hostile image gets no more than this. */
-#define QM_DIR_ENTRIES_MAX (1u << 22)
-
-struct qm_dirent {
-	qs_ref ref;
-	uint32_t ino;
-	uint32_t name_off;
-	uint16_t name_len;
-	uint8_t type;
-};
-
-struct qm_dir {
-	uint32_t self_ino, parent_ino;
-	size_t count;
-	struct qm_dirent *ents;
-	char *names;
-};
-
 static inline struct qm_fs *fs_of(fuse_req_t req)
 {
 	return fuse_req_userdata(req);
 }
 
-static inline qs_ref ref_of(const struct qm_fs *fs, fuse_ino_t nodeid)
-{
-	return nodeid == FUSE_ROOT_ID ? fs->root_ref : (qs_ref)(nodeid - QM_NODEID_BIAS);
-}
-
-static inline fuse_ino_t nodeid_of(const struct qm_fs *fs, qs_ref ref)
-{
-	return ref == fs->root_ref ? FUSE_ROOT_ID : (fuse_ino_t)ref + QM_NODEID_BIAS;
-}
 
 static void touch(struct qm_fs *fs)
 {
@@ -88,7 +62,7 @@ static void count_open(struct qm_fs *fs, int delta)
 static void reply_failure(struct qm_fs *fs, fuse_req_t req, int err, const char *what, fuse_ino_t nodeid)
 {
 	if (err != -ENOENT && err != -ENODATA && err != -ERANGE && err != -ENOTDIR)
-		qm_log(fs, "%s of inode reference 0x%llx: %s", what, (unsigned long long)ref_of(fs, nodeid),
+		qm_log(fs, "%s of inode reference 0x%llx: %s", what, (unsigned long long)qm_ref_of(fs, nodeid),
 		       qs_last_error());
 	fuse_reply_err(req, err < 0 ? -err : EIO);
 }
@@ -132,7 +106,7 @@ static void fill_stat(const struct qm_fs *fs, const struct qs_inode *in, struct 
 
 static int read_node(struct qm_fs *fs, fuse_ino_t nodeid, struct qs_inode *in)
 {
-	return qs_inode_read(fs->img, ref_of(fs, nodeid), in);
+	return qs_inode_read(fs->img, qm_ref_of(fs, nodeid), in);
 }
 
 static void op_init(void *userdata, struct fuse_conn_info *conn)
@@ -146,6 +120,12 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_READDIRPLUS;
 	/* nothing changes behind the kernel's back: no invalidation on attribute replies */
 	conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
+	/* timeout= counts open files, so it needs OPEN and RELEASE */
+	if (!fs->opt->idle_timeout && (conn->capable & FUSE_CAP_NO_OPEN_SUPPORT) &&
+	    (conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT)) {
+		conn->want |= FUSE_CAP_NO_OPEN_SUPPORT | FUSE_CAP_NO_OPENDIR_SUPPORT;
+		fs->no_open = true;
+	}
 	conn->time_gran = 1000000000;
 	conn->max_background = 64;
 	conn->congestion_threshold = 48;
@@ -175,7 +155,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		reply_failure(fs, req, err, "lookup", parent);
 		return;
 	}
-	e.ino = nodeid_of(fs, child.ref);
+	e.ino = qm_nodeid_of(fs, child.ref);
 	fill_stat(fs, &child, &e.attr);
 	fuse_reply_entry(req, &e);
 }
@@ -233,6 +213,10 @@ static void op_open(fuse_req_t req, fuse_ino_t nodeid, struct fuse_file_info *fi
 		fuse_reply_err(req, EROFS);
 		return;
 	}
+	if (fs->no_open) {
+		fuse_reply_err(req, ENOSYS);    /* from now on the kernel opens by itself */
+		return;
+	}
 	err = read_node(fs, nodeid, &in);
 	if (!err)
 		err = qs_file_open(fs->img, &in, &file);
@@ -253,6 +237,10 @@ static void op_open(fuse_req_t req, fuse_ino_t nodeid, struct fuse_file_info *fi
 static void op_release(fuse_req_t req, fuse_ino_t nodeid, struct fuse_file_info *fi)
 {
 	(void)nodeid;
+	if (!fi->fh) {
+		fuse_reply_err(req, 0);
+		return;
+	}
 	qs_file_close((struct qs_file *)(uintptr_t)fi->fh);
 	count_open(fs_of(req), -1);
 	fuse_reply_err(req, 0);
@@ -268,10 +256,9 @@ static void release_blocks(struct qm_fs *fs, struct qs_block **blocks, size_t n)
  * Reply with [off, off + size) straight from the cached blocks, then hand
  * each block the reply did not cover whole to the page-cache filler.
  */
-static void op_read(fuse_req_t req, fuse_ino_t nodeid, size_t size, off_t off, struct fuse_file_info *fi)
+static void read_file(struct qm_fs *fs, fuse_req_t req, fuse_ino_t nodeid, struct qs_file *file, size_t size,
+		      off_t off)
 {
-	struct qm_fs *fs = fs_of(req);
-	struct qs_file *file = (struct qs_file *)(uintptr_t)fi->fh;
 	uint64_t file_size = qs_file_inode(file)->size, bs = fs->block_size, end;
 	struct qs_block *blocks[QM_READ_BLOCKS_MAX];
 	const void *data[QM_READ_BLOCKS_MAX];
@@ -280,7 +267,6 @@ static void op_read(fuse_req_t req, fuse_ino_t nodeid, size_t size, off_t off, s
 	uint64_t first, count;
 	int err = 0;
 
-	touch(fs);
 	if ((uint64_t)off >= file_size || size == 0) {
 		fuse_reply_buf(req, NULL, 0);
 		return;
@@ -323,72 +309,25 @@ static void op_read(fuse_req_t req, fuse_ino_t nodeid, size_t size, off_t off, s
 	}
 }
 
-static void dir_free(struct qm_dir *d)
+static void op_read(fuse_req_t req, fuse_ino_t nodeid, size_t size, off_t off, struct fuse_file_info *fi)
 {
-	if (d) {
-		free(d->ents);
-		free(d->names);
-		free(d);
-	}
-}
-
-static int dir_append(struct qm_dir *d, size_t *ents_cap, size_t *names_len, size_t *names_cap,
-		      const struct qs_dirent *ent)
-{
-	if (d->count == QM_DIR_ENTRIES_MAX)
-		return qs_set_error(-EIO, "directory has more than %u entries", QM_DIR_ENTRIES_MAX);
-	if (d->count == *ents_cap) {
-		size_t cap = *ents_cap ? *ents_cap * 2 : 64;
-		void *p = realloc(d->ents, cap * sizeof(*d->ents));
-
-		if (!p)
-			return -ENOMEM;
-		d->ents = p;
-		*ents_cap = cap;
-	}
-	if (*names_len + ent->name_len + 1 > *names_cap) {
-		size_t cap = *names_cap ? *names_cap * 2 : 1024;
-		void *p;
-
-		while (cap < *names_len + ent->name_len + 1)
-			cap *= 2;
-		p = realloc(d->names, cap);
-		if (!p)
-			return -ENOMEM;
-		d->names = p;
-		*names_cap = cap;
-	}
-	d->ents[d->count++] = (struct qm_dirent){
-		.ref = ent->ref, .ino = ent->ino, .name_off = (uint32_t)*names_len,
-		.name_len = (uint16_t)ent->name_len, .type = (uint8_t)ent->type,
-	};
-	memcpy(d->names + *names_len, ent->name, ent->name_len + 1);
-	*names_len += ent->name_len + 1;
-	return 0;
-}
-
-/* The whole listing, read once; readdir offsets are indexes into it. */
-static int dir_load(struct qm_fs *fs, const struct qs_inode *in, struct qm_dir **out)
-{
-	struct qm_dir *d = calloc(1, sizeof(*d));
-	size_t ents_cap = 0, names_len = 0, names_cap = 0;
-	struct qs_dir_iter it;
-	struct qs_dirent ent;
+	struct qm_fs *fs = fs_of(req);
+	struct qs_file *file = (struct qs_file *)(uintptr_t)fi->fh;
+	struct qm_node *node = NULL;
 	int err;
 
-	if (!d)
-		return -ENOMEM;
-	d->self_ino = in->ino;
-	d->parent_ino = in->u.dir.parent_ino;
-	err = qs_dir_open(fs->img, in, &it);
-	while (!err && (err = qs_dir_next(&it, &ent)) == 1)
-		err = dir_append(d, &ents_cap, &names_len, &names_cap, &ent);
-	if (err < 0) {
-		dir_free(d);
-		return err;
+	touch(fs);
+	if (!file) {
+		err = qm_nodes_get(fs, nodeid, false, &node);
+		if (err) {
+			reply_failure(fs, req, err, "open", nodeid);
+			return;
+		}
+		file = qm_node_obj(node);
 	}
-	*out = d;
-	return 0;
+	read_file(fs, req, nodeid, file, size, off);
+	if (node)
+		qm_nodes_put(node);
 }
 
 static void op_opendir(fuse_req_t req, fuse_ino_t nodeid, struct fuse_file_info *fi)
@@ -398,11 +337,15 @@ static void op_opendir(fuse_req_t req, fuse_ino_t nodeid, struct fuse_file_info 
 	struct qm_dir *d;
 	int err;
 
+	if (fs->no_open) {
+		fuse_reply_err(req, ENOSYS);
+		return;
+	}
 	err = read_node(fs, nodeid, &in);
 	if (!err && in.type != QS_DIR)
 		err = -ENOTDIR;
 	if (!err)
-		err = dir_load(fs, &in, &d);
+		err = qm_dir_load(fs, &in, &d);
 	if (err) {
 		reply_failure(fs, req, err, "opendir", nodeid);
 		return;
@@ -412,7 +355,7 @@ static void op_opendir(fuse_req_t req, fuse_ino_t nodeid, struct fuse_file_info 
 	fi->cache_readdir = 1;
 	count_open(fs, 1);
 	if (fuse_reply_open(req, fi) != 0) {
-		dir_free(d);
+		qm_dir_free(d);
 		count_open(fs, -1);
 	}
 }
@@ -420,7 +363,11 @@ static void op_opendir(fuse_req_t req, fuse_ino_t nodeid, struct fuse_file_info 
 static void op_releasedir(fuse_req_t req, fuse_ino_t nodeid, struct fuse_file_info *fi)
 {
 	(void)nodeid;
-	dir_free((struct qm_dir *)(uintptr_t)fi->fh);
+	if (!fi->fh) {
+		fuse_reply_err(req, 0);
+		return;
+	}
+	qm_dir_free((struct qm_dir *)(uintptr_t)fi->fh);
 	count_open(fs_of(req), -1);
 	fuse_reply_err(req, 0);
 }
@@ -454,7 +401,7 @@ static size_t add_entry(fuse_req_t req, struct qm_fs *fs, const struct qm_dir *d
 				qm_log(fs, "readdirplus of inode reference 0x%llx: %s",
 				       (unsigned long long)ent->ref, qs_last_error());
 			} else {
-				e.ino = nodeid_of(fs, ent->ref);
+				e.ino = qm_nodeid_of(fs, ent->ref);
 				fill_stat(fs, &in, &e.attr);
 			}
 		}
@@ -464,16 +411,31 @@ static size_t add_entry(fuse_req_t req, struct qm_fs *fs, const struct qm_dir *d
 	return fuse_add_direntry(req, buf, room, name, &e.attr, (off_t)(i + 1));
 }
 
-static void do_readdir(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi, bool plus)
+static void do_readdir(fuse_req_t req, fuse_ino_t nodeid, size_t size, off_t off, struct fuse_file_info *fi,
+		       bool plus)
 {
 	struct qm_fs *fs = fs_of(req);
 	const struct qm_dir *d = (const struct qm_dir *)(uintptr_t)fi->fh;
-	char *buf = malloc(size);
-	size_t used = 0, total = d->count + 2;
+	struct qm_node *node = NULL;
+	size_t used = 0, total;
+	char *buf;
+	int err;
 
 	touch(fs);
+	if (!d) {
+		err = qm_nodes_get(fs, nodeid, true, &node);
+		if (err) {
+			reply_failure(fs, req, err, "opendir", nodeid);
+			return;
+		}
+		d = qm_node_obj(node);
+	}
+	total = d->count + 2;
+	buf = malloc(size);
 	if (!buf) {
 		fuse_reply_err(req, ENOMEM);
+		if (node)
+			qm_nodes_put(node);
 		return;
 	}
 	for (size_t i = off < 0 ? 0 : (size_t)off; i < total; i++) {
@@ -485,19 +447,19 @@ static void do_readdir(fuse_req_t req, size_t size, off_t off, struct fuse_file_
 	}
 	fuse_reply_buf(req, buf, used);
 	free(buf);
+	if (node)
+		qm_nodes_put(node);
 }
 
 static void op_readdir(fuse_req_t req, fuse_ino_t nodeid, size_t size, off_t off, struct fuse_file_info *fi)
 {
-	(void)nodeid;
-	do_readdir(req, size, off, fi, false);
+	do_readdir(req, nodeid, size, off, fi, false);
 }
 
 static void op_readdirplus(fuse_req_t req, fuse_ino_t nodeid, size_t size, off_t off,
 			   struct fuse_file_info *fi)
 {
-	(void)nodeid;
-	do_readdir(req, size, off, fi, true);
+	do_readdir(req, nodeid, size, off, fi, true);
 }
 
 /* Like the kernel's squashfs_statfs(); f_type is FUSE's own, the kernel sets it. */
@@ -540,6 +502,15 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t nodeid, const char *name, siz
 	int err;
 
 	touch(fs);
+	if (!fs->has_xattrs) {
+		/*
+		 * The kernel's squashfs says ENODATA here.  ENOSYS makes the kernel
+		 * answer EOPNOTSUPP by itself from now on: no round trip for each
+		 * "security.selinux" that ls -l asks of every file.
+		 */
+		fuse_reply_err(req, ENOSYS);
+		return;
+	}
 	err = load_xattrs(fs, nodeid, &xs, &count);
 	if (err) {
 		reply_failure(fs, req, err, "getxattr", nodeid);

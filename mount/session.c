@@ -274,7 +274,7 @@ int qm_session_run(struct qm_fs *fs, int ready_fd, void (*on_ready)(struct qm_fs
 
 	for (unsigned i = 0; i < started; i++)
 		pthread_join(workers[i], NULL);
-	qm_fill_stop(fs->fill);
+	qm_fill_stop(fs->fill, fs->opt->debug || getenv("QUASH_FILL_STATS"));
 	fs->fill = NULL;
 	fuse_session_unmount(fs->se);
 	fuse_session_destroy(fs->se);

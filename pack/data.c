@@ -197,19 +197,40 @@ int data_writer_start(const struct data_config *cfg, struct pack_sink *sink, str
 	return 0;
 }
 
+/*
+ * Where the next data at or after 'off' begins, so that holes need not be
+ * read: SEEK_DATA where the file system knows, else 'off' itself.
+ */
+static uint64_t next_data(struct content *c, uint64_t off, uint64_t size)
+{
+	off_t at = lseek(c->fd, (off_t)(c->base + off), SEEK_DATA);
+
+	if (at < 0)
+		return errno == ENXIO ? size : off;
+	return (uint64_t)at - c->base;
+}
+
 /* Queue the file's blocks; holes are recorded as size 0 and not written. */
 static int write_blocks(struct data_writer *w, struct pack_inode *file, struct content *c)
 {
 	uint32_t bs = w->cfg.block_size;
-	uint64_t size = file->u.file.size;
+	uint64_t size = file->u.file.size, data = 0;
 	bool positioned = false;
 
 	for (uint32_t i = 0; i < file->u.file.block_count; i++) {
 		uint64_t off = (uint64_t)i * bs;
 		uint32_t len = size - off < bs ? (uint32_t)(size - off) : bs;
-		struct pipeline_job *job = pipeline_get(w->pipe);
+		struct pipeline_job *job;
 		int err;
 
+		if (data < off)
+			data = next_data(c, off, size);
+		if (data >= off + len) {
+			file->u.file.block_sizes[i] = 0;
+			file->u.file.sparse += len;
+			continue;
+		}
+		job = pipeline_get(w->pipe);
 		if (!job)
 			return -EIO;
 		err = content_read(c, job->in, len, off);

@@ -26,6 +26,9 @@ struct xattr_table {
 	uint32_t count, cap;
 	uint64_t *hashes;           /* per id: of its set, to share identical sets */
 	struct pack_inode **owners; /* per id: an inode carrying that set */
+	uint32_t *next;             /* per id: the next id in its hash chain, + 1 */
+	uint32_t *buckets;          /* first id + 1 per hash bucket; 0 = empty */
+	uint32_t bucket_count;      /* a power of two, at least twice count */
 };
 
 struct image_writer {

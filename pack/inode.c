@@ -38,6 +38,8 @@ void image_free(struct image_writer *iw)
 	free(iw->xattrs.ids);
 	free(iw->xattrs.hashes);
 	free(iw->xattrs.owners);
+	free(iw->xattrs.next);
+	free(iw->xattrs.buckets);
 	free(iw->ids.ids);
 	free(iw->export);
 }

@@ -13,6 +13,7 @@
 #include <archive_entry.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <locale.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -363,11 +364,16 @@ int scan_archive(struct pack_tree *t, const char *path, const struct scan_option
 {
 	struct archive_scan s = { .tree = t, .opt = o, .name = strcmp(path, "-") ? path : "(stdin)" };
 	struct archive_entry *e;
+	/* Names are bytes to squashfs; read them as UTF-8, whatever the user's locale. */
+	locale_t utf8 = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
+	locale_t old = utf8 ? uselocale(utf8) : (locale_t)0;
 	int r, err = 0;
 
 	s.a = archive_read_new();
-	if (!s.a)
-		return -ENOMEM;
+	if (!s.a) {
+		err = -ENOMEM;
+		goto out;
+	}
 	archive_read_support_filter_gzip(s.a);
 	archive_read_support_filter_bzip2(s.a);
 	archive_read_support_filter_xz(s.a);
@@ -401,7 +407,12 @@ int scan_archive(struct pack_tree *t, const char *path, const struct scan_option
 			break;
 	}
 out:
-	archive_read_free(s.a);
+	if (s.a)
+		archive_read_free(s.a);
+	if (utf8) {
+		uselocale(old);
+		freelocale(utf8);
+	}
 	if (err == -ENOMEM)
 		pack_error("%s: out of memory", s.name);
 	return err;

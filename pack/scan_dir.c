@@ -220,7 +220,7 @@ static int scan_entry(struct dir_scan *s, int dirfd, struct pack_inode *dir, con
 	struct pack_inode *inode;
 	struct hardlink *link = NULL;
 	struct stat st;
-	int err;
+	int subfd = -1, err;
 
 	if (path_len + 1 + name_len >= PATH_MAX) {
 		pack_error("%s/%s: path too long", path, name);
@@ -240,29 +240,30 @@ static int scan_entry(struct dir_scan *s, int dirfd, struct pack_inode *dir, con
 		if (link->inode)
 			return tree_link(s->tree, dir, name, name_len, link->inode);
 	}
-	err = make_inode(s, dirfd, name, path, &st, &inode);
-	if (err)
-		goto fail;
-	inode = tree_insert(s->tree, dir, name, name_len, inode);
-	if (!inode)
-		return -ENOMEM;
-	if (!S_ISDIR(st.st_mode) && st.st_nlink > 1) {
-		err = link_remember(s, st.st_dev, st.st_ino, inode);
-		if (err)
-			return err;
-	}
+	/* Open a directory before it enters the tree, so that an unreadable one can be left out. */
 	if (S_ISDIR(st.st_mode)) {
-		struct ancestor me = { st.st_dev, st.st_ino, up };
-		int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-
-		if (fd < 0) {
+		subfd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (subfd < 0) {
 			err = -errno;
 			goto fail;
 		}
-		err = scan_tree(s, fd, inode, path, path_len, rel, &me, depth + 1);
-		close(fd);
+	}
+	err = make_inode(s, dirfd, name, path, &st, &inode);
+	if (!err && !(inode = tree_insert(s->tree, dir, name, name_len, inode)))
+		err = -ENOMEM;
+	if (!err && !S_ISDIR(st.st_mode) && st.st_nlink > 1)
+		err = link_remember(s, st.st_dev, st.st_ino, inode);
+	if (!err && S_ISDIR(st.st_mode)) {
+		struct ancestor me = { st.st_dev, st.st_ino, up };
+
+		err = scan_tree(s, subfd, inode, path, path_len, rel, &me, depth + 1);
+		close(subfd);
 		return err;
 	}
+	if (subfd >= 0)
+		close(subfd);
+	if (err)
+		goto fail;
 	return 0;
 fail:
 	if (err == -ENOMEM) {

@@ -78,48 +78,89 @@ static int write_set(struct xattr_table *t, const struct pack_xattrs *x, uint32_
 	return err;
 }
 
+#define XATTR_BUCKETS_INITIAL 64
+
+static int rehash(struct xattr_table *t, uint32_t buckets)
+{
+	uint32_t *b = calloc(buckets, sizeof(*b));
+
+	if (!b)
+		return -ENOMEM;
+	free(t->buckets);
+	t->buckets = b;
+	t->bucket_count = buckets;
+	for (uint32_t i = 0; i < t->count; i++) {
+		uint32_t *head = &b[t->hashes[i] & (buckets - 1)];
+
+		t->next[i] = *head;
+		*head = i + 1;
+	}
+	return 0;
+}
+
+/* Room for one more id in the per-id arrays and the hash table. */
+static int grow(struct xattr_table *t)
+{
+	if (t->count == t->cap) {
+		uint32_t cap = t->cap ? t->cap * 2 : 16;
+		void *ids = realloc(t->ids, (size_t)cap * SQFS_XATTR_ID_SIZE);
+
+		if (!ids)
+			return -ENOMEM;
+		t->ids = ids;
+		ids = realloc(t->hashes, cap * sizeof(*t->hashes));
+		if (!ids)
+			return -ENOMEM;
+		t->hashes = ids;
+		ids = realloc(t->owners, cap * sizeof(*t->owners));
+		if (!ids)
+			return -ENOMEM;
+		t->owners = ids;
+		ids = realloc(t->next, cap * sizeof(*t->next));
+		if (!ids)
+			return -ENOMEM;
+		t->next = ids;
+		t->cap = cap;
+	}
+	if (2 * (t->count + 1) > t->bucket_count)
+		return rehash(t, t->bucket_count ? t->bucket_count * 2 : XATTR_BUCKETS_INITIAL);
+	return 0;
+}
+
 int xattr_assign(struct image_writer *iw, struct pack_inode *inode)
 {
 	struct xattr_table *t = &iw->xattrs;
-	uint64_t h;
-	uint64_t ref;
-	uint32_t size;
+	uint8_t *entry;
+	uint64_t h, ref;
+	uint32_t size, *head;
 	int err;
 
 	inode->xattr_id = SQFS_INVALID_XATTR;
 	if (inode->xattrs.count == 0)
 		return 0;
 	h = set_hash(&inode->xattrs);
-	for (uint32_t i = 0; i < t->count; i++) {
-		if (t->hashes[i] == h && same_set(&t->owners[i]->xattrs, &inode->xattrs)) {
-			inode->xattr_id = i;
+	for (uint32_t i = t->bucket_count ? t->buckets[h & (t->bucket_count - 1)] : 0; i; i = t->next[i - 1]) {
+		if (t->hashes[i - 1] == h && same_set(&t->owners[i - 1]->xattrs, &inode->xattrs)) {
+			inode->xattr_id = i - 1;
 			return 0;
 		}
 	}
-	if (t->count == t->cap) {
-		uint32_t cap = t->cap ? t->cap * 2 : 16;
-		void *ids = realloc(t->ids, (size_t)cap * SQFS_XATTR_ID_SIZE);
-		void *hashes = ids ? realloc(t->hashes, cap * sizeof(*t->hashes)) : NULL;
-		void *owners = hashes ? realloc(t->owners, cap * sizeof(*t->owners)) : NULL;
-
-		if (ids)
-			t->ids = ids;
-		if (hashes)
-			t->hashes = hashes;
-		if (!owners)
-			return -ENOMEM;
-		t->owners = owners;
-		t->cap = cap;
-	}
+	err = grow(t);
+	if (err)
+		return err;
 	ref = meta_ref(&t->kv);
 	err = write_set(t, &inode->xattrs, &size);
 	if (err)
 		return err;
-	sqfs_put64(t->ids + (size_t)t->count * SQFS_XATTR_ID_SIZE, ref);
-	sqfs_put32(t->ids + (size_t)t->count * SQFS_XATTR_ID_SIZE + 8, inode->xattrs.count);
-	sqfs_put32(t->ids + (size_t)t->count * SQFS_XATTR_ID_SIZE + 12, size);
+	entry = t->ids + (size_t)t->count * SQFS_XATTR_ID_SIZE;
+	sqfs_put64(entry, ref);
+	sqfs_put32(entry + 8, inode->xattrs.count);
+	sqfs_put32(entry + 12, size);
 	t->hashes[t->count] = h;
 	t->owners[t->count] = inode;
+	head = &t->buckets[h & (t->bucket_count - 1)];
+	t->next[t->count] = *head;
+	*head = t->count + 1;
 	inode->xattr_id = t->count++;
 	return 0;
 }

@@ -3,7 +3,8 @@
 # time, while another keeps evicting the mount's page cache; every byte is
 # checked against the kernel's mount of the same image.
 # Run with the defaults, with a block cache far smaller than the working set
-# (evictions and single-flight waits), and without the page-cache filler.
+# (evictions and single-flight waits), without the page-cache filler, and
+# with file handles.
 . "$(dirname "$0")/lib/tap.sh"
 . "$(dirname "$0")/lib/mount.sh"
 
@@ -99,3 +100,5 @@ run_case() {   # run_case NAME SECONDS MOUNT-OPTIONS...
 run_case default 8
 run_case tiny-cache 4 -o cache_size=256K,threads=4
 run_case no-fill 4 -o nonotify_store -s
+# timeout= keeps OPEN and OPENDIR (open files are counted): reads then come with a handle
+run_case handles 4 -o timeout=3600

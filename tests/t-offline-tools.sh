@@ -20,6 +20,7 @@ rm -rf "$out" && mkdir -p "$out" "$mnt"
 export TZ=UTC
 
 # ---- info vs unsquashfs -s ------------------------------------------------
+echo "# $SECONDS s: info vs unsquashfs -s"
 
 info_matches() {   # info_matches IMAGE
 	"$QUASH_ASAN" info --json "$1" >"$out/info.json" 2>"$out/info.err" || return 1
@@ -89,6 +90,7 @@ check "info text output names compressor and filter" \
 	bash -c "'$QUASH_ASAN' info '$img' | grep -q '^compressor options: *dictionary size 1048576, filters x86$'"
 
 # ---- ls vs unsquashfs -l / -lln --------------------------------------------
+echo "# $SECONDS s: ls vs unsquashfs -l / -lln"
 
 # unsquashfs prints "squashfs-root" and then "squashfs-root/PATH"; quash ls -R
 # prints "/PATH".  A device whose numbers do not fit 8 bits is listed wrongly
@@ -124,6 +126,7 @@ check "ls -l of a symlink shows its target" \
 	bash -c "'$QUASH_ASAN' ls -l '$img' /symlinks/short | grep -q ' /symlinks/short -> ../files/size-1$'"
 
 # ---- cat vs the extracted files ------------------------------------------
+echo "# $SECONDS s: cat vs the extracted files"
 
 cat_matches() {   # cat_matches IMAGE PATH...
 	local img=$1; shift
@@ -148,6 +151,7 @@ check "cat of a missing and a present file still writes the present one" \
 	bash -c "[ \"\$('$QUASH_ASAN' cat '$img' /nope /files/size-1 2>/dev/null; echo \" \$?\")\" = \"\$(cat '$out/u/files/size-1') 1\" ]"
 
 # ---- stat vs the kernel's mount ------------------------------------------
+echo "# $SECONDS s: stat vs the kernel's mount"
 
 # The kernel counts an inode's xattrs in st_blocks ((xattr_size - 1) / 512 + 1
 # more); qs_inode_blocks512() cannot, lacking the xattr table, so blocks are
@@ -206,6 +210,7 @@ check "stat shows a binary xattr value in hex" \
 check_fails "stat of a missing path fails" "$QUASH_ASAN" stat "$img" /files/nope
 
 # ---- the command line ------------------------------------------------------
+echo "# $SECONDS s: the command line"
 
 exit_is() {   # exit_is STATUS CMD...: CMD exits STATUS
 	local want=$1 st; shift

@@ -1,0 +1,250 @@
+#!/bin/bash
+# bench/mount.sh - the kernel's squashfs (loop), Debian's squashfuse_ll and
+# quash mount, side by side in one run, on the same images:
+#
+#   fio randread 4k and read (sequential) 64k, 4 jobs, libaio, RUNTIME seconds,
+#       on a 1 GiB file of random data and one of compressible data
+#       (binaries and text from /usr, zstd, 128 KiB blocks)
+#   ls -lR and md5sum of every file of a large real tree (TREE: a Python
+#       installation with its site-packages), cold (caches dropped, fresh
+#       mount) and warm (again, same mount)
+#   mount, run /bin/true from the image, unmount: CYCLES times
+#
+# Every measurement starts from a fresh mount after `echo 3 > drop_caches`.
+# For fio the image file itself is then read once, so that the disk is out
+# of the picture and the filesystems are compared (the kernel's loop device
+# reads through the same page cache); the tree tests stay cold throughout.
+# It prints a table of ratios against the kernel, and writes it with the raw
+# numbers to $OUT/results.tsv and $OUT/table.md.  Root only; not part of
+# `make check`.
+#
+#   bench/mount.sh                      everything, about 10 minutes
+#   MOUNTERS="kernel quash quash,threads=3" bench/mount.sh fio
+#                                       quash,OPTS is quash with -o OPTS
+#   env: RUNTIME (8) CYCLES (20) TREE BENCH_DIR (/var/tmp/quash-bench) QUASH
+#        DATA ("random compressible") RWS ("randread:4k read:64k")
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+QUASH=${QUASH:-$top/build/cli/quash}
+B=${BENCH_DIR:-/var/tmp/quash-bench}
+OUT=${OUT:-$B/out}
+RUNTIME=${RUNTIME:-8}
+CYCLES=${CYCLES:-20}
+MOUNTERS=${MOUNTERS:-kernel squashfuse_ll quash}
+DATA=${DATA:-random compressible}
+RWS=${RWS:-randread:4k read:64k}
+TREE=${TREE:-/root/.pyenv/versions/3.11.7}
+[ -d "$TREE" ] || TREE=/usr/lib/python3
+WHAT=${1:-all}
+MNT=$B/mnt
+SIZE=$((1 << 30))
+
+die() { echo "bench/mount.sh: $*" >&2; exit 1; }
+[ "$(id -u)" -eq 0 ] || die "run as root (loop mounts, drop_caches)"
+for t in fio mksquashfs squashfuse_ll fusermount3 python3; do
+	command -v $t >/dev/null || die "$t is missing (scripts/install-deps.sh)"
+done
+[ -x "$QUASH" ] || die "$QUASH is missing (make build)"
+mkdir -p "$B" "$OUT" "$MNT"
+
+# ---- images, made once -------------------------------------------------
+
+make_images() {
+	if [ ! -f "$B/random.sqfs" ]; then
+		mkdir -p "$B/src-random"
+		head -c $SIZE /dev/urandom >"$B/src-random/file"
+		mksquashfs "$B/src-random" "$B/random.sqfs" -comp zstd -b 128K -noappend -quiet -no-progress
+		rm -rf "$B/src-random"
+	fi
+	if [ ! -f "$B/compressible.sqfs" ]; then
+		mkdir -p "$B/src-comp"
+		find /usr/lib /usr/share /usr/bin -type f -size +1k 2>/dev/null | sort |
+			xargs cat 2>/dev/null | head -c $SIZE >"$B/src-comp/file"
+		[ "$(stat -c %s "$B/src-comp/file")" -eq $SIZE ] || die "not 1 GiB of data under /usr"
+		mksquashfs "$B/src-comp" "$B/compressible.sqfs" -comp zstd -b 128K -noappend -quiet -no-progress
+		rm -rf "$B/src-comp"
+	fi
+	if [ ! -f "$B/tree.sqfs" ]; then
+		mksquashfs "$TREE" "$B/tree.sqfs" -comp zstd -b 128K -noappend -quiet -no-progress
+	fi
+	if [ ! -f "$B/true.sqfs" ]; then
+		rm -rf "$B/src-true" && mkdir -p "$B/src-true/bin"
+		cp /bin/true "$B/src-true/bin/"
+		for lib in $(ldd /bin/true | grep -o '/[^ ]*'); do
+			mkdir -p "$B/src-true$(dirname "$lib")"
+			cp -L "$lib" "$B/src-true$lib"
+		done
+		mksquashfs "$B/src-true" "$B/true.sqfs" -comp zstd -noappend -quiet -no-progress
+		rm -rf "$B/src-true"
+	fi
+}
+
+# ---- mounting ----------------------------------------------------------
+
+mount_as() {   # mount_as MOUNTER IMAGE DIR
+	local who=$1 img=$2 dir=$3
+	case $who in
+	kernel) mount -t squashfs -o loop,ro "$img" "$dir" ;;
+	squashfuse_ll) squashfuse_ll "$img" "$dir" ;;
+	quash) "$QUASH" mount "$img" "$dir" ;;
+	quash,*) "$QUASH" mount -o "${who#quash,}" "$img" "$dir" ;;
+	*) die "unknown mounter $who" ;;
+	esac
+}
+
+unmount_as() {   # unmount_as MOUNTER DIR
+	case $1 in
+	kernel) umount "$2" ;;
+	*) fusermount3 -u "$2" ;;
+	esac
+	# the FUSE daemon may still be exiting: wait until nothing holds the image
+	for _ in $(seq 100); do mountpoint -q "$2" || break; sleep 0.05; done
+}
+
+cleanup() {
+	mountpoint -q "$MNT" && { fusermount3 -u -z "$MNT" 2>/dev/null || umount -l "$MNT"; }
+}
+trap cleanup EXIT
+
+drop_caches() {
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+}
+
+now() { date +%s.%N; }
+
+# ---- measurements ------------------------------------------------------
+
+RESULTS=$OUT/results.tsv
+
+record() {   # record TEST MOUNTER VALUE UNIT BETTER(higher|lower)
+	printf '%s\t%s\t%s\t%s\t%s\n' "$@" >>"$RESULTS"
+	printf '  %-28s %-22s %12s %s\n' "$1" "$2" "$3" "$4"
+}
+
+fio_value() {   # fio_value FILE RW BS: IOPS (random) or MiB/s (sequential)
+	fio --name=bench --filename="$1" --rw="$2" --bs="$3" --ioengine=libaio --numjobs=4 \
+		--runtime="$RUNTIME" --time_based --group_reporting --readonly \
+		--output-format=json 2>/dev/null |
+		python3 -c '
+import json, sys
+r = json.load(sys.stdin)["jobs"][0]["read"]
+print(round(r["iops"]) if sys.argv[1] == "randread" else round(r["bw_bytes"] / 2**20))' "$2"
+}
+
+bench_fio() {
+	local data who rw bs v
+	for data in $DATA; do
+		for rw in $RWS; do
+			bs=${rw#*:} rw=${rw%:*}
+			for who in $MOUNTERS; do
+				mount_as "$who" "$B/$data.sqfs" "$MNT" || die "$who: mount failed"
+				drop_caches
+				cat "$B/$data.sqfs" >/dev/null
+				v=$(fio_value "$MNT/file" "$rw" "$bs")
+				unmount_as "$who" "$MNT"
+				if [ "$rw" = randread ]; then
+					record "fio randread 4k, $data" "$who" "$v" IOPS higher
+				else
+					record "fio read 64k, $data" "$who" "$v" MiB/s higher
+				fi
+			done
+		done
+	done
+}
+
+timed() {   # timed CMD...: seconds, to 3 decimals
+	local t0 t1
+	t0=$(now)
+	"$@" >/dev/null 2>&1
+	t1=$(now)
+	python3 -c "print(f'{$t1 - $t0:.3f}')"
+}
+
+md5_all() {
+	find "$1" -type f -print0 | xargs -0 -P1 md5sum
+}
+
+bench_tree() {
+	local who
+	for who in $MOUNTERS; do
+		mount_as "$who" "$B/tree.sqfs" "$MNT" || die "$who: mount failed"
+		drop_caches
+		record "ls -lR cold" "$who" "$(timed ls -lR "$MNT")" s lower
+		record "ls -lR warm" "$who" "$(timed ls -lR "$MNT")" s lower
+		unmount_as "$who" "$MNT"
+		mount_as "$who" "$B/tree.sqfs" "$MNT" || die "$who: mount failed"
+		drop_caches
+		record "md5sum all files cold" "$who" "$(timed md5_all "$MNT")" s lower
+		record "md5sum all files warm" "$who" "$(timed md5_all "$MNT")" s lower
+		unmount_as "$who" "$MNT"
+	done
+}
+
+mount_run_unmount() {   # CYCLES x (mount, chroot /bin/true, unmount)
+	local who=$1
+	for _ in $(seq "$CYCLES"); do
+		mount_as "$who" "$B/true.sqfs" "$MNT" || return 1
+		chroot "$MNT" /bin/true || return 1
+		unmount_as "$who" "$MNT"
+	done
+}
+
+bench_cycle() {
+	local who t
+	for who in $MOUNTERS; do
+		drop_caches
+		t=$(timed mount_run_unmount "$who")
+		record "mount, run true, unmount" "$who" "$(python3 -c "print(f'{$t / $CYCLES * 1000:.1f}')")" ms lower
+	done
+}
+
+# ---- the table ---------------------------------------------------------
+
+table() {
+	python3 - "$RESULTS" "$MOUNTERS" <<'PY'
+import sys
+rows, order = {}, []
+for line in open(sys.argv[1]):
+    test, who, value, unit, better = line.rstrip("\n").split("\t")
+    if test not in rows:
+        rows[test] = {"unit": unit, "better": better}
+        order.append(test)
+    rows[test][who] = float(value)
+mounters = sys.argv[2].split()
+others = [m for m in mounters if m != "kernel"]
+head = "| test | kernel | " + " | ".join(others) + " |"
+print(head)
+print("|" + "---|" * (2 + len(others)))
+for test in order:
+    r = rows[test]
+    k = r.get("kernel")
+    cells = [f"{k:g} {r['unit']}" if k is not None else "-"]
+    for m in others:
+        v = r.get(m)
+        if v is None:
+            cells.append("-")
+        elif k:
+            # ratio as "how many times the kernel": throughput over the kernel's, time over the kernel's
+            cells.append(f"{v:g} ({v / k:.2f}x)")
+        else:
+            cells.append(f"{v:g}")
+    print(f"| {test} | " + " | ".join(cells) + " |")
+PY
+}
+
+make_images
+: >"$RESULTS"
+echo "kernel $(uname -r), $(nproc) cores; quash $("$QUASH" --version); $(dpkg-query -W -f '${Package} ${Version}' squashfuse 2>/dev/null)"
+case $WHAT in
+all) bench_fio; bench_tree; bench_cycle ;;
+fio) bench_fio ;;
+tree) bench_tree ;;
+cycle) bench_cycle ;;
+*) die "what to run: all, fio, tree or cycle" ;;
+esac
+echo
+table | tee "$OUT/table.md"
+echo
+echo "ratios: throughput (IOPS, MiB/s) and time (s, ms) as multiples of the kernel's;"
+echo "higher is better for throughput, lower for time."

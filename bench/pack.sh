@@ -1,0 +1,89 @@
+#!/bin/bash
+# pack.sh - quash pack against mksquashfs (squashfs-tools) and tar2sqfs
+# (squashfs-tools-ng), side by side in one run, from a directory and from a
+# tar of it.  Prints times, image sizes and the ratios the targets are
+# stated in:
+#   identical settings (zstd 15, 128K blocks): quash >= 1.2x faster than
+#     mksquashfs, image <= 1% larger;
+#   defaults: quash's image no larger than mksquashfs's default image, and
+#     >= 5x faster.
+#
+#   bench/pack.sh [TREE]     default: a Python installation with site-packages
+# Environment: BENCH_WORK (scratch, default /tmp/quash-bench), QUASH (binary),
+# REPEAT (runs per measurement, the fastest counts; default 1).
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+QUASH=${QUASH:-$top/build/cli/quash}
+W=${BENCH_WORK:-/tmp/quash-bench}
+REPEAT=${REPEAT:-1}
+JOBS=$(nproc)
+
+pick_tree() {
+	local t
+	for t in /root/.pyenv/versions/3.11.7 /root/.pyenv/versions/3.12.1 /usr/lib/python3; do
+		[ -d "$t" ] && { echo "$t"; return; }
+	done
+	echo /usr/share
+}
+SRC=${1:-$(pick_tree)}
+[ -x "$QUASH" ] || { echo "pack.sh: $QUASH not built (make build)" >&2; exit 1; }
+for tool in mksquashfs tar2sqfs; do
+	command -v $tool >/dev/null || { echo "pack.sh: $tool missing (make test-deps)" >&2; exit 1; }
+done
+mkdir -p "$W"
+trap 'rm -f "$W"/*.sqfs' EXIT
+
+echo "tree: $SRC: $(find "$SRC" | wc -l) entries, $(du -sh --apparent-size "$SRC" | cut -f1)," \
+	"$JOBS cores, $(mksquashfs -version | head -1), $(tar2sqfs --version | head -1)"
+[ -f "$W/tree.tar" ] && [ "$W/tree.tar" -nt "$SRC" ] || tar -C "$SRC" -cf "$W/tree.tar" .
+tar -C "$SRC" -cf - . | cat >/dev/null      # the tree in the page cache, for every tool alike
+cat "$W/tree.tar" >/dev/null
+
+declare -A TIME SIZE
+# run NAME CMD...: the fastest of REPEAT runs; the image is $W/NAME.sqfs
+run() {
+	local name=$1 best="" t i; shift
+	for i in $(seq "$REPEAT"); do
+		rm -f "$W/$name.sqfs"
+		/usr/bin/time -f %e -o "$W/time" "$@" >/dev/null 2>"$W/$name.log"
+		t=$(tail -1 "$W/time")
+		[ -s "$W/$name.sqfs" ] || { echo "pack.sh: $name failed" >&2; t=NaN; }
+		if [ -z "$best" ] || awk "BEGIN{exit !($t < $best)}"; then best=$t; fi
+	done
+	TIME[$name]=$best
+	SIZE[$name]=$(stat -c %s "$W/$name.sqfs" 2>/dev/null || echo 0)
+	printf '  %-22s %8.2f s %12d bytes\n' "$name" "$best" "${SIZE[$name]}"
+}
+from_tar() { local out=$1; shift; "$@" "$out" <"$W/tree.tar"; }
+
+echo "identical settings: zstd level 15, 128K blocks"
+run mksquashfs-z15   mksquashfs "$SRC" "$W/mksquashfs-z15.sqfs" -noappend -quiet -no-progress \
+	-comp zstd -Xcompression-level 15 -b 128K -processors "$JOBS"
+run quash-z15        "$QUASH" pack -q --no-progress -c zstd -l 15 -b 128K "$SRC" "$W/quash-z15.sqfs"
+run tar2sqfs-z15-tar from_tar "$W/tar2sqfs-z15-tar.sqfs" tar2sqfs -q -f -e -c zstd -X level=15 -b 131072 -j "$JOBS"
+run quash-z15-tar    "$QUASH" pack -q --no-progress -c zstd -l 15 -b 128K "$W/tree.tar" "$W/quash-z15-tar.sqfs"
+echo "each tool's defaults"
+run mksquashfs-def   mksquashfs "$SRC" "$W/mksquashfs-def.sqfs" -noappend -quiet -no-progress
+run quash-def        "$QUASH" pack -q --no-progress "$SRC" "$W/quash-def.sqfs"
+run tar2sqfs-def-tar from_tar "$W/tar2sqfs-def-tar.sqfs" tar2sqfs -q -f -j "$JOBS"
+run quash-def-tar    "$QUASH" pack -q --no-progress "$W/tree.tar" "$W/quash-def-tar.sqfs"
+
+# ratio A B: A's time over B's (how many times faster B is), B's size against A's.
+ratio() {
+	awk -v ta="${TIME[$1]}" -v tb="${TIME[$2]}" -v sa="${SIZE[$1]}" -v sb="${SIZE[$2]}" -v a="$1" -v b="$2" \
+		'BEGIN { printf "  %-17s vs %-17s %6.2fx faster, image %+6.2f%%\n", b, a, ta / tb, 100 * (sb - sa) / sa }'
+}
+target() {   # target TEXT AWK-CONDITION
+	if awk "BEGIN{exit !($2)}"; then echo "  PASS $1"; else echo "  FAIL $1"; fi
+}
+echo "ratios"
+ratio mksquashfs-z15 quash-z15
+ratio tar2sqfs-z15-tar quash-z15-tar
+ratio mksquashfs-def quash-def
+ratio tar2sqfs-def-tar quash-def-tar
+echo "targets"
+target "zstd 15/128K: >= 1.2x faster than mksquashfs" "${TIME[mksquashfs-z15]} >= 1.2 * ${TIME[quash-z15]}"
+target "zstd 15/128K: image <= 1% larger than mksquashfs's" "${SIZE[quash-z15]} <= 1.01 * ${SIZE[mksquashfs-z15]}"
+target "defaults: image no larger than mksquashfs's default" "${SIZE[quash-def]} <= ${SIZE[mksquashfs-def]}"
+target "defaults: >= 5x faster than mksquashfs's default" "${TIME[mksquashfs-def]} >= 5 * ${TIME[quash-def]}"
+target "tarball and directory give the identical image" "$(cmp -s "$W/quash-def.sqfs" "$W/quash-def-tar.sqfs" && echo 1 || echo 0)"

@@ -1,0 +1,21 @@
+#!/bin/bash
+# build.sh - build the libFuzzer target with clang, ASan and UBSan.
+#
+#   tests/fuzz/build.sh [OUTDIR]      default OUTDIR: build-fuzz
+#
+# The library is compiled straight from lib/ (its meson list), so that the
+# fuzzer's coverage instrumentation reaches into it.
+set -eu
+top=$(cd "$(dirname "$0")/../.." && pwd)
+out=${1:-$top/build-fuzz}
+mkdir -p "$out"
+
+srcs=$(sed -n "s/^ *'\([a-z0-9_]*\.c\)',*$/\1/p" "$top/lib/meson.build" | sed "s|^|$top/lib/|")
+libs=$(pkg-config --libs libzstd liblz4 liblzma zlib libdeflate libcurl)
+
+clang -g -O1 -std=c11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 \
+	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+	-I"$top/lib" -I"$top/tests/fuzz" \
+	$srcs "$top/tests/fuzz/walk.c" "$top/tests/fuzz/fuzz_image.c" \
+	$libs -llzo2 -lpthread -o "$out/fuzz_image"
+echo "$out/fuzz_image"

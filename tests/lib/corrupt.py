@@ -1,0 +1,188 @@
+#!/usr/bin/env python3
+"""corrupt.py: make corrupted copies of squashfs images and run quash on them.
+
+    corrupt.py --quash BIN --work DIR [--seed N] [--per-region N]
+               [--stat PATH]... [--cat PATH]... IMAGE...
+
+For every IMAGE it writes variants into DIR: truncations (at fixed points,
+at and around every table start, and at random points), and overwrites of
+one to eight bytes in every field of the superblock and at random places in
+every region (compressor options, data, inode table, directory table, and
+the fragment, export, id and xattr tables).  The PRNG is seeded, so the
+corpus is the same on every run.
+
+Each variant goes through info, ls -lR, stat, cat and extract, each under
+`timeout`.  A run passes if it exits 0 (the damage was harmless) or 1, and
+every line it wrote to stderr starts with "quash: IMAGE: "; extract must also
+leave nothing outside its target directory, which it is given inside an
+otherwise empty sandbox.  Exit 98/99 (UBSan/ASan), signals, timeouts and
+other statuses fail.
+
+Prints a TAP line per image and tool, with the first failures.
+"""
+import argparse
+import os
+import random
+import shutil
+import struct
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+SUPER = struct.Struct("<IIIIIHHHHHHQQQQQQQQ")
+# (name, offset, size) of each superblock field
+FIELDS = [("magic", 0, 4), ("inode_count", 4, 4), ("mkfs_time", 8, 4), ("block_size", 12, 4),
+          ("fragment_count", 16, 4), ("compressor", 20, 2), ("block_log", 22, 2), ("flags", 24, 2),
+          ("id_count", 26, 2), ("version_major", 28, 2), ("version_minor", 30, 2),
+          ("root_inode", 32, 8), ("bytes_used", 40, 8), ("id_table", 48, 8), ("xattr_table", 56, 8),
+          ("inode_table", 64, 8), ("directory_table", 72, 8), ("fragment_table", 80, 8),
+          ("export_table", 88, 8)]
+TIMEOUT = 20
+SLOW = []          # (seconds, tool, variant) of every run, for the report
+NO_TABLE = 0xffffffffffffffff
+
+
+def regions(img):
+    """Named [start, end) byte ranges of the image's parts, in order."""
+    sb = SUPER.unpack_from(img)
+    bytes_used = sb[12]
+    starts = {"inode table": sb[15], "directory table": sb[16], "fragment table": sb[17],
+              "export table": sb[18], "id table": sb[13], "xattr table": sb[14]}
+    marks = sorted((v, k) for k, v in starts.items() if v != NO_TABLE and v < bytes_used)
+    out = [("superblock", 0, 96)]
+    data_end = marks[0][0] if marks else bytes_used
+    out.append(("data and options", 96, data_end))
+    for i, (start, name) in enumerate(marks):
+        end = marks[i + 1][0] if i + 1 < len(marks) else bytes_used
+        out.append((name, start, max(end, start + 1)))
+    return out, [m[0] for m in marks]
+
+
+def variants(img, rnd, per_region):
+    """(label, bytes) pairs."""
+    size = len(img)
+    regs, starts = regions(img)
+    cuts = {0, 1, 4, 50, 95, 96, 97, size - 1, size - 8}
+    for s in starts:
+        cuts.update({s - 1, s, s + 1})
+    cuts.update(rnd.randrange(1, size) for _ in range(5))
+    for c in sorted(x for x in cuts if 0 <= x < size):
+        yield "truncate at %d" % c, img[:c]
+    for name, off, n in FIELDS:
+        for _ in range(2 if n > 2 else 1):
+            b = bytearray(img)
+            i = off + rnd.randrange(n)
+            b[i] ^= rnd.randrange(1, 256)
+            yield "superblock %s byte %d" % (name, i), bytes(b)
+        b = bytearray(img)
+        b[off:off + n] = b"\xff" * n
+        yield "superblock %s all ones" % name, bytes(b)
+    for name, start, end in regs[1:]:
+        end = min(end, size)
+        if start >= end:
+            continue
+        for k in range(per_region):
+            b = bytearray(img)
+            i = rnd.randrange(start, end)
+            if k % 3 == 2:          # a run of garbage
+                run = min(8, end - i)
+                b[i:i + run] = rnd.randbytes(run)
+            else:
+                b[i] ^= 1 << rnd.randrange(8) if k % 3 == 0 else rnd.randrange(1, 256)
+            yield "%s byte %d" % (name, i), bytes(b)
+
+
+def check_stderr(text, image):
+    prefix = "quash: %s: " % image
+    for line in text.splitlines():
+        if not line.startswith(prefix):
+            return "stray stderr line %r" % line[:200]
+    return None
+
+
+def run_one(args, tool, image, label, sandbox):
+    if tool == "info":
+        cmd = [args.quash, "info", image]
+    elif tool == "ls":
+        cmd = [args.quash, "ls", "-lR", image]
+    elif tool == "stat":
+        cmd = [args.quash, "stat", image] + args.stat
+    elif tool == "cat":
+        cmd = [args.quash, "cat", image] + args.cat
+    else:
+        os.mkdir(sandbox)
+        cmd = [args.quash, "extract", image, "-C", os.path.join(sandbox, "out")]
+    t0 = time.monotonic()
+    try:
+        p = subprocess.run(["timeout", "-s", "KILL", str(TIMEOUT)] + cmd, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE)
+    except OSError as e:
+        return "cannot run: %s" % e
+    SLOW.append((time.monotonic() - t0, tool, label))
+    err = p.stderr.decode(errors="replace")
+    why = None
+    if p.returncode not in (0, 1):
+        why = "exit %d: %s" % (p.returncode, err[-600:].replace("\n", " | "))
+    elif p.returncode == 1 and not err:
+        why = "exit 1 without a message"
+    else:
+        why = check_stderr(err, image)
+    if tool == "extract":
+        left = sorted(os.listdir(sandbox))
+        if left not in (["out"], []):
+            why = why or "extract wrote outside its directory: %s" % left
+        shutil.rmtree(sandbox, ignore_errors=True)
+    return "%s: %s" % (label, why) if why else None
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quash", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--per-region", type=int, default=6)
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
+    ap.add_argument("--stat", action="append", default=[])
+    ap.add_argument("--cat", action="append", default=[])
+    ap.add_argument("images", nargs="+")
+    args = ap.parse_args()
+    tools = ["info", "ls", "stat", "cat", "extract"]
+    total = 0
+    failed_any = False
+    for src in args.images:
+        base = os.path.basename(src).rsplit(".", 1)[0]
+        rnd = random.Random("%d:%s" % (args.seed, base))
+        d = os.path.join(args.work, base)
+        shutil.rmtree(d, ignore_errors=True)
+        os.makedirs(d)
+        jobs = []
+        with open(src, "rb") as f:
+            img = f.read()
+        for n, (label, data) in enumerate(variants(img, rnd, args.per_region)):
+            path = os.path.join(d, "v%03d.sqfs" % n)
+            with open(path, "wb") as f:
+                f.write(data)
+            for tool in tools:
+                jobs.append((tool, path, "%s (%s)" % (os.path.basename(path), label),
+                             os.path.join(d, "sandbox-%03d" % n)))
+        with ThreadPoolExecutor(args.jobs) as pool:
+            results = list(pool.map(lambda j: (j[0], run_one(args, *j)), jobs))
+        count = len(jobs) // len(tools)
+        total += count
+        for tool in tools:
+            fails = [r for t, r in results if t == tool and r]
+            name = "corrupt %s: %s on %d variants" % (base, tool, count)
+            if fails:
+                failed_any = True
+                print("not ok - %s: %d failed, e.g. %s" % (name, len(fails), " || ".join(fails[:3])))
+            else:
+                print("ok - %s" % name)
+        shutil.rmtree(d, ignore_errors=True)
+    print("# %d corrupted images in all; slowest runs: %s" % (total, ", ".join(
+        "%s %s %.1fs" % (t, l, s) for s, t, l in sorted(SLOW, reverse=True)[:3])))
+    return 1 if failed_any else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,167 @@
+#!/bin/bash
+# Hostile images through every offline tool under ASan/UBSan.
+#
+# 1. A corpus of about 300 corrupted copies of three small fixtures
+#    (tests/lib/corrupt.py: truncations, and overwritten bytes in every
+#    superblock field and every table; seeded, so the same on every run).
+#    Each goes through info, ls -lR, stat, cat and extract: exit 0 or 1 only,
+#    every stderr line "quash: IMAGE: ...", nothing written outside DIR.
+# 2. Hand-made cases with a known answer: wrong magic, truncated file,
+#    offset past the end, bytes_used past the end, not a file at all; and
+#    images patched to attack extract: a directory that contains its own
+#    ancestor, a name "..", a name with a '/', and a symlink and a
+#    directory (or file) of the same name, the symlink pointing out of DIR.
+#    The patches are made on images built with -noI, whose inode and
+#    directory tables are stored uncompressed, by overwriting the bytes of
+#    a directory entry (its name, or the inode offset it points at).
+top=$(cd "$(dirname "$0")/.." && pwd)
+source "$top/tests/lib/tap.sh"
+source "$top/tests/lib/fixtures.sh"
+fixtures_build || { not_ok "fixtures build"; exit 1; }
+
+out=$WORK/corrupt
+rm -rf "$out" && mkdir -p "$out"
+# Scratch space in memory: tens of thousands of small files and 5 GiB of
+# holes are written and removed here, which a disk makes slow.
+mount -t tmpfs -o size=16g,mode=0755 quash-test "$out" 2>/dev/null
+trap 'mountpoint -q "$out" && umount "$out"; rm -rf "$out"' EXIT
+
+# ---- 1. the corpus -------------------------------------------------------
+python3 "$top/tests/lib/corrupt.py" --quash "$QUASH_ASAN" --work "$out/corpus" --per-region 4 \
+	--stat / --stat /dir --stat /dir/tiny --stat /symlink --stat /random --stat /chardev \
+	--stat /list/name-number-399 \
+	--cat /dir/tiny --cat /dir/blocks --cat /random --cat /sparse --cat /tiny-link \
+	"$FIX_DIR/img/small-gzip-4k.sqfs" "$FIX_DIR/img/small-zstd-nofrag.sqfs" \
+	"$FIX_DIR/img/small-lz4-noI.sqfs"
+
+# ---- 2. hand-made cases --------------------------------------------------
+
+# fails_cleanly NAME IMAGE CMD...: exit 1 and exactly one line, naming IMAGE.
+fails_cleanly() {
+	local name=$1 image=$2 st lines; shift 2
+	timeout -s KILL 20 "$@" >/dev/null 2>"$out/err"
+	st=$?
+	lines=$(wc -l <"$out/err")
+	if [ $st -eq 1 ] && [ "$lines" -eq 1 ] && grep -q "^quash: $image: " "$out/err"; then ok "$name"
+	else not_ok "$name" "exit $st, $lines lines: $(head -c 300 "$out/err" | tr '\n' ';')"; fi
+}
+
+small=$FIX_DIR/img/small-gzip-4k.sqfs
+size=$(stat -c %s "$small")
+
+cp "$small" "$out/magic.sqfs" && printf 'XXXX' | dd of="$out/magic.sqfs" conv=notrunc status=none
+head -c 200 "$small" >"$out/truncated.sqfs"
+: >"$out/empty.sqfs"
+cp "$small" "$out/bytes-used.sqfs"
+python3 - "$out/bytes-used.sqfs" <<'EOF'
+import struct, sys
+with open(sys.argv[1], "r+b") as f:
+    f.seek(40)
+    used = struct.unpack("<Q", f.read(8))[0]
+    f.seek(40)
+    f.write(struct.pack("<Q", used + (1 << 20)))
+EOF
+for tool in info "ls -lR" "stat" "cat" "extract"; do
+	case $tool in
+	stat|cat) args=(/dir/tiny) ;;
+	extract)  args=(-C "$out/x") ;;
+	*)        args=() ;;
+	esac
+	for c in magic truncated empty bytes-used; do
+		rm -rf "$out/x"
+		# shellcheck disable=SC2086  # "ls -lR" is two words
+		fails_cleanly "$tool on an image with $c fails cleanly" "$out/$c.sqfs" \
+			"$QUASH_ASAN" $tool "$out/$c.sqfs" "${args[@]}"
+	done
+	# shellcheck disable=SC2086
+	fails_cleanly "$tool with an offset past the end fails cleanly" "$small" \
+		"$QUASH_ASAN" $tool --offset 1G "$small" "${args[@]}"
+	# shellcheck disable=SC2086
+	fails_cleanly "$tool with an offset inside the image fails cleanly" "$small" \
+		"$QUASH_ASAN" $tool --offset 4K "$small" "${args[@]}"
+	# shellcheck disable=SC2086
+	fails_cleanly "$tool of a directory fails cleanly" "$out" "$QUASH_ASAN" $tool "$out" "${args[@]}"
+done
+fails_cleanly "info of a missing file fails cleanly" "$out/missing.sqfs" "$QUASH_ASAN" info "$out/missing.sqfs"
+
+# Build a tree, make an image with -noI, patch a directory entry.
+#   hostile NAME PATCH ARG   (PATCH: rename OLD NEW | point CHILD-NAME-AT-ROOT-INODE)
+hostile_image() {
+	local name=$1; shift
+	mksquashfs "$out/tree-$name" "$out/$name.sqfs" -noI -no-fragments -quiet -no-progress \
+		>/dev/null 2>&1 || return 1
+	python3 - "$out/$name.sqfs" "$@" <<'EOF'
+import struct, sys
+path, how, a = sys.argv[1], sys.argv[2], sys.argv[3].encode()
+img = bytearray(open(path, "rb").read())
+sb = struct.unpack_from("<IIIIIHHHHHHQQQQQQQQ", img)
+root_ref, dir_start = sb[11], sb[16]
+pos = img.find(a, dir_start)
+assert pos > 0 and img.find(a, pos + 1) < 0, "name must be unique in the directory table"
+if how == "rename":
+    new = sys.argv[4].encode()
+    assert len(new) == len(a)
+    img[pos:pos + len(a)] = new
+else:
+    # The entry before the name: offset u16, inode_offset s16, type u16, size u16.
+    # Small images keep every inode in metadata block 0, so the offset alone
+    # makes the entry point at the root directory's inode.
+    assert root_ref >> 16 == 0
+    struct.pack_into("<H", img, pos - 8, root_ref & 0xffff)
+open(path, "wb").write(img)
+EOF
+}
+
+# extract_is_contained NAME IMAGE: extract into a sandbox; fails cleanly, nothing outside.
+extract_is_contained() {
+	local name=$1 image=$2 st left
+	rm -rf "$out/sandbox/out" && find "$out/sandbox/outside" -mindepth 1 -delete
+	timeout -s KILL 20 "$QUASH_ASAN" extract "$image" -C "$out/sandbox/out" >/dev/null 2>"$out/err"
+	st=$?
+	left=$(cd "$out/sandbox" && find . -mindepth 1 -path ./out -prune -o -print | sort | tr '\n' ' ')
+	if [ $st -eq 1 ] && [ "$left" = "./outside " ] && ! grep -qv "^quash: $image: " "$out/err"; then
+		ok "$name"
+	else
+		not_ok "$name" "exit $st, outside DIR: $left; $(head -c 300 "$out/err" | tr '\n' ';')"
+	fi
+}
+
+mkdir -p "$out/sandbox/outside"
+
+# A directory whose child is the root again.
+mkdir -p "$out/tree-loop/loopdir/loopchild" && echo x >"$out/tree-loop/loopdir/file"
+if hostile_image loop point loopchild; then
+	extract_is_contained "extract of a directory loop stops and stays inside DIR" "$out/loop.sqfs"
+	fails_cleanly "ls -R of a directory loop reports it" "$out/loop.sqfs" "$QUASH_ASAN" ls -R "$out/loop.sqfs"
+	check_fails "ls -lR of a directory loop fails" "$QUASH_ASAN" ls -lR "$out/loop.sqfs"
+else not_ok "make the directory-loop image"; fi
+
+# A directory named "..", holding a file: it must not land in DIR's parent.
+mkdir -p "$out/tree-dotdot/dd" && echo escaped >"$out/tree-dotdot/dd/payload-dotdot"
+if hostile_image dotdot rename dd ..; then
+	extract_is_contained "extract refuses a directory named .." "$out/dotdot.sqfs"
+	check "no payload next to DIR" [ ! -e "$out/sandbox/payload-dotdot" ]
+	check_fails "ls -R of a directory named .. fails" "$QUASH_ASAN" ls -R "$out/dotdot.sqfs"
+else not_ok "make the dot-dot image"; fi
+
+# A name with a slash: "ab/c" would be a path, not a name.
+mkdir -p "$out/tree-slash/abxc" && echo escaped >"$out/tree-slash/abxc/payload-slash"
+if hostile_image slash rename abxc ab/c; then
+	extract_is_contained "extract refuses a name with a slash" "$out/slash.sqfs"
+else not_ok "make the slash image"; fi
+
+# A symlink out of DIR, then a directory of the same name with a file in it.
+mkdir -p "$out/tree-symdir/aaab" && echo escaped >"$out/tree-symdir/aaab/payload-symdir"
+ln -s "$out/sandbox/outside" "$out/tree-symdir/aaaa"
+if hostile_image symdir rename aaab aaaa; then
+	extract_is_contained "extract does not write through a symlink named like a later directory" \
+		"$out/symdir.sqfs"
+else not_ok "make the symlink-then-directory image"; fi
+
+# A symlink out of DIR, then a regular file of the same name.
+mkdir -p "$out/tree-symfile" && echo escaped >"$out/tree-symfile/fffg"
+ln -s "$out/sandbox/outside/victim" "$out/tree-symfile/ffff"
+if hostile_image symfile rename fffg ffff; then
+	extract_is_contained "extract does not write a file through a symlink of the same name" \
+		"$out/symfile.sqfs"
+else not_ok "make the symlink-then-file image"; fi

@@ -1,0 +1,81 @@
+#!/bin/bash
+# t-pack-archive.sh - archives as sources: a tarball packs to the very same
+# image as the directory it was made from, whatever its compression or
+# format, from a file or from standard input; cpio and zip read back
+# exactly; hostile paths stay under the image root.
+. "$(dirname "$0")/lib/tap.sh"
+. "$QUASH_TOP/tests/lib/fixtures.sh"
+. "$QUASH_TOP/tests/lib/mount.sh"
+
+T=$WORK/pack-archive
+rm -rf "$T" && mkdir -p "$T"
+trap 'unmount_all; rm -rf "$T"' EXIT
+fixtures_build || { not_ok "fixtures build"; exit 1; }
+CMP="python3 $QUASH_TOP/tests/lib/treecmp.py"
+SRC=$FIX_TREE
+
+# tar leaves sockets out, so the directory image leaves them out too.
+EXCL=()
+while read -r s; do EXCL+=(--exclude "${s#"$SRC"/}"); done < <(find "$SRC" -type s)
+
+$QUASH pack -q "${EXCL[@]}" "$SRC" "$T/dir.sqfs" || not_ok "pack the directory"
+$QUASH pack -q "${EXCL[@]}" --no-xattrs "$SRC" "$T/dir-nox.sqfs" || not_ok "pack the directory without xattrs"
+
+tar --xattrs --xattrs-include='*' --sparse -C "$SRC" -cf "$T/tree.tar" . 2>/dev/null
+if $QUASH_ASAN pack -q "$T/tree.tar" "$T/tar.sqfs" 2>"$T/asan.log" && ! grep -q Sanitizer "$T/asan.log"
+then ok "pack a pax tarball with xattrs and holes (ASan/UBSan build)"
+else not_ok "pack a pax tarball with xattrs and holes (ASan/UBSan build)" "$(head -5 "$T/asan.log")"; fi
+check "tarball and directory give identical images" cmp -s "$T/dir.sqfs" "$T/tar.sqfs"
+
+for z in gzip bzip2 xz zstd lz4; do
+	$z -c "$T/tree.tar" >"$T/tree.tar.$z" 2>/dev/null
+	$QUASH pack -q "$T/tree.tar.$z" "$T/tar-$z.sqfs"
+	check "$z-compressed tarball gives the same image" cmp -s "$T/dir.sqfs" "$T/tar-$z.sqfs"
+	rm -f "$T/tar-$z.sqfs"
+done
+$QUASH pack -q - "$T/stdin.sqfs" <"$T/tree.tar.zstd"
+check "a tarball on standard input gives the same image" cmp -s "$T/dir.sqfs" "$T/stdin.sqfs"
+
+tar --format=gnu -C "$SRC" -cf "$T/gnu.tar" . 2>/dev/null
+$QUASH pack -q "$T/gnu.tar" "$T/gnu.sqfs"
+check "GNU-format tarball gives the same image as the directory without xattrs" \
+	cmp -s "$T/dir-nox.sqfs" "$T/gnu.sqfs"
+
+# cpio (newc): hard links carry their data on the last name.
+(cd "$SRC" && find . ! -type s -print0 | cpio -o -0 -H newc --quiet) >"$T/tree.cpio"
+if $QUASH pack -q --no-xattrs "$T/tree.cpio" "$T/cpio.sqfs" 2>"$T/cpio.log" &&
+   kmount "$T/cpio.sqfs" "$T/mnt-cpio"; then
+	# Without xattrs and sockets the source is what cpio could carry; compare with that.
+	$QUASH pack -q --no-xattrs "${EXCL[@]}" "$SRC" "$T/cmp.sqfs"
+	kmount "$T/cmp.sqfs" "$T/mnt-cmp"
+	if $CMP "$T/mnt-cmp" "$T/mnt-cpio" >"$T/cpio.diff"; then ok "cpio archive reads back exactly"
+	else not_ok "cpio archive reads back exactly" "$(head -5 "$T/cpio.diff")"; fi
+else
+	not_ok "pack a cpio archive" "$(head -3 "$T/cpio.log")"
+fi
+
+# zip keeps contents, modes and times of regular files and directories.
+mkdir -p "$T/z/d/e" && head -c 100000 /dev/urandom >"$T/z/d/r" && seq 1 50000 >"$T/z/d/e/s" && : >"$T/z/empty"
+(cd "$T/z" && zip -q -r -X "$T/tree.zip" .)
+if $QUASH pack -q "$T/tree.zip" "$T/zip.sqfs" && unsquashfs -q -no-progress -d "$T/zip-out" "$T/zip.sqfs" >/dev/null
+then check "zip archive contents read back exactly" diff -r "$T/z" "$T/zip-out"
+else not_ok "pack a zip archive"; fi
+
+# Hostile paths: absolute, "..", and ".." inside; all land under the root, with a warning each.
+python3 - "$T/evil.tar" <<'PY'
+import io, sys, tarfile
+with tarfile.open(sys.argv[1], "w", format=tarfile.PAX_FORMAT) as t:
+    for name in ("../evil", "/abs/file", "a/../../b", "./ok"):
+        data = name.encode()
+        info = tarfile.TarInfo(name)
+        info.size = len(data)
+        t.addfile(info, io.BytesIO(data))
+PY
+if $QUASH pack -q "$T/evil.tar" "$T/evil.sqfs" 2>"$T/evil.log"; then
+	list=$(unsquashfs -l "$T/evil.sqfs" | sed -n 's|^squashfs-root||p' | sort | tr '\n' ' ')
+	check "hostile paths are stored under the image root" test "$list" = " /a /a/b /abs /abs/file /evil /ok "
+	check "each repaired path gets a warning" test "$(grep -c 'under the image root' "$T/evil.log")" = 3
+	check "nothing was written outside" test ! -e "$WORK/evil" -a ! -e /abs/file
+else
+	not_ok "pack an archive with hostile paths" "$(head -3 "$T/evil.log")"
+fi

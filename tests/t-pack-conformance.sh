@@ -1,0 +1,132 @@
+#!/bin/bash
+# t-pack-conformance.sh - images made by `quash pack` read back exactly.
+#
+# Oracles: the kernel (mount -t squashfs -o loop) and Debian's unsquashfs.
+# The fixture tree has every feature (sizes around block boundaries, holes,
+# duplicates, hard links, long and dangling symlinks, devices, fifo,
+# socket, xattrs, odd modes, owners and times, deep nesting); both readers
+# must reproduce it entry for entry (tests/lib/treecmp.py: type, mode,
+# owner, mtime, xattrs, contents, targets, devices, hard-link groups).
+# Every compressor, block sizes 4K to 1M, fragments on, off and for tails.
+. "$(dirname "$0")/lib/tap.sh"
+. "$QUASH_TOP/tests/lib/fixtures.sh"
+. "$QUASH_TOP/tests/lib/mount.sh"
+
+T=$WORK/pack-conformance
+rm -rf "$T" && mkdir -p "$T"
+trap 'unmount_all; rm -rf "$T"' EXIT
+fixtures_build || { not_ok "fixtures build"; exit 1; }
+CMP="python3 $QUASH_TOP/tests/lib/treecmp.py"
+
+# read_back NAME IMAGE TREE: the kernel's mount and unsquashfs's extraction both equal TREE.
+read_back() {
+	local name=$1 img=$2 tree=$3 mnt=$T/mnt-$1 out=$T/out-$1
+	if kmount "$img" "$mnt" && $CMP "$tree" "$mnt" >"$T/$name.kdiff"; then ok "$name: kernel mount equals the source"
+	else not_ok "$name: kernel mount equals the source" "$(head -5 "$T/$name.kdiff")"; fi
+	umount "$mnt" 2>/dev/null
+	if unsquashfs -no-progress -quiet -d "$out" "$img" >"$T/$name.ulog" 2>&1 && $CMP "$tree" "$out" >"$T/$name.udiff"
+	then ok "$name: unsquashfs extraction equals the source"
+	else not_ok "$name: unsquashfs extraction equals the source" "$(head -5 "$T/$name.udiff" "$T/$name.ulog")"; fi
+	rm -rf "$out"
+	check "$name: unsquashfs -s and -lls accept the image" \
+		sh -c "unsquashfs -s '$img' >/dev/null && unsquashfs -lls '$img' >/dev/null"
+}
+
+# The default settings, packed by the sanitizer build.
+if $QUASH_ASAN pack -q "$FIX_TREE" "$T/default.sqfs" 2>"$T/asan.log" && ! grep -q Sanitizer "$T/asan.log"
+then ok "pack the fixture tree (ASan/UBSan build)"
+else not_ok "pack the fixture tree (ASan/UBSan build)" "$(head -5 "$T/asan.log")"; fi
+read_back default "$T/default.sqfs" "$FIX_TREE"
+check "default: zstd, 64K blocks, exportable, duplicates removed" \
+	sh -c "unsquashfs -s '$T/default.sqfs' | grep -q '^Compression zstd' &&
+	       unsquashfs -s '$T/default.sqfs' | grep -q '^Block size 65536' &&
+	       unsquashfs -s '$T/default.sqfs' | grep -q 'exportable via NFS' &&
+	       unsquashfs -s '$T/default.sqfs' | grep -q 'Duplicates are removed'"
+
+MATRIX='
+gzip-4k          -c gzip -b 4K
+xz-1m            -c xz -b 1M
+lz4-nofrag       -c lz4 --no-fragments
+lzo-notail       -c lzo --no-tail-packing
+zstd15-128k      -c zstd -l 15 -b 128K --no-dedup --no-exports
+gzip-16k-nofrag  -c gzip -l 1 -b 16K --no-fragments -j 1
+'
+while read -r name opts; do
+	[ -n "$name" ] || continue
+	# shellcheck disable=SC2086  # the options are words
+	if $QUASH pack -q $opts "$FIX_TREE" "$T/$name.sqfs" 2>"$T/$name.log"; then
+		read_back "$name" "$T/$name.sqfs" "$FIX_TREE"
+	else
+		not_ok "$name: pack" "$(head -3 "$T/$name.log")"
+	fi
+	rm -f "$T/$name.sqfs"
+done <<<"$MATRIX"
+
+# A directory of 20,000 entries (directory index, lookups) and a 5 GiB sparse file.
+if $QUASH pack -q -b 1M "$FIX_TREE_HEAVY" "$T/heavy.sqfs" 2>"$T/heavy.log"; then
+	ok "pack the heavy tree"
+	read_back heavy "$T/heavy.sqfs" "$FIX_TREE_HEAVY"
+	check "heavy: the 5 GiB sparse file takes little space" test "$(stat -c %s "$T/heavy.sqfs")" -lt 50000000
+else
+	not_ok "pack the heavy tree" "$(head -3 "$T/heavy.log")"
+fi
+rm -f "$T/heavy.sqfs"
+
+# Duplicates are stored once; a file of the same size but other bytes is not taken for one.
+mkdir -p "$T/dup/sub"
+head -c 300000 /dev/urandom >"$T/dup/a" && cp "$T/dup/a" "$T/dup/sub/b"
+cp "$T/dup/a" "$T/dup/c" && printf 'X' | dd of="$T/dup/c" bs=1 seek=299999 conv=notrunc 2>/dev/null
+image_bytes() { unsquashfs -s "$1" | sed -n 's/^Filesystem size \([0-9]*\) bytes.*/\1/p'; }
+$QUASH pack -q --no-dedup "$T/dup" "$T/nodedup.sqfs" && $QUASH pack -q "$T/dup" "$T/dedup.sqfs"
+saved=$(( $(image_bytes "$T/nodedup.sqfs") - $(image_bytes "$T/dedup.sqfs") ))
+check "a duplicate costs no data (saved $saved bytes)" test "$saved" -ge 299000 -a "$saved" -le 301000
+read_back dedup "$T/dedup.sqfs" "$T/dup"
+rm -f "$T/nodedup.sqfs" "$T/dedup.sqfs"
+
+# Overrides: owner, group, mode and time for everything; no xattrs.
+SRC=$FIX_TREE_SMALL
+if $QUASH pack -q --uid 7 --gid 8 --mode 0640 --mtime 1234567890 --no-xattrs "$SRC" "$T/over.sqfs" &&
+   kmount "$T/over.sqfs" "$T/mnt-over"; then
+	bad=$(find "$T/mnt-over" \( ! -uid 7 -o ! -gid 8 \) -print | head -3)
+	check "--uid/--gid apply to every entry" test -z "$bad"
+	bad=$(find "$T/mnt-over" ! -type l -printf '%m\n' | grep -v '^640$' | head -3)
+	check "--mode applies to every entry" test -z "$bad"
+	bad=$(find "$T/mnt-over" -printf '%T@\n' | grep -v '^1234567890' | head -3)
+	check "--mtime applies to every entry" test -z "$bad"
+	check "--no-xattrs drops every xattr" test -z "$(getfattr -R -h -d -m - "$T/mnt-over" 2>/dev/null)"
+	umount "$T/mnt-over"
+else
+	not_ok "pack with overrides"
+fi
+if SOURCE_DATE_EPOCH=1000000000 $QUASH pack -q --all-root "$SRC" "$T/sde.sqfs" && kmount "$T/sde.sqfs" "$T/mnt-sde"
+then
+	check "--all-root: owner and group 0 everywhere" test -z "$(find "$T/mnt-sde" \( ! -uid 0 -o ! -gid 0 \))"
+	check "SOURCE_DATE_EPOCH sets every time" \
+		test -z "$(find "$T/mnt-sde" -printf '%T@\n' | grep -v '^1000000000')"
+	check "SOURCE_DATE_EPOCH sets the image's time" \
+		sh -c "unsquashfs -mkfs-time '$T/sde.sqfs' 2>/dev/null | grep -qx 1000000000 ||
+		       unsquashfs -s '$T/sde.sqfs' | grep -q 'Sep  9 01:46:40 2001'"
+	umount "$T/mnt-sde"
+else
+	not_ok "pack with SOURCE_DATE_EPOCH"
+fi
+
+# --exclude: a name pattern anywhere, and a path pattern from the source root.
+mkdir -p "$T/ex/a/b" && echo 1 >"$T/ex/a/keep.txt" && echo 2 >"$T/ex/a/drop.pyc" && echo 3 >"$T/ex/a/b/x"
+echo 4 >"$T/ex/drop.pyc"
+if $QUASH pack -q --exclude '*.pyc' --exclude 'a/b' "$T/ex" "$T/ex.sqfs"; then
+	list=$(unsquashfs -l "$T/ex.sqfs" | sed -n 's|^squashfs-root||p' | sort | tr '\n' ' ')
+	check "--exclude leaves out matching names and paths" test "$list" = " /a /a/keep.txt "
+else
+	not_ok "pack with --exclude"
+fi
+
+# Several sources merge; a later source wins where paths collide.
+mkdir -p "$T/m1/d" "$T/m2/d" && echo one >"$T/m1/d/f" && echo only1 >"$T/m1/g" && echo two >"$T/m2/d/f"
+if $QUASH pack -q "$T/m1" "$T/m2" "$T/merge.sqfs" && kmount "$T/merge.sqfs" "$T/mnt-merge"; then
+	check "merged sources: the later source wins" test "$(cat "$T/mnt-merge/d/f")" = two
+	check "merged sources: entries of both are there" test "$(cat "$T/mnt-merge/g")" = only1
+	umount "$T/mnt-merge"
+else
+	not_ok "pack two sources"
+fi
