@@ -612,11 +612,23 @@ static size_t call_write(char *data, size_t size, size_t nmemb, void *arg)
 	return len;
 }
 
+/* A progress callback: non-zero ends the transfer once the caller cancels. */
+static int call_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+			 curl_off_t ulnow)
+{
+	const struct call *c = arg;
+
+	(void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
+	return c->t->cancel && __atomic_load_n(c->t->cancel, __ATOMIC_RELAXED);
+}
+
 static int call_judge(const struct call *c, CURLcode rc, const char *curl_msg)
 {
 	long st = c->reply->status;
 	char code[96];
 
+	if (rc == CURLE_ABORTED_BY_CALLBACK)
+		return qs_set_error(-ECANCELED, "%s cancelled", c->method);
 	if (rc != CURLE_OK)
 		return qs_set_error(retryable_curl_error(rc) ? -EAGAIN : -EIO, "%s %s", c->method,
 				    curl_msg[0] ? curl_msg : curl_easy_strerror(rc));
@@ -658,6 +670,9 @@ static int call_once(void *arg)
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, call_write);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, c->reply);
 	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, curl_msg);
+	curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+	curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, call_progress);
+	curl_easy_setopt(h, CURLOPT_XFERINFODATA, c);
 	if (!strcmp(c->method, "PUT")) {
 		curl_easy_setopt(h, CURLOPT_EXPECT_100_TIMEOUT_MS, 0L);    /* no 100-continue round trip */
 		curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);

@@ -13,6 +13,8 @@
  * Signals are caught with a signalfd read by a watcher thread (they are
  * blocked from the sink's open on, so the threads started later block them
  * too): an abort needs HTTP requests, which a signal handler cannot make.
+ * A signal the parent set to be ignored (SIGINT of a background job in a
+ * script) stays ignored.
  */
 #include <errno.h>
 #include <poll.h>
@@ -200,7 +202,7 @@ static int s3_append(struct pack_sink *sink, const void *buf, size_t len)
 static void stop_workers(struct s3_sink *s)
 {
 	pthread_mutex_lock(&s->lock);
-	s->stopping = true;
+	__atomic_store_n(&s->stopping, true, __ATOMIC_RELAXED);
 	pthread_cond_broadcast(&s->changed);
 	pthread_mutex_unlock(&s->lock);
 	for (int i = 0; i < s->nworkers; i++)
@@ -218,7 +220,8 @@ static void abort_upload(struct s3_sink *s)
 {
 	struct remote_reply reply;
 
-	stop_workers(s);
+	stop_workers(s);        /* their requests in flight end at once: t.cancel is s->stopping */
+	s->t.cancel = NULL;
 	if (remote_call(&s->t, "DELETE", s->upload_query, NULL, 0, S3_ABORT_SECONDS, &reply) < 0)
 		pack_error("%s: aborting the upload: %s; the parts already sent stay until the bucket's "
 			   "lifecycle rules remove them", s->t.name, qs_last_error());
@@ -446,6 +449,7 @@ int sink_s3_open(const char *spec, const char *endpoint, struct pack_sink **out)
 	pthread_cond_init(&s->changed, NULL);
 	s->etags = calloc(S3_MAX_PARTS + 1, sizeof(*s->etags));
 	ret = s->etags ? s3_target(spec, &opt, &s->t) : qs_set_error(-ENOMEM, "out of memory");
+	s->t.cancel = &s->stopping;
 	if (ret == 0)
 		ret = create_upload(s);
 	if (ret < 0) {
@@ -453,15 +457,18 @@ int sink_s3_open(const char *spec, const char *endpoint, struct pack_sink **out)
 		s3_free(s);
 		return ret;
 	}
-	for (int i = 0; i < S3_UPLOAD_THREADS; i++)
+	/* The watcher first: the upload threads inherit the blocked signals. */
+	ret = start_signal_watcher(s);
+	for (int i = 0; ret == 0 && i < S3_UPLOAD_THREADS; i++)
 		if (pthread_create(&s->workers[i], NULL, upload_worker, s) == 0)
 			s->nworkers++;
-	ret = s->nworkers ? start_signal_watcher(s) : -EAGAIN;
-	if (ret < 0) {
+	if (ret < 0 || s->nworkers == 0) {
 		pack_error("%s: cannot start the upload threads", spec);
+		if (ret == 0)
+			stop_signal_watcher(s);
 		abort_upload(s);
 		s3_free(s);
-		return ret;
+		return ret < 0 ? ret : -EAGAIN;
 	}
 	*out = &s->sink;
 	return 0;
