@@ -28,7 +28,7 @@
 #include "quash.h"
 
 #define CHUNK_MAX_COUNT      (1u << 22)   /* objects needing more chunks are refused */
-#define PIN_MAX_BYTES        (1ull << 30) /* bound on pinned (metadata) bytes */
+#define PIN_MAX_BYTES        (512ull << 20) /* bound on pinned (metadata) bytes */
 #define PIN_RUN_MAX_BYTES    (64u << 20)  /* largest single request of a pinned range */
 #define READAHEAD_MAX_CHUNKS 8u           /* a sequential stream's window grows up to this */
 #define READAHEAD_STREAMS    16           /* sequential readers told apart */
