@@ -13,7 +13,7 @@ fixtures_build || { not_ok "fixtures build"; exit 1; }
 
 build=$top/build-tsan
 THREADS=8
-OPS=1500
+OPS=600
 
 if [ ! -e "$build/build.ninja" ]; then
 	meson setup "$build" -Dwerror=true --buildtype=debugoptimized -Db_sanitize=thread -Db_lundef=false \
@@ -23,7 +23,7 @@ ninja -C "$build" tests/thread_stress >"$WORK/tsan-build.log" 2>&1 ||
 	{ not_ok "ThreadSanitizer build" "$(grep -m3 error "$WORK/tsan-build.log")"; exit 1; }
 
 export TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1"
-for name in gzip-4k xz-4k-tailends zstd-128k lz4-4k-nofrag lzo-4k-nofrag gzip-nocomp; do
+for name in gzip-4k xz-4k-tailends zstd-128k lz4-4k-nofrag lzo-4k-nofrag lzma-128k; do
 	img=$FIX_DIR/img/$name.sqfs
 	timeout 300 "$build/tests/thread_stress" "$img" "$FIX_TREE" $THREADS $OPS >"$WORK/tsan.out" 2>&1
 	st=$?

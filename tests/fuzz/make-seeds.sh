@@ -2,7 +2,8 @@
 # make-seeds.sh - the fuzzer's seed corpus: small mksquashfs images of one
 # tree with every feature the reader handles, across all six compressors
 # and the flags that change the layout (fragments, tail ends, xattrs,
-# exports, uncompressed tables).  Nothing binary is kept in git; run this.
+# exports, uncompressed tables: there a changed byte changes a structure
+# rather than breaking a compressed stream, which is what fuzzing needs).  Nothing binary is kept in git; run this.
 #
 #   tests/fuzz/make-seeds.sh OUTDIR        writes OUTDIR/tree and OUTDIR/seeds/*.sqfs
 set -eu
@@ -65,5 +66,7 @@ lz4-4k            -comp lz4 -b 4K
 lz4-hc            -comp lz4 -b 4K -Xhc -no-fragments -no-xattrs
 zstd-4k           -comp zstd -b 4K
 zstd-tail         -comp zstd -b 4K -tailends -always-use-fragments -no-exports
+lz4-plain-meta    -comp lz4 -b 4K -noI -noX -tailends
+zstd-plain-meta   -comp zstd -b 8K -noI -noD -noX -no-fragments
 EOF2
 ls "$out/seeds"
