@@ -34,7 +34,7 @@ int qs_dir_open(struct qs_image *img, const struct qs_inode *dir, struct qs_dir_
 	return 0;
 }
 
-static int read_header(struct qs_dir_iter *it, struct qs_meta_cursor *c)
+static int read_header(struct qs_dir_iter *it, struct qs_meta_cursor *c, const struct qs_block *held)
 {
 	uint8_t raw[SQFS_DIR_HEADER_SIZE];
 	struct sqfs_dir_header h;
@@ -42,7 +42,7 @@ static int read_header(struct qs_dir_iter *it, struct qs_meta_cursor *c)
 
 	if (it->remaining < SQFS_DIR_HEADER_SIZE)
 		return qs_set_error(-EIO, "directory listing ends inside a header");
-	err = qs_meta_read(c, raw, sizeof(raw));
+	err = qs_meta_read_held(c, held, raw, sizeof(raw));
 	if (err)
 		return err;
 	sqfs_dir_header_decode(&h, raw);
@@ -64,7 +64,7 @@ static int valid_name(const char *name, size_t len)
 	return !(len == 1 && name[0] == '.') && !(len == 2 && name[0] == '.' && name[1] == '.');
 }
 
-int qs_dir_next(struct qs_dir_iter *it, struct qs_dirent *ent)
+static int dir_next(struct qs_dir_iter *it, struct qs_dirent *ent, const struct qs_block *held)
 {
 	struct qs_meta_cursor c;
 	uint8_t raw[SQFS_DIR_ENTRY_SIZE];
@@ -73,25 +73,22 @@ int qs_dir_next(struct qs_dir_iter *it, struct qs_dirent *ent)
 	int64_t ino;
 	int err;
 
-	/* Writers pad nothing, but the kernel tolerates a short tail; so do we. */
-	if (it->header_left == 0 && it->remaining < SQFS_DIR_HEADER_SIZE)
-		return 0;
 	qs_meta_cursor_init(&c, it->img, it->block, it->offset);
 	if (it->header_left == 0) {
-		err = read_header(it, &c);
+		err = read_header(it, &c, held);
 		if (err)
 			return err;
 	}
 	if (it->remaining < SQFS_DIR_ENTRY_SIZE)
 		return qs_set_error(-EIO, "directory listing ends inside an entry");
-	err = qs_meta_read(&c, raw, sizeof(raw));
+	err = qs_meta_read_held(&c, held, raw, sizeof(raw));
 	if (err)
 		return err;
 	sqfs_dir_entry_decode(&e, raw);
 	len = (size_t)e.size + 1;
 	if (len > SQFS_NAME_MAX || it->remaining - SQFS_DIR_ENTRY_SIZE < len)
 		return qs_set_error(-EIO, "directory entry has a bad name length %zu", len);
-	err = qs_meta_read(&c, ent->name, len);
+	err = qs_meta_read_held(&c, held, ent->name, len);
 	if (err)
 		return err;
 	ent->name[len] = '\0';
@@ -115,4 +112,20 @@ int qs_dir_next(struct qs_dir_iter *it, struct qs_dirent *ent)
 	it->offset = c.offset;
 	it->position++;
 	return 1;
+}
+
+int qs_dir_next(struct qs_dir_iter *it, struct qs_dirent *ent)
+{
+	struct qs_block *held;
+	int r;
+
+	/* Writers pad nothing, but the kernel tolerates a short tail; so do we. */
+	if (it->header_left == 0 && it->remaining < SQFS_DIR_HEADER_SIZE)
+		return 0;
+	/* Hold the current block for the header, entry and name (qs_meta_read_held). */
+	if (qs_metadata_block(it->img, it->block, &held))
+		held = NULL;    /* dir_next's own reads report the error, if it matters */
+	r = dir_next(it, ent, held);
+	qs_block_release(it->img, held);
+	return r;
 }

@@ -71,6 +71,13 @@ int qs_meta_read(struct qs_meta_cursor *c, void *buf, size_t len);
 int qs_meta_skip(struct qs_meta_cursor *c, size_t len);
 
 /*
+ * qs_meta_read, served from 'held' (a metadata block the caller holds, or
+ * NULL) when the bytes lie inside it: loops that decode many small records
+ * from one block take the cache's lock once per block, not once per field.
+ */
+int qs_meta_read_held(struct qs_meta_cursor *c, const struct qs_block *held, void *buf, size_t len);
+
+/*
  * Read a table stored as metadata blocks listed by an index of 64-bit block
  * positions at 'index_pos' (id, fragment, export and xattr id tables):
  * 'count' entries of 'entry_size' bytes into a freshly allocated index.

@@ -55,6 +55,16 @@ int qs_meta_skip(struct qs_meta_cursor *c, size_t len)
 	return qs_meta_read(c, NULL, len);
 }
 
+int qs_meta_read_held(struct qs_meta_cursor *c, const struct qs_block *held, void *buf, size_t len)
+{
+	/* A metadata block's cache key is its image position (block.c). */
+	if (!held || held->key_a != c->block || c->offset > held->size || len > held->size - c->offset)
+		return qs_meta_read(c, buf, len);
+	memcpy(buf, (const uint8_t *)held->data + c->offset, len);
+	c->offset += (uint32_t)len;
+	return 0;
+}
+
 int qs_table_index_load(struct qs_image *img, const char *what, uint64_t index_pos, uint64_t blocks_end,
 			uint64_t count, size_t entry_size, uint64_t **index, uint32_t *index_count)
 {

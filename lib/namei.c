@@ -26,7 +26,9 @@ static int skip_with_index(struct qs_image *img, const struct qs_inode *dir, con
 			   struct qs_dir_iter *it)
 {
 	struct qs_meta_cursor c;
+	struct qs_block *held = NULL;
 	uint64_t listing = it->remaining;
+	int err = 0;
 
 	qs_meta_cursor_init(&c, img, img->sb.inode_table_start + sqfs_ref_block(dir->u.dir.index),
 			    sqfs_ref_offset(dir->u.dir.index));
@@ -35,27 +37,36 @@ static int skip_with_index(struct qs_image *img, const struct qs_inode *dir, con
 		char iname[SQFS_NAME_MAX + 1];
 		struct sqfs_dir_index idx;
 		size_t ilen;
-		int err = qs_meta_read(&c, raw, sizeof(raw));
 
+		/* Hold the block the cursor is in (qs_meta_read_held); index entries are small. */
+		if (!held || held->key_a != c.block) {
+			qs_block_release(img, held);
+			if (qs_metadata_block(img, c.block, &held))
+				held = NULL;
+		}
+		err = qs_meta_read_held(&c, held, raw, sizeof(raw));
 		if (err)
-			return err;
+			break;
 		sqfs_dir_index_decode(&idx, raw);
 		ilen = (size_t)idx.size + 1;
-		if (ilen > SQFS_NAME_MAX)
-			return qs_set_error(-EIO, "directory index entry has a bad name length");
-		err = qs_meta_read(&c, iname, ilen);
-		if (err)
-			return err;
-		if (name_cmp(iname, ilen, name, len) > 0)
+		if (ilen > SQFS_NAME_MAX) {
+			err = qs_set_error(-EIO, "directory index entry has a bad name length");
 			break;
-		if (idx.index > listing || idx.start_block >= img->sb.bytes_used - img->sb.directory_table_start)
-			return qs_set_error(-EIO, "directory index entry points outside the listing");
+		}
+		err = qs_meta_read_held(&c, held, iname, ilen);
+		if (err || name_cmp(iname, ilen, name, len) > 0)
+			break;
+		if (idx.index > listing || idx.start_block >= img->sb.bytes_used - img->sb.directory_table_start) {
+			err = qs_set_error(-EIO, "directory index entry points outside the listing");
+			break;
+		}
 		it->block = img->sb.directory_table_start + idx.start_block;
 		it->offset = (uint32_t)((idx.index + dir->u.dir.offset) % SQFS_META_SIZE);
 		it->remaining = listing - idx.index;
 		it->header_left = 0;
 	}
-	return 0;
+	qs_block_release(img, held);
+	return err;
 }
 
 int qs_lookup(struct qs_image *img, const struct qs_inode *dir, const char *name, size_t len,
