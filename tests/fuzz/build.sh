@@ -5,6 +5,12 @@
 #
 # The library is compiled straight from lib/ (its meson list), so that the
 # fuzzer's coverage instrumentation reaches into it.
+#
+# Then, for example:
+#   tests/fuzz/make-seeds.sh /tmp/fz
+#   build-fuzz/fuzz_image -max_len=65536 -timeout=10 -rss_limit_mb=2048 /tmp/fz/corpus /tmp/fz/seeds
+# A crash, leak, timeout or oversized allocation leaves its input in the
+# current directory; keep it (small) under tests/fuzz/regress/ once fixed.
 set -eu
 top=$(cd "$(dirname "$0")/../.." && pwd)
 out=${1:-$top/build-fuzz}
