@@ -3,10 +3,12 @@
  *
  * Invoked as squashfuse_ll (or squashfuse) through a link, it is the FUSE
  * mount with squashfuse's command line, so scripts written for squashfuse
- * work unchanged.
+ * work unchanged.  Invoked by mount.fuse3 (mount -t fuse.quash, fstab), it
+ * is given "quash IMAGE MOUNTPOINT -o OPTIONS" and mounts too.
  */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common.h"
 #include "mount.h"
@@ -43,6 +45,15 @@ static void usage(FILE *f)
 		"http:// or https:// URL, or s3://BUCKET/KEY.\n"
 		"\n"
 		CLI_EXIT_STATUS_HELP);
+}
+
+/* mount.fuse3's calling form: the first argument names an image, not a command. */
+static bool names_an_image(int argc, char **argv)
+{
+	const char *arg = argv[1];
+
+	return argc >= 3 && arg[0] != '-' &&
+	       (strchr(arg, '/') || strstr(arg, "://") || access(arg, F_OK) == 0);
 }
 
 static int run_offline(const struct cli_command *cmd, int argc, char **argv)
@@ -85,6 +96,8 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return cli_finish_stdout(CLI_EXIT_OK);
 	}
+	if (names_an_image(argc, argv))
+		return mount_main(argc, argv, false);
 	fprintf(stderr, "quash: unknown command '%s'\nTry 'quash --help' for more information.\n", name);
 	return CLI_EXIT_USAGE;
 }

@@ -28,7 +28,7 @@
 #include "quash.h"
 
 #define CHUNK_MAX_COUNT      (1u << 22)   /* objects needing more chunks are refused */
-#define PIN_MAX_BYTES        (1ull << 30) /* bound on pinned (metadata) bytes */
+#define PIN_MAX_BYTES        (512ull << 20) /* bound on pinned (metadata) bytes */
 #define PIN_RUN_MAX_BYTES    (64u << 20)  /* largest single request of a pinned range */
 #define READAHEAD_MAX_CHUNKS 8u           /* a sequential stream's window grows up to this */
 #define READAHEAD_STREAMS    16           /* sequential readers told apart */
@@ -397,8 +397,8 @@ static int chunk_cache_pread(struct qs_source *src, void *buf, size_t len, uint6
 	if (len == 0)
 		return 0;
 	if (off > cc->size || len > cc->size - off)
-		return qs_set_error(-EIO, "%s: read of %zu bytes at %llu is past the end (%llu bytes)",
-				    cc->name, len, (unsigned long long)off, (unsigned long long)cc->size);
+		return qs_set_error(-EIO, "read of %zu bytes at %llu is past the end (%llu bytes)", len,
+				    (unsigned long long)off, (unsigned long long)cc->size);
 	first = off / cc->chunk_size;
 	last = (off + len - 1) / cc->chunk_size;
 	if (last > first) {
@@ -559,7 +559,7 @@ static int chunk_cache_prefetch(struct qs_source *src, uint64_t off, uint64_t le
 	pinned = cc->pinned_bytes;
 	pthread_mutex_unlock(&cc->lock);
 	if (pinned + (uint64_t)(last - first + 1) * cc->chunk_size > PIN_MAX_BYTES)
-		return qs_set_error(-E2BIG, "%s: will not pin more than %llu MiB in memory", cc->name,
+		return qs_set_error(-E2BIG, "will not pin more than %llu MiB in memory",
 				    PIN_MAX_BYTES >> 20);
 	return pin_range(cc, first, last);
 }
@@ -650,7 +650,7 @@ int chunk_cache_open(const struct chunk_fetcher *fetcher, const char *name, cons
 	if (ret < 0)
 		goto fail;
 	if (size / cc->chunk_size >= CHUNK_MAX_COUNT) {
-		ret = qs_set_error(-EFBIG, "%s: %llu bytes is too large for %zu-byte chunks", name,
+		ret = qs_set_error(-EFBIG, "%llu bytes is too large for %zu-byte chunks",
 				   (unsigned long long)size, cc->chunk_size);
 		goto fail;
 	}

@@ -212,8 +212,15 @@ int qs_inode_read(struct qs_image *img, qs_ref ref, struct qs_inode *out)
 	}
 	if (err)
 		return err;
-	if (in.xattr != QS_NO_XATTR && in.xattr >= img->xattr_table.count)
-		return qs_set_error(-EIO, "inode %u: xattr id %u is outside the xattr table", in.ino, in.xattr);
+	if (in.xattr != QS_NO_XATTR) {
+		struct sqfs_xattr_id id;
+
+		/* st_blocks counts the xattrs too, as the kernel does; their size is in the id table. */
+		err = qs_xattr_id_lookup(img, in.xattr, &id);
+		if (err)
+			return err;
+		in.xattr_size = id.size;
+	}
 	*out = in;
 	return 0;
 }
@@ -225,13 +232,16 @@ int qs_inode_root(struct qs_image *img, struct qs_inode *out)
 
 uint64_t qs_inode_blocks512(const struct qs_inode *inode)
 {
-	uint64_t used;
+	uint64_t blocks = 0;
 
-	/* As fs/squashfs/inode.c: regular files only, less what sparse blocks saved. */
-	if (inode->type != QS_FILE || inode->size == 0)
-		return 0;
-	used = inode->size - (inode->extended ? inode->u.file.sparse : 0);
-	if (inode->size <= inode->u.file.sparse)
-		return 0;
-	return ((used - 1) >> 9) + 1;
+	/*
+	 * As fs/squashfs/inode.c: a regular file's data less what sparse
+	 * blocks saved, plus for any inode with xattrs the size of their
+	 * key/value pairs, each rounded up to 512-byte units.
+	 */
+	if (inode->type == QS_FILE && inode->size > inode->u.file.sparse)
+		blocks = ((inode->size - inode->u.file.sparse - 1) >> 9) + 1;
+	if (inode->xattr != QS_NO_XATTR)
+		blocks += ((uint64_t)inode->xattr_size + 511) >> 9;
+	return blocks;
 }

@@ -94,5 +94,6 @@ int qs_fragment_lookup(struct qs_image *img, uint32_t index, struct sqfs_fragmen
 
 int qs_export_table_load(struct qs_image *img);
 int qs_xattr_table_load(struct qs_image *img);
+int qs_xattr_id_lookup(struct qs_image *img, uint32_t index, struct sqfs_xattr_id *out);
 
 #endif

@@ -97,6 +97,8 @@ int qs_lookup(struct qs_image *img, const struct qs_inode *dir, const char *name
 
 int qs_lookup_path(struct qs_image *img, const char *path, struct qs_inode *out)
 {
+	size_t plen = strlen(path);
+	bool slash_end = plen > 0 && path[plen - 1] == '/';
 	struct qs_inode cur;
 	int err = qs_inode_root(img, &cur);
 
@@ -117,6 +119,9 @@ int qs_lookup_path(struct qs_image *img, const char *path, struct qs_inode *out)
 		err = qs_lookup(img, &cur, path, (size_t)(end - path), &cur);
 		path = end;
 	}
+	/* "file/" names a directory, as in POSIX path resolution. */
+	if (!err && slash_end && cur.type != QS_DIR)
+		err = qs_set_error(-ENOTDIR, "not a directory");
 	if (!err)
 		*out = cur;
 	return err;

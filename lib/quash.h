@@ -121,6 +121,7 @@ struct qs_inode {
 	uint32_t nlink;
 	uint64_t size;              /* file: bytes; dir: as stored (listing + 3); symlink: target length */
 	uint32_t xattr;             /* xattr id, or QS_NO_XATTR */
+	uint32_t xattr_size;        /* bytes of its key/value pairs, as the xattr id table records */
 	uint32_t rdev;              /* devices: Linux encoding as stored */
 	union {
 		struct {

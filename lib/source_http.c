@@ -392,11 +392,11 @@ static int judge(struct remote *rm, CURLcode rc, const char *curl_msg, struct re
 	char code[96];
 
 	if (r->overflow)
-		return qs_set_error(-EIO, "%s: server sent more bytes than the range asked for", rm->t.name);
+		return qs_set_error(-EIO, "server sent more bytes than the range asked for");
 	if (rc != CURLE_OK) {
 		int err = retryable_curl_error(rc) ? -EAGAIN : -EIO;
 
-		return qs_set_error(err, "%s: %s", rm->t.name,
+		return qs_set_error(err, "%s",
 				    curl_msg[0] ? curl_msg : curl_easy_strerror(rc));
 	}
 	s3_error_code(r->errbody, code, sizeof(code));
@@ -404,42 +404,41 @@ static int judge(struct remote *rm, CURLcode rc, const char *curl_msg, struct re
 	case 206:
 		break;
 	case 200:
-		return qs_set_error(-EIO, "%s: server ignores range requests (200 instead of 206)",
-				    rm->t.name);
+		return qs_set_error(-EIO, "server ignores range requests (200 instead of 206)");
 	case 412:
-		return qs_set_error(-ESTALE, "%s: the object changed since it was opened; "
-				    "reopen to see the new version", rm->t.name);
+		return qs_set_error(-ESTALE, "the object changed since it was opened; "
+				    "reopen to see the new version");
 	case 416:
-		return qs_set_error(-EIO, "%s: range not satisfiable (empty object?)", rm->t.name);
+		return qs_set_error(-EIO, "range not satisfiable (empty object?)");
 	case 401:
 	case 403:
-		return qs_set_error(-EACCES, "%s: access denied: HTTP %ld%s", rm->t.name, r->status, code);
+		return qs_set_error(-EACCES, "access denied: HTTP %ld%s", r->status, code);
 	case 404:
-		return qs_set_error(-ENOENT, "%s: not found: HTTP 404%s", rm->t.name, code);
+		return qs_set_error(-ENOENT, "not found: HTTP 404%s", code);
 	case 408:
 	case 429:
-		return qs_set_error(-EAGAIN, "%s: HTTP %ld%s", rm->t.name, r->status, code);
+		return qs_set_error(-EAGAIN, "HTTP %ld%s", r->status, code);
 	default:
-		return qs_set_error(r->status >= 500 ? -EAGAIN : -EIO, "%s: HTTP %ld%s", rm->t.name,
+		return qs_set_error(r->status >= 500 ? -EAGAIN : -EIO, "HTTP %ld%s",
 				    r->status, code);
 	}
 	if (kind == REQUEST_READ && changed_version(rm, r))
-		return qs_set_error(-ESTALE, "%s: the object changed since it was opened (%s, now %s); "
-				    "reopen to see the new version", rm->t.name,
+		return qs_set_error(-ESTALE, "the object changed since it was opened (%s, now %s); "
+				    "reopen to see the new version",
 				    rm->etag[0] ? rm->etag : rm->last_modified,
 				    rm->etag[0] ? r->etag : r->last_modified);
 	if (!r->has_range)
-		return qs_set_error(-EIO, "%s: answer without a valid Content-Range", rm->t.name);
+		return qs_set_error(-EIO, "answer without a valid Content-Range");
 	if (kind == REQUEST_OPEN && r->range_total - 1 < expect_last)
 		expect_last = r->range_total - 1;
 	if (r->range_first != off || r->range_last != expect_last ||
 	    (kind == REQUEST_READ && r->range_total != rm->size))
-		return qs_set_error(-EIO, "%s: asked for bytes %llu-%llu, got Content-Range %llu-%llu/%llu",
-				    rm->t.name, (unsigned long long)off, (unsigned long long)expect_last,
+		return qs_set_error(-EIO, "asked for bytes %llu-%llu, got Content-Range %llu-%llu/%llu",
+				    (unsigned long long)off, (unsigned long long)expect_last,
 				    (unsigned long long)r->range_first, (unsigned long long)r->range_last,
 				    (unsigned long long)r->range_total);
 	if (r->got != expect_last - off + 1)
-		return qs_set_error(-EAGAIN, "%s: short answer: %zu of %llu bytes", rm->t.name, r->got,
+		return qs_set_error(-EAGAIN, "short answer: %zu of %llu bytes", r->got,
 				    (unsigned long long)(expect_last - off + 1));
 	return 0;
 }
@@ -461,7 +460,7 @@ static int request_once(struct remote *rm, const struct iovec *iov, int iovcnt, 
 	h = headers ? handle_get(rm) : NULL;
 	if (!h) {
 		curl_slist_free_all(headers);
-		return qs_set_error(-ENOMEM, "%s: cannot set up a request", rm->t.name);
+		return qs_set_error(-ENOMEM, "cannot set up a request");
 	}
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
 	curl_easy_setopt(h, CURLOPT_HEADERDATA, r);
@@ -613,23 +612,34 @@ static size_t call_write(char *data, size_t size, size_t nmemb, void *arg)
 	return len;
 }
 
+/* A progress callback: non-zero ends the transfer once the caller cancels. */
+static int call_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+			 curl_off_t ulnow)
+{
+	const struct call *c = arg;
+
+	(void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
+	return c->t->cancel && __atomic_load_n(c->t->cancel, __ATOMIC_RELAXED);
+}
+
 static int call_judge(const struct call *c, CURLcode rc, const char *curl_msg)
 {
-	const char *name = c->t->name;
 	long st = c->reply->status;
 	char code[96];
 
+	if (rc == CURLE_ABORTED_BY_CALLBACK)
+		return qs_set_error(-ECANCELED, "%s cancelled", c->method);
 	if (rc != CURLE_OK)
-		return qs_set_error(retryable_curl_error(rc) ? -EAGAIN : -EIO, "%s: %s %s", name, c->method,
+		return qs_set_error(retryable_curl_error(rc) ? -EAGAIN : -EIO, "%s %s", c->method,
 				    curl_msg[0] ? curl_msg : curl_easy_strerror(rc));
 	if (st >= 200 && st < 300)
 		return 0;
 	s3_error_code(c->reply->body ? c->reply->body : "", code, sizeof(code));
 	if (st == 401 || st == 403)
-		return qs_set_error(-EACCES, "%s: %s: access denied: HTTP %ld%s", name, c->method, st, code);
+		return qs_set_error(-EACCES, "%s: access denied: HTTP %ld%s", c->method, st, code);
 	if (st == 404)
-		return qs_set_error(-ENOENT, "%s: %s: not found: HTTP 404%s", name, c->method, code);
-	return qs_set_error(st >= 500 || st == 408 || st == 429 ? -EAGAIN : -EIO, "%s: %s: HTTP %ld%s", name,
+		return qs_set_error(-ENOENT, "%s: not found: HTTP 404%s", c->method, code);
+	return qs_set_error(st >= 500 || st == 408 || st == 429 ? -EAGAIN : -EIO, "%s: HTTP %ld%s",
 			    c->method, st, code);
 }
 
@@ -650,7 +660,7 @@ static int call_once(void *arg)
 		curl_slist_free_all(headers);
 		if (h)
 			curl_easy_cleanup(h);
-		return qs_set_error(-ENOMEM, "%s: cannot set up a request", c->t->name);
+		return qs_set_error(-ENOMEM, "cannot set up a request");
 	}
 	handle_setup(h, c->t, REMOTE_STALL_SECONDS);
 	curl_easy_setopt(h, CURLOPT_URL, c->url);
@@ -660,6 +670,9 @@ static int call_once(void *arg)
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, call_write);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, c->reply);
 	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, curl_msg);
+	curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+	curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, call_progress);
+	curl_easy_setopt(h, CURLOPT_XFERINFODATA, c);
 	if (!strcmp(c->method, "PUT")) {
 		curl_easy_setopt(h, CURLOPT_EXPECT_100_TIMEOUT_MS, 0L);    /* no 100-continue round trip */
 		curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
@@ -759,8 +772,8 @@ static int remote_first_request(struct remote *rm, char *first, size_t chunk_siz
 			snprintf(rm->etag, sizeof(rm->etag), "%s", r->etag);
 		snprintf(rm->last_modified, sizeof(rm->last_modified), "%s", r->last_modified);
 		if (!rm->etag[0] && !rm->last_modified[0])
-			ret = qs_set_error(-EIO, "%s: no ETag or Last-Modified: cannot tell if the object "
-					   "changes", rm->t.name);
+			ret = qs_set_error(-EIO, "no ETag or Last-Modified: cannot tell if the object "
+					   "changes");
 	}
 	free(r);
 	return ret;
@@ -804,8 +817,8 @@ static int open_from_cache(struct remote *rm, const struct qs_source_options *op
 		snprintf(rm->etag, sizeof(rm->etag), "%s", validator);
 	else
 		snprintf(rm->last_modified, sizeof(rm->last_modified), "%s", validator);
-	if (asprintf(&notice, "%s: server unreachable (%s); serving the version recorded in cache "
-		     "directory %s", rm->t.name, why, opt->cache_dir) < 0)
+	if (asprintf(&notice, "server unreachable (%s); serving the version recorded in cache "
+		     "directory %s", why, opt->cache_dir) < 0)
 		notice = NULL;
 	free(why);
 	ret = chunk_cache_open(&fetcher, rm->t.name, identity, size, opt, NULL, notice, out);

@@ -28,6 +28,7 @@ struct remote_target {
 	char *name;                 /* what messages call it: never credentials or a query string */
 	char *sigv4;                /* CURLOPT_AWS_SIGV4 provider ("aws:amz:REGION:s3"), or NULL */
 	struct aws_creds *creds;    /* with sigv4: the keys, or anonymous */
+	const bool *cancel;         /* remote_call() ends with -ECANCELED once this is true, or NULL */
 };
 
 void remote_target_clear(struct remote_target *t);

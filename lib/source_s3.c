@@ -92,10 +92,10 @@ int s3_target(const char *spec, const struct qs_source_options *opt, struct remo
 
 	memset(t, 0, sizeof(*t));
 	if (!slash || !slash[1])
-		return qs_set_error(-EINVAL, "%s: expected s3://BUCKET/KEY", spec);
+		return qs_set_error(-EINVAL, "expected s3://BUCKET/KEY");
 	bucket_len = slash - bucket;
 	if (!valid_bucket(bucket, bucket_len))
-		return qs_set_error(-EINVAL, "%s: bucket names are 3 to 63 of a-z, 0-9, '-' and '.'", spec);
+		return qs_set_error(-EINVAL, "bucket names are 3 to 63 of a-z, 0-9, '-' and '.'");
 	ret = aws_creds_load(&t->creds, &settings);
 	if (ret < 0)
 		return ret;

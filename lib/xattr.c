@@ -50,6 +50,21 @@ int qs_xattr_table_load(struct qs_image *img)
 	return err;
 }
 
+int qs_xattr_id_lookup(struct qs_image *img, uint32_t index, struct sqfs_xattr_id *out)
+{
+	uint8_t raw[SQFS_XATTR_ID_SIZE];
+	int err;
+
+	if (index >= img->xattr_table.count)
+		return qs_set_error(-EIO, "xattr id %u is outside the xattr table", index);
+	err = qs_table_entry(img, "xattr id", img->xattr_index, img->xattr_index_count, index, raw,
+			     sizeof(raw));
+	if (err)
+		return err;
+	sqfs_xattr_id_decode(out, raw);
+	return 0;
+}
+
 /* The cursor at a key/value reference (relative to kv_start). */
 static int kv_cursor(struct qs_image *img, uint64_t ref, struct qs_meta_cursor *c)
 {
@@ -131,7 +146,6 @@ static int read_pair(struct qs_image *img, struct qs_meta_cursor *c, struct qs_x
 
 int qs_xattr_list(struct qs_image *img, const struct qs_inode *inode, struct qs_xattr **out, size_t *count)
 {
-	uint8_t raw[SQFS_XATTR_ID_SIZE];
 	struct sqfs_xattr_id id;
 	struct qs_meta_cursor c;
 	struct qs_xattr *list;
@@ -142,13 +156,9 @@ int qs_xattr_list(struct qs_image *img, const struct qs_inode *inode, struct qs_
 	*count = 0;
 	if (inode->xattr == QS_NO_XATTR)
 		return 0;
-	if (inode->xattr >= img->xattr_table.count)
-		return qs_set_error(-EIO, "xattr id %u is outside the xattr table", inode->xattr);
-	err = qs_table_entry(img, "xattr id", img->xattr_index, img->xattr_index_count, inode->xattr, raw,
-			     sizeof(raw));
+	err = qs_xattr_id_lookup(img, inode->xattr, &id);
 	if (err)
 		return err;
-	sqfs_xattr_id_decode(&id, raw);
 	if (id.count == 0)
 		return 0;
 	if (id.count > QS_XATTR_COUNT_MAX)

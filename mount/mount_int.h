@@ -30,6 +30,9 @@
 /* The image never changes under a mount, so the kernel may cache for ever. */
 #define QM_CACHE_TIMEOUT (365.0 * 24 * 3600)
 
+/* Readahead of the mount's bdi, KiB: whole blocks decompressed in parallel ahead of sequential readers. */
+#define QM_DEFAULT_READAHEAD_KB 1024
+
 /* Failures logged before the daemon falls silent (a scan of a corrupt image). */
 #define QM_LOG_MAX 100
 
@@ -50,6 +53,7 @@ struct qm_options {
 	const char *subdir;
 	const char *notify_pipe;
 	unsigned idle_timeout;      /* seconds; 0: never */
+	int readahead_kb;           /* 0: leave the kernel's */
 	char kernel_opts[1024];     /* comma-separated options for the FUSE mount */
 	char strings[8192];         /* copies of the -o lists; subdir= etc. point here */
 	size_t strings_used;

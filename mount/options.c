@@ -19,6 +19,8 @@
 
 #include "mount_int.h"
 
+#define QM_MAX_READAHEAD_KB (64u << 10)
+
 /* Handed to the kernel's FUSE mount as they are. */
 static const char *const kernel_flags[] = {
 	"allow_other", "allow_root", "dev", "nodev", "suid", "nosuid", "exec", "noexec", "ro",
@@ -144,6 +146,10 @@ static int parse_one(struct qm_options *opt, char *o)
 		if (parse_u64(value, &n) || n > UINT32_MAX)
 			return bad_value(opt, o, value);
 		opt->idle_timeout = (unsigned)n;
+	} else if (strcmp(o, "readahead") == 0) {
+		if (parse_u64(value, &n) || n > QM_MAX_READAHEAD_KB)
+			return bad_value(opt, o, value);
+		opt->readahead_kb = (int)n;
 	} else if (strcmp(o, "subdir") == 0) {
 		opt->subdir = value;
 	} else if (strcmp(o, "notify_pipe") == 0) {
@@ -201,6 +207,7 @@ enum qm_parse_result qm_parse_args(int argc, char **argv, bool squashfuse_compat
 	opt->squashfuse_compat = squashfuse_compat;
 	opt->progname = squashfuse_compat ? (base ? base + 1 : argv[0]) : "quash";
 	opt->notify_store = true;
+	opt->readahead_kb = QM_DEFAULT_READAHEAD_KB;
 
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -270,6 +277,7 @@ void qm_usage(const struct qm_options *opt)
 		"    -o cache_size=SIZE     bytes of decompressed blocks held (K, M, G suffixes)\n"
 		"    -o threads=N           worker threads (default %d)\n"
 		"    -o [no]notify_store    push whole decompressed blocks into the page cache (default on)\n"
+		"    -o readahead=KB        the mount's readahead (default %d, 0: the kernel's; root only)\n"
 		"    -o allow_other,allow_root,dev,suid,exec,...  kernel mount flags\n",
-		QM_DEFAULT_THREADS);
+		QM_DEFAULT_THREADS, QM_DEFAULT_READAHEAD_KB);
 }

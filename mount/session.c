@@ -20,6 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <syslog.h>
 #include <time.h>
@@ -188,6 +190,29 @@ static int session_args(struct qm_fs *fs, struct fuse_args *args)
 	return 0;
 }
 
+/*
+ * The kernel gives a FUSE mount 128 KiB of readahead: one block at a time for
+ * a sequential reader.  More lets the workers decompress several blocks at
+ * once.  Only root may write the bdi's setting; others keep the default.
+ */
+static void set_readahead(struct qm_fs *fs)
+{
+	char path[64], value[16];
+	struct stat st;
+	int fd;
+
+	if (fs->opt->readahead_kb <= 0 || stat(fs->mountpoint, &st) != 0)
+		return;
+	snprintf(path, sizeof(path), "/sys/class/bdi/%u:%u/read_ahead_kb", major(st.st_dev), minor(st.st_dev));
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	snprintf(value, sizeof(value), "%d", fs->opt->readahead_kb);
+	if (write(fd, value, strlen(value)) < 0 && fs->opt->debug)
+		qm_log(fs, "%s: %s", path, strerror(errno));
+	close(fd);
+}
+
 static unsigned thread_count(const struct qm_options *opt)
 {
 	if (opt->single_thread)
@@ -261,6 +286,7 @@ int qm_session_run(struct qm_fs *fs, int ready_fd, void (*on_ready)(struct qm_fs
 			atomic_store(&fs->last_access, (int64_t)time(NULL));
 			start_detached(idle_watcher, fs);
 		}
+		set_readahead(fs);
 		if (fs->opt->notify_pipe)
 			start_detached(pipe_notifier, fs);
 		if (ready_fd >= 0) {

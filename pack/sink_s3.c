@@ -13,6 +13,8 @@
  * Signals are caught with a signalfd read by a watcher thread (they are
  * blocked from the sink's open on, so the threads started later block them
  * too): an abort needs HTTP requests, which a signal handler cannot make.
+ * A signal the parent set to be ignored (SIGINT of a background job in a
+ * script) stays ignored.
  */
 #include <errno.h>
 #include <poll.h>
@@ -87,7 +89,7 @@ static int upload_part(struct s3_sink *s, struct part *p)
 	snprintf(query, sizeof(query), "partNumber=%u&%s", p->number, s->upload_query);
 	ret = remote_call(&s->t, "PUT", query, p->data, p->len, 0, &reply);
 	if (ret == 0 && !reply.etag[0])
-		ret = qs_set_error(-EIO, "%s: part %u: the answer has no ETag", s->t.name, p->number);
+		ret = qs_set_error(-EIO, "part %u: the answer has no ETag", p->number);
 	if (ret == 0)
 		snprintf(s->etags[p->number], sizeof(s->etags[p->number]), "%s", reply.etag);
 	remote_reply_clear(&reply);
@@ -151,7 +153,7 @@ static int queue_part(struct s3_sink *s, unsigned number, char *data, size_t len
 	pthread_mutex_unlock(&s->lock);
 	if (ret < 0) {
 		part_free(p);
-		pack_error("%s", s->error_msg);
+		pack_error("%s: %s", s->t.name, s->error_msg);
 	}
 	return ret;
 }
@@ -200,7 +202,7 @@ static int s3_append(struct pack_sink *sink, const void *buf, size_t len)
 static void stop_workers(struct s3_sink *s)
 {
 	pthread_mutex_lock(&s->lock);
-	s->stopping = true;
+	__atomic_store_n(&s->stopping, true, __ATOMIC_RELAXED);
 	pthread_cond_broadcast(&s->changed);
 	pthread_mutex_unlock(&s->lock);
 	for (int i = 0; i < s->nworkers; i++)
@@ -218,10 +220,11 @@ static void abort_upload(struct s3_sink *s)
 {
 	struct remote_reply reply;
 
-	stop_workers(s);
+	stop_workers(s);        /* their requests in flight end at once: t.cancel is s->stopping */
+	s->t.cancel = NULL;
 	if (remote_call(&s->t, "DELETE", s->upload_query, NULL, 0, S3_ABORT_SECONDS, &reply) < 0)
-		pack_error("%s; the parts already sent stay until the bucket's lifecycle rules remove them",
-			   qs_last_error());
+		pack_error("%s: aborting the upload: %s; the parts already sent stay until the bucket's "
+			   "lifecycle rules remove them", s->t.name, qs_last_error());
 	remote_reply_clear(&reply);
 }
 
@@ -346,7 +349,7 @@ static int complete_upload(struct s3_sink *s, unsigned parts)
 	/* S3 may answer 200 and still report a failure in the body. */
 	if (ret == 0 && (!reply.body || strstr(reply.body, "<Error>") ||
 			 !strstr(reply.body, "CompleteMultipartUploadResult")))
-		ret = qs_set_error(-EIO, "%s: completing the upload failed: %.200s", s->t.name,
+		ret = qs_set_error(-EIO, "completing the upload failed: %.200s",
 				   reply.body ? reply.body : "empty answer");
 	remote_reply_clear(&reply);
 	free(body);
@@ -381,13 +384,13 @@ static int s3_finish(struct pack_sink *sink, const uint8_t *head, size_t head_le
 		pthread_cond_wait(&s->changed, &s->lock);
 	if (ret == 0 && s->error) {
 		ret = s->error;
-		pack_error("%s", s->error_msg);
+		pack_error("%s: %s", s->t.name, s->error_msg);
 	}
 	pthread_mutex_unlock(&s->lock);
 	if (ret == 0) {
 		ret = complete_upload(s, parts);
 		if (ret < 0)
-			pack_error("%s", qs_last_error());
+			pack_error("%s: %s", s->t.name, qs_last_error());
 	}
 	if (ret < 0) {
 		s3_abort(sink);
@@ -415,8 +418,7 @@ static int create_upload(struct s3_sink *s)
 	start = ret == 0 && reply.body ? strstr(reply.body, "<UploadId>") : NULL;
 	end = start ? strstr(start, "</UploadId>") : NULL;
 	if (ret == 0 && !end)
-		ret = qs_set_error(-EIO, "%s: starting a multipart upload: no UploadId in the answer",
-				   s->t.name);
+		ret = qs_set_error(-EIO, "starting a multipart upload: no UploadId in the answer");
 	if (ret == 0) {
 		char *id = strndup(start + 10, end - start - 10);
 
@@ -447,22 +449,26 @@ int sink_s3_open(const char *spec, const char *endpoint, struct pack_sink **out)
 	pthread_cond_init(&s->changed, NULL);
 	s->etags = calloc(S3_MAX_PARTS + 1, sizeof(*s->etags));
 	ret = s->etags ? s3_target(spec, &opt, &s->t) : qs_set_error(-ENOMEM, "out of memory");
+	s->t.cancel = &s->stopping;
 	if (ret == 0)
 		ret = create_upload(s);
 	if (ret < 0) {
-		pack_error("%s", qs_last_error());
+		pack_error("%s: %s", spec, qs_last_error());
 		s3_free(s);
 		return ret;
 	}
-	for (int i = 0; i < S3_UPLOAD_THREADS; i++)
+	/* The watcher first: the upload threads inherit the blocked signals. */
+	ret = start_signal_watcher(s);
+	for (int i = 0; ret == 0 && i < S3_UPLOAD_THREADS; i++)
 		if (pthread_create(&s->workers[i], NULL, upload_worker, s) == 0)
 			s->nworkers++;
-	ret = s->nworkers ? start_signal_watcher(s) : -EAGAIN;
-	if (ret < 0) {
+	if (ret < 0 || s->nworkers == 0) {
 		pack_error("%s: cannot start the upload threads", spec);
+		if (ret == 0)
+			stop_signal_watcher(s);
 		abort_upload(s);
 		s3_free(s);
-		return ret;
+		return ret < 0 ? ret : -EAGAIN;
 	}
 	*out = &s->sink;
 	return 0;

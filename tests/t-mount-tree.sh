@@ -17,8 +17,6 @@ s = os.statvfs(sys.argv[1])
 print(s.f_bsize, s.f_frsize, s.f_blocks, s.f_bfree, s.f_bavail, s.f_files, s.f_ffree, s.f_namemax)' "$1"
 }
 
-export QM_XATTR_BLOCKS_GAP=1
-
 # The kernel has no legacy lzma: those images are checked against unsquashfs's extraction.
 compare_extracted() {   # compare_extracted IMAGE MOUNT
 	rm -rf "$M/extract"

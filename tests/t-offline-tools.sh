@@ -153,21 +153,15 @@ check "cat of a missing and a present file still writes the present one" \
 # ---- stat vs the kernel's mount ------------------------------------------
 echo "# $SECONDS s: stat vs the kernel's mount"
 
-# The kernel counts an inode's xattrs in st_blocks ((xattr_size - 1) / 512 + 1
-# more); qs_inode_blocks512() cannot, lacking the xattr table, so blocks are
-# compared only for inodes without xattrs until the library's API can.
+# st_blocks includes the kernel's xattr term ((xattr_size - 1) / 512 + 1).
 stat_matches() {   # stat_matches IMAGE PATH: quash stat fields vs stat(1) on the mount
-	local want got fields='inode: %i|mode: %04a|links: %h|uid: %u|gid: %g|modified: %Y'
-	if [ -z "$(getfattr -h -d -m - --absolute-names "$mnt/$2" 2>/dev/null)" ]; then
-		fields="$fields|blocks: %b"
-	fi
+	local want got fields='inode: %i|mode: %04a|links: %h|uid: %u|gid: %g|modified: %Y|blocks: %b'
 	want=$(stat -c "$fields" "$mnt/$2")
 	got=$("$QUASH_ASAN" stat "$1" "$2" | sed -n 's/^\(inode\|links\|uid\|gid\): *\([0-9]*\)$/\1: \2/p;
 		s/^mode: *\([0-7]*\) .*/mode: \1/p; s/^modified: .*(\([0-9]*\))$/modified: \1/p' | paste -sd'|')
 	# paste joins in quash's order; put both in one order.
 	want=$(tr '|' '\n' <<<"$want" | sort | paste -sd'|')
-	[[ $fields == *blocks* ]] &&
-		got="$got|$("$QUASH_ASAN" stat "$1" "$2" | sed -n 's/^\(blocks\): *\([0-9]*\)$/\1: \2/p')"
+	got="$got|$("$QUASH_ASAN" stat "$1" "$2" | sed -n 's/^\(blocks\): *\([0-9]*\)$/\1: \2/p')"
 	got=$(tr '|' '\n' <<<"$got" | sort | paste -sd'|')
 	[ "$want" = "$got" ] || { echo "mount: $want"; echo "quash: $got"; return 1; }
 	case $(stat -c %F "$mnt/$2") in

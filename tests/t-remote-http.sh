@@ -56,7 +56,7 @@ else not_ok "no credentials in messages" "$(cat "$W/err")"; fi
 # Faults between quash and the server: each is retried, the bytes still match.
 start_faultproxy "$PROXY" "http://127.0.0.1:$HTTP" reset,500,503,429,truncate,short,stall,reset --stall 20
 check "faults: reset, 500, 503, 429, truncated, short, stalled answers are retried" \
-	$RR -c 1048576 -s 1048576 -r 8 -t 3 "http://127.0.0.1:$PROXY/image.sqfs" "$IMG"
+	$RR -c 1048576 -s 1048576 -r 16 -t 3 "http://127.0.0.1:$PROXY/image.sqfs" "$IMG"
 stop_pid "$PROXY_PID"
 for f in 503 429 short reset; do
 	start_faultproxy "$PROXY" "http://127.0.0.1:$HTTP" "always:$f"

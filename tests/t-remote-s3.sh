@@ -56,7 +56,7 @@ check_fails "s3: anonymous read of a private object is refused" $NOENV $RR -r 1 
 # Faults between quash and the store; signatures survive the proxy.
 start_faultproxy "$PROXY" "$EP" reset,503,500,429,truncate,short,stall --stall 20
 check "s3 faults: retried, the bytes still match" \
-	$RR -c 1048576 -s 1048576 -r 8 -t 2 -e "http://127.0.0.1:$PROXY" "$U" "$IMG"
+	$RR -c 1048576 -s 1048576 -r 16 -t 2 -e "http://127.0.0.1:$PROXY" "$U" "$IMG"
 stop_pid "$PROXY_PID"
 
 # The object replaced while being read.
@@ -78,13 +78,20 @@ check_fails "pack to s3: a wrong secret fails" env AWS_SECRET_ACCESS_KEY=wrong \
 	$QUASH_ASAN pack --no-progress -q "$W/small" s3://quash-test/wrong.sqfs
 check "pack to s3: and leaves no object" bash -c "! aws --endpoint-url $EP s3api head-object --bucket quash-test \
 	--key wrong.sqfs >/dev/null 2>&1"
-# Ctrl-C mid-upload: the upload is aborted and the object already there stays.
-mkdir -p "$W/bigsrc" && head -c 150000000 /dev/urandom >"$W/bigsrc/big"
-$QUASH_ASAN pack --no-progress -q -j 1 "$W/bigsrc" s3://quash-test/packed.sqfs & pid=$!
-sleep 1.5
+# Ctrl-C mid-upload (the proxy holds the first part's answer back): the
+# upload is aborted and the object already there stays.
+mkdir -p "$W/bigsrc" && head -c 30000000 /dev/urandom >"$W/bigsrc/big"
+start_faultproxy "$PROXY" "$EP" stall --stall 60 --log "$W/upload.log"
+set -m      # else bash starts background jobs with SIGINT ignored
+env -u AWS_ENDPOINT_URL $QUASH_ASAN pack --no-progress -q --endpoint "http://127.0.0.1:$PROXY" "$W/bigsrc" \
+	s3://quash-test/packed.sqfs & pid=$!
+set +m
+for _ in $(seq 300); do grep -q "^PUT" "$W/upload.log" 2>/dev/null && break; sleep 0.1; done
 kill -INT $pid
 wait $pid; st=$?
-check "pack to s3: SIGINT ends the pack" test $st = 130
+check "pack to s3: SIGINT mid-upload ends the pack" test $st = 130
+check "pack to s3: the abort went out" grep -q "^DELETE" "$W/upload.log"
+stop_pid "$PROXY_PID"
 check "pack to s3: the earlier object stays" $RR s3://quash-test/packed.sqfs "$W/local.sqfs"
 aws_ s3api list-multipart-uploads --bucket quash-test >"$W/uploads.json"
 check "pack to s3: no multipart upload is left" bash -c "! grep -q packed.sqfs '$W/uploads.json'"
@@ -92,7 +99,18 @@ rm -rf "$W/bigsrc"
 
 # Persistent cache: read everything, stop the store, read again.
 check "s3 cache dir: first read fills it" $RR -c 262144 -d "$W/cache" -t 2 "$U" "$IMG"
+# The same through the command line: --endpoint and --cache-dir, no environment endpoint.
+"$QUASH" ls -lR "$IMG" >"$W/ls.local"
+"$QUASH" extract "$IMG" -C "$W/x.local" >/dev/null 2>&1
+cli_remote() {   # cli_remote OUT: ls -lR and extract of $U through the CLI's own options
+	env -u AWS_ENDPOINT_URL "$QUASH_ASAN" ls -lR --endpoint "$EP" --cache-dir "$W/clicache" "$U" >"$1.ls" &&
+	rm -rf "$1.x" && env -u AWS_ENDPOINT_URL "$QUASH_ASAN" extract --endpoint "$EP" --cache-dir "$W/clicache" \
+		"$U" -C "$1.x" &&
+	cmp -s "$1.ls" "$W/ls.local" && diff -r "$1.x" "$W/x.local" >/dev/null
+}
+check "cli: --endpoint and --cache-dir: ls -lR and extract match the local image" cli_remote "$W/online"
 "$QUASH_TOP/tests/lib/stop-rgw.sh" "$W/rgw"
+check "cli: --cache-dir: the same with the store stopped" cli_remote "$W/offline"
 $RR -c 262144 -d "$W/cache" -t 4 "$U" "$IMG" 2>"$W/offline.err"; st=$?
 check "s3 cache dir: every byte reads with the store stopped" test $st = 0
 check "s3 cache dir: the notice says so" grep -q "server unreachable" "$W/offline.err"

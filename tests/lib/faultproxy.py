@@ -3,7 +3,7 @@
 
     faultproxy.py --port PORT --upstream http://127.0.0.1:N [--skip K] --faults F1,F2,... [--log FILE]
 
-Forwards GET/HEAD to the upstream server unchanged (Host included, so that
+Forwards GET, HEAD, PUT, POST and DELETE to the upstream server unchanged (Host included, so that
 S3 signatures still match).  After the first K requests (default 1: the open
 request passes), request number K+i gets fault Fi, then everything passes.
 '--faults always:F' gives every request after the first K fault F.
@@ -76,13 +76,18 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.reset()
         if fault in ("500", "503", "429"):
             return self.send_status(int(fault))
+        length = int(self.headers.get("Content-Length") or 0)
+        payload = self.rfile.read(length) if length else b""
+        if fault == "stall" and method not in ("GET", "HEAD"):
+            time.sleep(self.server.stall)     # an upload that never gets its answer
+            return self.reset()
         up = self.server.upstream
         conn = http.client.HTTPConnection(up.hostname, up.port, timeout=30)
         headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_HEADERS}
         conn.putrequest(method, self.path, skip_host=True, skip_accept_encoding=True)
         for k, v in headers.items():
             conn.putheader(k, v)
-        conn.endheaders()
+        conn.endheaders(payload if payload else None)
         resp = conn.getresponse()
         body = resp.read()
         conn.close()
@@ -118,6 +123,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def do_HEAD(self):
         self.forward("HEAD")
+
+    def do_PUT(self):
+        self.forward("PUT")
+
+    def do_POST(self):
+        self.forward("POST")
+
+    def do_DELETE(self):
+        self.forward("DELETE")
 
 
 def main():

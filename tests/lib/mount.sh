@@ -77,10 +77,6 @@ FIELDS = ("st_mode", "st_ino", "st_nlink", "st_uid", "st_gid", "st_size", "st_mt
 extracted = os.environ.get("QM_COMPARE") == "extracted"
 if extracted:
     FIELDS = ("st_mode", "st_nlink", "st_uid", "st_gid", "st_mtime", "st_rdev")
-# Library gap: qs_inode_blocks512() leaves out what the kernel adds for an
-# inode's xattrs (((xattr_size - 1) >> 9) + 1).  Noted, not hidden: counted below.
-skip_xattr_blocks = os.environ.get("QM_XATTR_BLOCKS_GAP") == "1"
-skipped = 0
 diffs = []
 
 def digest(path):
@@ -101,14 +97,10 @@ def xattrs(path):
 
 def walk(rel):
     a, b = os.path.join(a_root, rel), os.path.join(b_root, rel)
-    global skipped
     sa, sb = os.lstat(a), os.lstat(b)
     fields = FIELDS
     if extracted and not stat.S_ISDIR(sa.st_mode):
         fields = fields + ("st_size",)
-    if skip_xattr_blocks and "st_blocks" in fields and xattrs(a) not in ([], ("error", 95)):
-        fields = tuple(f for f in fields if f != "st_blocks")
-        skipped += 1
     for f in fields:
         if getattr(sa, f) != getattr(sb, f):
             diffs.append(f"{rel or '.'}: {f} {getattr(sa, f)} != {getattr(sb, f)}")
@@ -130,8 +122,6 @@ def walk(rel):
             walk(os.path.join(rel, name))
 
 walk("")
-if skipped:
-    print(f"# st_blocks not compared for {skipped} entries with xattrs (library gap)")
 for d in diffs[:20]:
     print("#", d)
 sys.exit(1 if diffs else 0)
