@@ -60,8 +60,10 @@ echo "identical settings: zstd level 15, 128K blocks"
 run mksquashfs-z15   mksquashfs "$SRC" "$W/mksquashfs-z15.sqfs" -noappend -quiet -no-progress \
 	-comp zstd -Xcompression-level 15 -b 128K -processors "$JOBS"
 run quash-z15        "$QUASH" pack -q --no-progress -c zstd -l 15 -b 128K "$SRC" "$W/quash-z15.sqfs"
-run tar2sqfs-z15-tar sh -c 'exec tar2sqfs "$@" <"$TAR"' sh -q -f -e -c zstd -X level=15 -b 131072 -j "$JOBS" "$W/tar2sqfs-z15-tar.sqfs"
-run quash-z15-tar    "$QUASH" pack -q --no-progress -c zstd -l 15 -b 128K "$W/tree.tar" "$W/quash-z15-tar.sqfs"
+run tar2sqfs-z15-tar sh -c 'exec tar2sqfs "$@" <"$TAR"' sh -q -f -e -c zstd -X level=15 -b 131072 \
+	-j "$JOBS" "$W/tar2sqfs-z15-tar.sqfs"
+run quash-z15-tar    "$QUASH" pack -q --no-progress -c zstd -l 15 -b 128K "$W/tree.tar" \
+	"$W/quash-z15-tar.sqfs"
 echo "each tool's defaults"
 run mksquashfs-def   mksquashfs "$SRC" "$W/mksquashfs-def.sqfs" -noappend -quiet -no-progress
 run quash-def        "$QUASH" pack -q --no-progress "$SRC" "$W/quash-def.sqfs"
@@ -70,8 +72,9 @@ run quash-def-tar    "$QUASH" pack -q --no-progress "$W/tree.tar" "$W/quash-def-
 
 # ratio A B: A's time over B's (how many times faster B is), B's size against A's.
 ratio() {
-	awk -v ta="${TIME[$1]}" -v tb="${TIME[$2]}" -v sa="${SIZE[$1]}" -v sb="${SIZE[$2]}" -v a="$1" -v b="$2" \
-		'BEGIN { printf "  %-17s vs %-17s %6.2fx faster, image %+6.2f%%\n", b, a, ta / tb, 100 * (sb - sa) / sa }'
+	awk -v ta="${TIME[$1]}" -v tb="${TIME[$2]}" -v sa="${SIZE[$1]}" -v sb="${SIZE[$2]}" \
+		-v a="$1" -v b="$2" 'BEGIN { printf "  %-17s vs %-17s %6.2fx faster, image %+6.2f%%\n",
+					b, a, ta / tb, 100 * (sb - sa) / sa }'
 }
 target() {   # target TEXT AWK-CONDITION
 	if awk "BEGIN{exit !($2)}"; then echo "  PASS $1"; else echo "  FAIL $1"; fi
@@ -83,7 +86,9 @@ ratio mksquashfs-def quash-def
 ratio tar2sqfs-def-tar quash-def-tar
 echo "targets"
 target "zstd 15/128K: >= 1.2x faster than mksquashfs" "${TIME[mksquashfs-z15]} >= 1.2 * ${TIME[quash-z15]}"
-target "zstd 15/128K: image <= 1% larger than mksquashfs's" "${SIZE[quash-z15]} <= 1.01 * ${SIZE[mksquashfs-z15]}"
+target "zstd 15/128K: image <= 1% larger than mksquashfs's" \
+	"${SIZE[quash-z15]} <= 1.01 * ${SIZE[mksquashfs-z15]}"
 target "defaults: image no larger than mksquashfs's default" "${SIZE[quash-def]} <= ${SIZE[mksquashfs-def]}"
 target "defaults: >= 5x faster than mksquashfs's default" "${TIME[mksquashfs-def]} >= 5 * ${TIME[quash-def]}"
-target "tarball and directory give the identical image" "$(cmp -s "$W/quash-def.sqfs" "$W/quash-def-tar.sqfs" && echo 1 || echo 0)"
+same=$(cmp -s "$W/quash-def.sqfs" "$W/quash-def-tar.sqfs" && echo 1 || echo 0)
+target "tarball and directory give the identical image" "$same"

@@ -75,6 +75,19 @@ int cli_common_option(struct cli_common *co, int opt, const char *arg)
 			return cli_usage(co->cmd, "invalid offset '%s'", arg);
 		co->offset_given = true;
 		return CLI_CONTINUE;
+	case CLI_OPT_ENDPOINT:
+		co->source.endpoint = arg;
+		return CLI_CONTINUE;
+	case CLI_OPT_REGION:
+		co->source.region = arg;
+		return CLI_CONTINUE;
+	case CLI_OPT_CACHE_DIR:
+		co->source.cache_dir = arg;
+		return CLI_CONTINUE;
+	case CLI_OPT_CACHE_DIR_LIMIT:
+		if (cli_parse_size(arg, &co->source.cache_dir_limit))
+			return cli_usage(co->cmd, "invalid cache size '%s'", arg);
+		return CLI_CONTINUE;
 	case 'h':
 		cli_help(co->cmd);
 		return cli_finish_stdout(CLI_EXIT_OK);
@@ -113,14 +126,15 @@ int cli_parse_size(const char *s, uint64_t *out)
 
 int cli_open_image(const struct cli_common *co, const char *image, struct qs_image **out)
 {
-	struct qs_source_options sopt = { 0 };
 	struct qs_image_options iopt = { 0 };
 	struct qs_source *src;
 
-	if (qs_source_open(image, &sopt, &src) < 0) {
+	if (qs_source_open(image, &co->source, &src) < 0) {
 		cli_error(image, NULL, "%s", qs_last_error());
 		return CLI_EXIT_ERROR;
 	}
+	if (src->notice)
+		cli_error(image, NULL, "%s", src->notice);
 	iopt.offset = co->offset;
 	iopt.offset_given = co->offset_given;
 	if (qs_image_open(src, &iopt, out) < 0) {

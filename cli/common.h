@@ -47,11 +47,24 @@ struct cli_common {
 	const struct cli_command *cmd;
 	uint64_t offset;
 	bool offset_given;
+	struct qs_source_options source;    /* --endpoint, --region, --cache-dir, --cache-dir-limit */
+};
+
+/* Long-only options, past any character getopt could return. */
+enum {
+	CLI_OPT_ENDPOINT = 256,
+	CLI_OPT_REGION,
+	CLI_OPT_CACHE_DIR,
+	CLI_OPT_CACHE_DIR_LIMIT,
 };
 
 #define CLI_COMMON_SHORTOPTS "ho:"
 #define CLI_COMMON_LONGOPTS \
 	{ "offset", required_argument, NULL, 'o' }, \
+	{ "endpoint", required_argument, NULL, CLI_OPT_ENDPOINT }, \
+	{ "region", required_argument, NULL, CLI_OPT_REGION }, \
+	{ "cache-dir", required_argument, NULL, CLI_OPT_CACHE_DIR }, \
+	{ "cache-dir-limit", required_argument, NULL, CLI_OPT_CACHE_DIR_LIMIT }, \
 	{ "help", no_argument, NULL, 'h' }
 
 /* Options text for the help of every subcommand. */
@@ -59,6 +72,12 @@ struct cli_common {
 	"  -o, --offset N        the image starts N bytes into the file (suffix K, M or G\n" \
 	"                        for KiB, MiB, GiB; 0x for hexadecimal); without it a\n" \
 	"                        SIF container's squashfs partition is found by itself\n" \
+	"      --endpoint URL    S3 endpoint for s3:// images (MinIO, Ceph RGW, ...; else\n" \
+	"                        AWS_ENDPOINT_URL), addressed path-style\n" \
+	"      --region NAME     S3 region (else AWS_REGION or AWS_DEFAULT_REGION)\n" \
+	"      --cache-dir DIR   keep fetched parts of remote images in DIR, shared safely\n" \
+	"                        with other quash processes and mounts\n" \
+	"      --cache-dir-limit SIZE  bound on DIR (suffix K, M or G)\n" \
 	"  -h, --help            show this help and exit\n"
 
 #define CLI_EXIT_STATUS_HELP \

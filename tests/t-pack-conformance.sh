@@ -78,8 +78,8 @@ rm -f "$T/heavy.sqfs"
 
 # Duplicates are stored once; a file of the same size but other bytes is not taken for one.
 mkdir -p "$T/dup/sub"
-head -c 300000 /dev/urandom >"$T/dup/a" && cp "$T/dup/a" "$T/dup/sub/b"
-cp "$T/dup/a" "$T/dup/c" && printf 'X' | dd of="$T/dup/c" bs=1 seek=299999 conv=notrunc 2>/dev/null
+{ head -c 299999 /dev/urandom; printf Y; } >"$T/dup/a" && cp "$T/dup/a" "$T/dup/sub/b"
+{ head -c 299999 "$T/dup/a"; printf X; } >"$T/dup/c"
 image_bytes() { unsquashfs -s "$1" | sed -n 's/^Filesystem size \([0-9]*\) bytes.*/\1/p'; }
 $QUASH pack -q --no-dedup "$T/dup" "$T/nodedup.sqfs" && $QUASH pack -q "$T/dup" "$T/dedup.sqfs"
 saved=$(( $(image_bytes "$T/nodedup.sqfs") - $(image_bytes "$T/dedup.sqfs") ))

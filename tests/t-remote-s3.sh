@@ -99,7 +99,18 @@ rm -rf "$W/bigsrc"
 
 # Persistent cache: read everything, stop the store, read again.
 check "s3 cache dir: first read fills it" $RR -c 262144 -d "$W/cache" -t 2 "$U" "$IMG"
+# The same through the command line: --endpoint and --cache-dir, no environment endpoint.
+"$QUASH" ls -lR "$IMG" >"$W/ls.local"
+"$QUASH" extract "$IMG" -C "$W/x.local" >/dev/null 2>&1
+cli_remote() {   # cli_remote OUT: ls -lR and extract of $U through the CLI's own options
+	env -u AWS_ENDPOINT_URL "$QUASH_ASAN" ls -lR --endpoint "$EP" --cache-dir "$W/clicache" "$U" >"$1.ls" &&
+	rm -rf "$1.x" && env -u AWS_ENDPOINT_URL "$QUASH_ASAN" extract --endpoint "$EP" --cache-dir "$W/clicache" \
+		"$U" -C "$1.x" &&
+	cmp -s "$1.ls" "$W/ls.local" && diff -r "$1.x" "$W/x.local" >/dev/null
+}
+check "cli: --endpoint and --cache-dir: ls -lR and extract match the local image" cli_remote "$W/online"
 "$QUASH_TOP/tests/lib/stop-rgw.sh" "$W/rgw"
+check "cli: --cache-dir: the same with the store stopped" cli_remote "$W/offline"
 $RR -c 262144 -d "$W/cache" -t 4 "$U" "$IMG" 2>"$W/offline.err"; st=$?
 check "s3 cache dir: every byte reads with the store stopped" test $st = 0
 check "s3 cache dir: the notice says so" grep -q "server unreachable" "$W/offline.err"
