@@ -14,8 +14,9 @@ int qs_fragment_table_load(struct qs_image *img)
 {
 	if (img->sb.fragment_count == 0)
 		return 0;
-	return qs_table_index_load(img, "fragment", img->sb.fragment_table_start, img->sb.fragment_table_start,
-				   img->sb.fragment_count, SQFS_FRAGMENT_ENTRY_SIZE, &img->fragment_index, &img->fragment_index_count);
+	return qs_table_index_load(img, "fragment", img->sb.fragment_table_start,
+				   img->sb.fragment_table_start, img->sb.fragment_count,
+				   SQFS_FRAGMENT_ENTRY_SIZE, &img->fragment_index, &img->fragment_index_count);
 }
 
 int qs_fragment_lookup(struct qs_image *img, uint32_t index, struct sqfs_fragment_entry *out)

@@ -56,7 +56,8 @@ static int skip_with_index(struct qs_image *img, const struct qs_inode *dir, con
 		err = qs_meta_read_held(&c, held, iname, ilen);
 		if (err || name_cmp(iname, ilen, name, len) > 0)
 			break;
-		if (idx.index > listing || idx.start_block >= img->sb.bytes_used - img->sb.directory_table_start) {
+		if (idx.index > listing ||
+		    idx.start_block >= img->sb.bytes_used - img->sb.directory_table_start) {
 			err = qs_set_error(-EIO, "directory index entry points outside the listing");
 			break;
 		}

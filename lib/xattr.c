@@ -44,7 +44,8 @@ int qs_xattr_table_load(struct qs_image *img)
 		return qs_set_error(-EIO, "xattr table starts after its own index");
 	}
 	err = qs_table_index_load(img, "xattr id", img->sb.xattr_id_table_start + SQFS_XATTR_ID_TABLE_SIZE,
-				  img->sb.xattr_id_table_start, t->count, SQFS_XATTR_ID_SIZE, &img->xattr_index, &img->xattr_index_count);
+				  img->sb.xattr_id_table_start, t->count, SQFS_XATTR_ID_SIZE,
+				  &img->xattr_index, &img->xattr_index_count);
 	if (err)
 		t->count = 0;
 	return err;
