@@ -10,7 +10,8 @@ work=${QUASH_BENCH_WORK:-/tmp/quash-bench-lib-read}
 mkdir -p "$work"
 ninja -C "$top/build" lib/libquash.a >/dev/null
 cc -O2 -g -std=c11 -D_GNU_SOURCE -I"$top/lib" "$top/bench/lib-read.c" "$top/build/lib/libquash.a" \
-	$(pkg-config --libs libzstd liblz4 liblzma zlib libdeflate libcurl) -llzo2 -lpthread -o "$work/lib-read"
+	$(pkg-config --libs libzstd liblz4 liblzma zlib libdeflate libcurl) -llzo2 -lpthread \
+	-o "$work/lib-read"
 
 img=$work/bench.sqfs
 if [ ! -e "$img" ]; then
@@ -31,7 +32,8 @@ for i in range(20000):
 	rm -rf "$work/tree"
 fi
 if [ "${1:-}" = --callgrind ]; then
-	valgrind --tool=callgrind --callgrind-out-file="$work/callgrind.out" "$work/lib-read" "$img" /file /big \
+	valgrind --tool=callgrind --callgrind-out-file="$work/callgrind.out" \
+		"$work/lib-read" "$img" /file /big \
 		20000 20000
 	callgrind_annotate "$work/callgrind.out" | head -40
 else

@@ -19,17 +19,21 @@ WALK_TIMEOUT=120       # seconds for a whole batch; one walk takes milliseconds
 
 # Run the driver over FILES; on failure, find and name each file that fails alone.
 walk_all() {   # walk_all NAME FILE...
-	local name=$1 st f bad=""; shift
+	local name=$1 st f why bad=""; shift
 	timeout "$WALK_TIMEOUT" "$driver" "$@" >/dev/null 2>"$out/walk.err"
 	st=$?
 	if [ $st -eq 0 ]; then ok "$name"; return; fi
 	for f in "$@"; do
 		timeout 20 "$driver" "$f" >/dev/null 2>"$out/one.err" || bad+=" $(basename "$f")($?)"
 	done
-	not_ok "$name" "exit $st; failing:${bad:- none alone} $(grep -m1 -E 'ERROR|runtime error' "$out/walk.err")"
+	why=$(grep -m1 -E 'ERROR|runtime error' "$out/walk.err")
+	not_ok "$name" "exit $st; failing:${bad:- none alone} $why"
 }
 
-tests/fuzz/make-seeds.sh "$out" >/dev/null 2>"$out/seeds.err" || { not_ok "seed images" "$(cat "$out/seeds.err")"; exit 1; }
+if ! tests/fuzz/make-seeds.sh "$out" >/dev/null 2>"$out/seeds.err"; then
+	not_ok "seed images" "$(cat "$out/seeds.err")"
+	exit 1
+fi
 seeds=("$out"/seeds/*.sqfs)
 
 # The seeds are valid: each must open and be walked to the end.
@@ -45,7 +49,7 @@ mkdir -p "$out/xattr512"
 for i in $(seq 1 512); do : >"$out/xattr512/f$i"; setfattr -n user.k -v "v$i" "$out/xattr512/f$i"; done
 mksquashfs "$out/xattr512" "$out/xattr512.sqfs" -noappend -quiet -no-progress -noX >/dev/null
 ops=$("$driver" -v "$out/xattr512.sqfs" | awk '{print $2}')
-if [ "${ops:-0}" -gt 512 ]; then ok "512 uncompressed xattr ids open"; else not_ok "512 uncompressed xattr ids open"; fi
+check "512 uncompressed xattr ids open" [ "${ops:-0}" -gt 512 ]
 
 # Reproducers: small raw images, and patches (lines "OFFSET HEX" applied to a seed) in *.patch.
 regress=("$top"/tests/fuzz/regress/*)
@@ -55,7 +59,8 @@ for r in "${regress[@]}"; do
 	case $r in
 	*.patch)
 		seed=$out/seeds/$(sed -n '1s/^seed //p' "$r").sqfs
-		python3 - "$seed" "$r" "$out/$(basename "$r" .patch)" <<'PYEOF' || { not_ok "patch $(basename "$r")"; continue; }
+		python3 - "$seed" "$r" "$out/$(basename "$r" .patch)" <<'PYEOF' ||
+			{ not_ok "patch $(basename "$r")"; continue; }
 import sys
 img = bytearray(open(sys.argv[1], 'rb').read())
 for line in open(sys.argv[2]):

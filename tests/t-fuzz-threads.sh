@@ -17,7 +17,8 @@ OPS=600
 
 if [ ! -e "$build/build.ninja" ]; then
 	meson setup "$build" -Dwerror=true --buildtype=debugoptimized -Db_sanitize=thread -Db_lundef=false \
-		>"$WORK/tsan-setup.log" 2>&1 || { not_ok "ThreadSanitizer build setup" "$(tail -3 "$WORK/tsan-setup.log")"; exit 1; }
+		>"$WORK/tsan-setup.log" 2>&1 ||
+		{ not_ok "ThreadSanitizer build setup" "$(tail -3 "$WORK/tsan-setup.log")"; exit 1; }
 fi
 ninja -C "$build" tests/thread_stress >"$WORK/tsan-build.log" 2>&1 ||
 	{ not_ok "ThreadSanitizer build" "$(grep -m3 error "$WORK/tsan-build.log")"; exit 1; }
@@ -28,6 +29,7 @@ for name in gzip-4k xz-4k-tailends zstd-128k lz4-4k-nofrag lzo-4k-nofrag lzma-12
 	timeout 300 "$build/tests/thread_stress" "$img" "$FIX_TREE" $THREADS $OPS >"$WORK/tsan.out" 2>&1
 	st=$?
 	if [ $st -eq 0 ]; then ok "$THREADS threads on $name: no race, every byte matches"
-	else not_ok "$THREADS threads on $name" "exit $st: $(grep -m2 -E 'WARNING|MISMATCH|thread_stress' "$WORK/tsan.out")"; fi
+	else not_ok "$THREADS threads on $name" \
+		"exit $st: $(grep -m2 -E 'WARNING|MISMATCH|thread_stress' "$WORK/tsan.out")"; fi
 done
 rm -f "$WORK/tsan.out"

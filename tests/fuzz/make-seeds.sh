@@ -3,7 +3,8 @@
 # tree with every feature the reader handles, across all six compressors
 # and the flags that change the layout (fragments, tail ends, xattrs,
 # exports, uncompressed tables: there a changed byte changes a structure
-# rather than breaking a compressed stream, which is what fuzzing needs).  Nothing binary is kept in git; run this.
+# rather than breaking a compressed stream, which is what fuzzing needs).
+# Nothing binary is kept in git; run this.
 #
 #   tests/fuzz/make-seeds.sh OUTDIR        writes OUTDIR/tree and OUTDIR/seeds/*.sqfs
 set -eu

@@ -117,8 +117,10 @@ static int check_block(struct worker *w, struct file *f, uint64_t index)
 
 	if (err)
 		return fail(1, "block", f->path);
-	if (pread(f->fd, w->want, size, (off_t)(index * bs)) != (ssize_t)size || memcmp(data, w->want, size)) {
-		fprintf(stderr, "thread_stress: %s: MISMATCH in block %llu\n", f->path, (unsigned long long)index);
+	if (pread(f->fd, w->want, size, (off_t)(index * bs)) != (ssize_t)size ||
+	    memcmp(data, w->want, size)) {
+		fprintf(stderr, "thread_stress: %s: MISMATCH in block %llu\n", f->path,
+			(unsigned long long)index);
 		err = 2;
 	}
 	qs_block_release(w->sh->img, b);
@@ -166,7 +168,8 @@ static void *work(void *arg)
 		struct qs_inode in;
 
 		if (what < 4) {
-			uint64_t off = size ? ((uint64_t)rand_r(&w->seed) << 20 ^ rand_r(&w->seed)) % size : 0;
+			uint64_t r = (uint64_t)rand_r(&w->seed) << 20 ^ (uint64_t)rand_r(&w->seed);
+			uint64_t off = size ? r % size : 0;
 
 			w->result = check_range(w, f, off, rand_r(&w->seed) % STRESS_READ_MAX);
 		} else if (what < 6 && size) {

@@ -7,6 +7,7 @@
  * call costs from a fixed budget of operations and bytes.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -122,7 +123,8 @@ static void walk_file(struct walk *w, const struct qs_inode *in)
 	/* Block by block, the way the mount reads: both ends of the file. */
 	blocks = (in->size + bs - 1) / bs;
 	for (uint64_t i = 0; i < blocks && i < 2 * WALK_END_BLOCKS && spend(w); i++) {
-		uint64_t n = blocks <= 2 * WALK_END_BLOCKS || i < WALK_END_BLOCKS ? i : blocks - 2 * WALK_END_BLOCKS + i;
+		bool tail = blocks > 2 * WALK_END_BLOCKS && i >= WALK_END_BLOCKS;
+		uint64_t n = tail ? blocks - 2 * WALK_END_BLOCKS + i : i;
 		struct qs_block *b;
 		const void *data;
 		size_t size;
