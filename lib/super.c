@@ -109,22 +109,33 @@ static void fill_info(struct qs_image *img, uint64_t offset)
 	i->xattr_id_table_start = sb->xattr_id_table_start;
 }
 
-/* Where the squashfs image starts: the given offset, or a SIF container's partition. */
-static int find_offset(struct qs_source *src, const struct qs_image_options *opt, uint64_t *offset)
+/*
+ * Where the squashfs image starts, and how many bytes from there it may
+ * use: the given offset and the rest of the file, or a SIF container's
+ * partition, so that a corrupt image never reads into the next object.
+ */
+static int find_offset(struct qs_source *src, const struct qs_image_options *opt, uint64_t *offset,
+		       uint64_t *room)
 {
 	uint64_t size;
 	int r;
 
-	if (opt && opt->offset_given) {
-		*offset = opt->offset;
-		if (*offset > src->size)
-			return qs_set_error(-EINVAL, "offset %llu is past the end of the file (%llu bytes)",
-					    (unsigned long long)*offset, (unsigned long long)src->size);
+	*offset = opt && opt->offset_given ? opt->offset : 0;
+	if (*offset > src->size)
+		return qs_set_error(-EINVAL, "offset %llu is past the end of the file (%llu bytes)",
+				    (unsigned long long)*offset, (unsigned long long)src->size);
+	*room = src->size - *offset;
+	if (opt && opt->offset_given)
 		return 0;
-	}
-	*offset = 0;
 	r = qs_sif_find_squashfs(src, offset, &size);
-	return r < 0 ? r : 0;
+	if (r < 0)
+		return r;
+	if (r > 0) {
+		if (*offset > src->size || size > src->size - *offset)
+			return qs_set_error(-EINVAL, "SIF partition lies outside the file");
+		*room = size;
+	}
+	return 0;
 }
 
 static int load_tables(struct qs_image *img)
@@ -152,16 +163,16 @@ int qs_image_open(struct qs_source *src, const struct qs_image_options *opt, str
 {
 	uint8_t raw[SQFS_SUPER_SIZE];
 	struct qs_image *img;
-	uint64_t offset;
+	uint64_t offset, room;
 	int err;
 
 	*out = NULL;
-	err = find_offset(src, opt, &offset);
+	err = find_offset(src, opt, &offset, &room);
 	if (err)
 		goto fail_src;
-	if (src->size - offset < SQFS_SUPER_SIZE) {
+	if (room < SQFS_SUPER_SIZE) {
 		err = qs_set_error(-EINVAL, "too small to be a squashfs image (%llu bytes)",
-				   (unsigned long long)(src->size - offset));
+				   (unsigned long long)room);
 		goto fail_src;
 	}
 	err = qs_source_pread(src, raw, sizeof(raw), offset);
@@ -175,7 +186,7 @@ int qs_image_open(struct qs_source *src, const struct qs_image_options *opt, str
 	}
 	img->src = src;
 	sqfs_super_decode(&img->sb, raw);
-	err = check_super(&img->sb, src->size - offset);
+	err = check_super(&img->sb, room);
 	if (err)
 		goto fail;
 	img->comp = qs_compressor_by_id(img->sb.compressor);

@@ -250,6 +250,25 @@ static void test_image_open(void **state)
 	qs_image_close(img);
 }
 
+/* A partition too short for the image in it: the image must not read past its partition. */
+static void test_image_bounded_by_partition(void **state)
+{
+	struct sif_spec s = { .ndescr = 1 };
+	struct qs_image_options opt = { 0 };
+	struct qs_source *src;
+	struct qs_image *img;
+	char path[300];
+
+	(void)state;
+	s.d[0] = squash_part(PART_PRIMSYS);
+	s.d[0].size = (int64_t)sqfs_le64(squashfs + 40) - 1;     /* bytes_used - 1 */
+	snprintf(path, sizeof(path), "%s/short.sif", workdir);
+	write_sif(path, &s, DATA_AT);
+	assert_int_equal(qs_source_open_file(path, &src), 0);
+	assert_int_equal(qs_image_open(src, &opt, &img), -EINVAL);
+	assert_non_null(strstr(qs_last_error(), "truncated"));
+}
+
 static void test_not_sif(void **state)
 {
 	char path[300];
@@ -348,6 +367,7 @@ int main(void)
 		cmocka_unit_test(test_first_partition),
 		cmocka_unit_test(test_primary_wins),
 		cmocka_unit_test(test_image_open),
+		cmocka_unit_test(test_image_bounded_by_partition),
 		cmocka_unit_test(test_not_sif),
 		cmocka_unit_test(test_corrupt),
 	};
