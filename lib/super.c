@@ -163,7 +163,7 @@ int qs_image_open(struct qs_source *src, const struct qs_image_options *opt, str
 {
 	uint8_t raw[SQFS_SUPER_SIZE];
 	struct qs_image *img;
-	uint64_t offset, room;
+	uint64_t offset = 0, room = 0;
 	int err;
 
 	*out = NULL;
