@@ -54,6 +54,7 @@ struct qm_options {
 	const char *notify_pipe;
 	unsigned idle_timeout;      /* seconds; 0: never */
 	int readahead_kb;           /* 0: leave the kernel's */
+	struct qs_source_options source;    /* remote images: endpoint=, cache_dir=, ... */
 	char kernel_opts[1024];     /* comma-separated options for the FUSE mount */
 	char strings[8192];         /* copies of the -o lists; subdir= etc. point here */
 	size_t strings_used;

@@ -73,7 +73,9 @@ static int open_image(const struct qm_options *opt, struct qm_fs *fs)
 	struct qs_inode root;
 	int err;
 
-	err = qs_source_open(opt->image, NULL, &src);
+	err = qs_source_open(opt->image, &opt->source, &src);
+	if (!err && src->notice)
+		fprintf(stderr, "%s: %s: %s\n", opt->progname, opt->image, src->notice);
 	if (!err)
 		err = qs_image_open(src, &io, &fs->img);
 	if (!err && opt->subdir)

@@ -154,6 +154,27 @@ static int parse_one(struct qm_options *opt, char *o)
 		opt->subdir = value;
 	} else if (strcmp(o, "notify_pipe") == 0) {
 		opt->notify_pipe = value;
+	} else if (strcmp(o, "endpoint") == 0) {
+		opt->source.endpoint = value;
+	} else if (strcmp(o, "region") == 0) {
+		opt->source.region = value;
+	} else if (strcmp(o, "cache_dir") == 0) {
+		opt->source.cache_dir = value;
+	} else if (strcmp(o, "cache_dir_limit") == 0) {
+		if (parse_size(value, &opt->source.cache_dir_limit))
+			return bad_value(opt, o, value);
+	} else if (strcmp(o, "chunk_size") == 0) {
+		if (parse_size(value, &n) || n == 0 || n > SIZE_MAX)
+			return bad_value(opt, o, value);
+		opt->source.chunk_size = n;
+	} else if (strcmp(o, "remote_cache") == 0) {
+		if (parse_size(value, &n) || n > SIZE_MAX)
+			return bad_value(opt, o, value);
+		opt->source.memory_cache = n;
+	} else if (strcmp(o, "retry_seconds") == 0) {
+		if (parse_u64(value, &n) || n > UINT32_MAX)
+			return bad_value(opt, o, value);
+		opt->source.retry_seconds = (unsigned)n;
 	} else {
 		goto unknown;
 	}
@@ -278,6 +299,13 @@ void qm_usage(const struct qm_options *opt)
 		"    -o threads=N           worker threads (default %d)\n"
 		"    -o [no]notify_store    push whole decompressed blocks into the page cache (default on)\n"
 		"    -o readahead=KB        the mount's readahead (default %d, 0: the kernel's; root only)\n"
+		"    -o endpoint=URL        S3 endpoint for s3:// images (else AWS_ENDPOINT_URL)\n"
+		"    -o region=NAME         S3 region (else AWS_REGION)\n"
+		"    -o cache_dir=DIR       keep fetched parts of remote images in DIR (shared)\n"
+		"    -o cache_dir_limit=SIZE  bound on cache_dir\n"
+		"    -o chunk_size=SIZE     remote fetch size (default 4M)\n"
+		"    -o remote_cache=SIZE   remote chunks held in memory (default 256M)\n"
+		"    -o retry_seconds=N     give up a remote read after N seconds of retries\n"
 		"    -o allow_other,allow_root,dev,suid,exec,...  kernel mount flags\n",
 		QM_DEFAULT_THREADS, QM_DEFAULT_READAHEAD_KB);
 }

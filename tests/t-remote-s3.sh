@@ -109,8 +109,19 @@ cli_remote() {   # cli_remote OUT: ls -lR and extract of $U through the CLI's ow
 	cmp -s "$1.ls" "$W/ls.local" && diff -r "$1.x" "$W/x.local" >/dev/null
 }
 check "cli: --endpoint and --cache-dir: ls -lR and extract match the local image" cli_remote "$W/online"
+# And through a mount: -o endpoint=,cache_dir=; every file read, compared with the local extraction.
+mount_remote() {   # mount_remote LOG: mount $U, compare the tree with the local extraction, unmount
+	mkdir -p "$W/mnt" &&
+	env -u AWS_ENDPOINT_URL "$QUASH" mount -o endpoint="$EP",cache_dir="$W/mntcache" "$U" "$W/mnt" 2>"$1" &&
+	diff -r "$W/mnt" "$W/x.local" >/dev/null; local st=$?
+	"$QUASH" umount "$W/mnt" 2>/dev/null
+	return $st
+}
+check "mount: -o endpoint=,cache_dir=: every file matches the local image" mount_remote "$W/mount-online.err"
 "$QUASH_TOP/tests/lib/stop-rgw.sh" "$W/rgw"
 check "cli: --cache-dir: the same with the store stopped" cli_remote "$W/offline"
+check "mount: cache_dir: every file still reads with the store stopped" mount_remote "$W/mount-offline.err"
+check "mount: cache_dir: the mount says it serves from the cache" grep -q "unreachable" "$W/mount-offline.err"
 $RR -c 262144 -d "$W/cache" -t 4 "$U" "$IMG" 2>"$W/offline.err"; st=$?
 check "s3 cache dir: every byte reads with the store stopped" test $st = 0
 check "s3 cache dir: the notice says so" grep -q "server unreachable" "$W/offline.err"
