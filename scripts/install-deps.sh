@@ -8,7 +8,7 @@ BUILD_PKGS="meson ninja-build pkg-config gcc libc6-dev
   libfuse3-dev fuse3 libarchive-dev libcurl4-openssl-dev libcmocka-dev"
 TEST_PKGS="squashfs-tools squashfs-tools-ng squashfuse attr xxd fio nginx-light openssl
   libarchive-tools zstd lz4 xz-utils bzip2 cpio zip curl
-  ceph-mon ceph-osd radosgw ceph-common uuid-runtime s3fs"
+  ceph-mon ceph-osd radosgw ceph-common uuid-runtime s3fs bc valgrind"
 
 want=""
 for p in $BUILD_PKGS ${QUASH_DEPS_TEST:+$TEST_PKGS}; do
