@@ -15,14 +15,16 @@
 # of the picture and the filesystems are compared (the kernel's loop device
 # reads through the same page cache); the tree tests stay cold throughout.
 # It prints a table of ratios against the kernel, and writes it with the raw
-# numbers to $OUT/results.tsv and $OUT/table.md.  Root only; not part of
-# `make check`.
+# numbers to $OUT/results.tsv and $OUT/table.md, and the ratios to $CSV
+# (bench/results/mount.csv, which bench/plot.sh turns into a bar chart).
+# Root only; not part of `make check`.
 #
 #   bench/mount.sh                      everything, about 10 minutes
 #   MOUNTERS="kernel quash quash,threads=3" bench/mount.sh fio
 #                                       quash,OPTS is quash with -o OPTS
+#   bench/mount.sh fio cycle            only the fio rows and the cycle
 #   env: RUNTIME (8) CYCLES (20) TREE BENCH_DIR (/var/tmp/quash-bench) QUASH
-#        DATA ("random compressible") RWS ("randread:4k read:64k")
+#        DATA ("random compressible") RWS ("randread:4k read:64k") CSV
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 QUASH=${QUASH:-$top/build/cli/quash}
@@ -35,7 +37,8 @@ DATA=${DATA:-random compressible}
 RWS=${RWS:-randread:4k read:64k}
 TREE=${TREE:-/root/.pyenv/versions/3.11.7}
 [ -d "$TREE" ] || TREE=/usr/lib/python3
-WHAT=${1:-all}
+CSV=${CSV:-$top/bench/results/mount.csv}
+WHAT=${*:-all}
 MNT=$B/mnt
 SIZE=$((1 << 30))
 
@@ -45,7 +48,7 @@ for t in fio mksquashfs squashfuse_ll fusermount3 python3; do
 	command -v $t >/dev/null || die "$t is missing (scripts/install-deps.sh)"
 done
 [ -x "$QUASH" ] || die "$QUASH is missing (make build)"
-mkdir -p "$B" "$OUT" "$MNT"
+mkdir -p "$B" "$OUT" "$MNT" "$(dirname "$CSV")"
 
 # ---- images, made once -------------------------------------------------
 
@@ -201,9 +204,11 @@ bench_cycle() {
 
 # ---- the table ---------------------------------------------------------
 
+# table: the markdown table on stdout; the ratios (test,mounter,ratio,value,
+# unit) to the CSV file named by its first argument
 table() {
-	python3 - "$RESULTS" "$MOUNTERS" <<'PY'
-import sys
+	python3 - "$RESULTS" "$MOUNTERS" "$1" <<'PY'
+import csv, sys
 rows, order = {}, []
 for line in open(sys.argv[1]):
     test, who, value, unit, better = line.rstrip("\n").split("\t")
@@ -213,6 +218,8 @@ for line in open(sys.argv[1]):
     rows[test][who] = float(value)
 mounters = sys.argv[2].split()
 others = [m for m in mounters if m != "kernel"]
+out = csv.writer(open(sys.argv[3], "w", newline=""))
+out.writerow(["test", "mounter", "ratio", "value", "unit", "better"])
 head = "| test | kernel | " + " | ".join(others) + " |"
 print(head)
 print("|" + "---|" * (2 + len(others)))
@@ -227,6 +234,7 @@ for test in order:
         elif k:
             # ratio as "how many times the kernel": throughput over the kernel's, time over the kernel's
             cells.append(f"{v:g} ({v / k:.2f}x)")
+            out.writerow([test, m, f"{v / k:.3f}", f"{v:g}", r["unit"], r["better"]])
         else:
             cells.append(f"{v:g}")
     print(f"| {test} | " + " | ".join(cells) + " |")
@@ -236,15 +244,17 @@ PY
 make_images
 : >"$RESULTS"
 echo "kernel $(uname -r), $(nproc) cores; quash $("$QUASH" --version); $(dpkg-query -W -f '${Package} ${Version}' squashfuse 2>/dev/null)"
-case $WHAT in
-all) bench_fio; bench_tree; bench_cycle ;;
-fio) bench_fio ;;
-tree) bench_tree ;;
-cycle) bench_cycle ;;
-*) die "what to run: all, fio, tree or cycle" ;;
-esac
+for what in $WHAT; do
+	case $what in
+	all) bench_fio; bench_tree; bench_cycle ;;
+	fio) bench_fio ;;
+	tree) bench_tree ;;
+	cycle) bench_cycle ;;
+	*) die "what to run: all, or some of fio, tree and cycle" ;;
+	esac
+done
 echo
-table | tee "$OUT/table.md"
+table "$CSV" | tee "$OUT/table.md"
 echo
 echo "ratios: throughput (IOPS, MiB/s) and time (s, ms) as multiples of the kernel's;"
 echo "higher is better for throughput, lower for time."

@@ -118,6 +118,12 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_CACHE_SYMLINKS;
 	if (conn->capable & FUSE_CAP_READDIRPLUS)
 		conn->want |= FUSE_CAP_READDIRPLUS;
+	/*
+	 * Always plus, never the kernel's guess: a tree walker (find, md5sum of
+	 * every file) would otherwise list each directory twice, plain then plus,
+	 * and look names up one by one; attributes cost us nothing extra.
+	 */
+	conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
 	/* nothing changes behind the kernel's back: no invalidation on attribute replies */
 	conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
 	/* timeout= counts open files, so it needs OPEN and RELEASE */
