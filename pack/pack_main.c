@@ -14,7 +14,7 @@
 #include "pack_util.h"
 
 /*
- * Chosen by measurement on a 740 MB Python tree (pack/README-section.md,
+ * Chosen by measurement on a 740 MB Python tree (README.md, "quash pack",
  * bench/pack.sh): zstd 9 is 10x faster than mksquashfs's gzip 9 and still
  * smaller at half its block size, and 64K blocks halve the decompression
  * behind every cold 4 KiB read of the mount.  Levels above 9 cost 2-3x the
