@@ -103,29 +103,13 @@ static int read_xattrs(struct archive_scan *s, struct archive_entry *e, struct p
 	if (!s->opt->xattrs || archive_entry_xattr_reset(e) == 0)
 		return 0;
 	while (archive_entry_xattr_next(e, &name, &value, &size) == ARCHIVE_OK) {
-		struct pack_xattr *a;
-		void *p;
-
 		if (x->count >= ARCHIVE_XATTRS_MAX || size > PACK_XATTR_VALUE_MAX || strlen(name) > 255) {
 			pack_warn("%s: %s: oversized xattr %s dropped", s->name,
 				  archive_entry_pathname(e), name);
 			continue;
 		}
-		p = realloc(x->list, (x->count + 1) * sizeof(*x->list));
-		if (!p)
+		if (tree_xattrs_add(x, name, value, size))
 			return -ENOMEM;
-		x->list = p;
-		a = &x->list[x->count];
-		a->name = strdup(name);
-		a->value = malloc(size + 1);
-		if (!a->name || !a->value) {
-			free(a->name);
-			free(a->value);
-			return -ENOMEM;
-		}
-		memcpy(a->value, value, size);
-		a->len = (uint32_t)size;
-		x->count++;
 	}
 	return 0;
 }

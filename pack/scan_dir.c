@@ -127,8 +127,6 @@ static int read_xattrs(struct dir_scan *s, const char *path, struct pack_xattrs 
 	for (ssize_t off = 0; off < len; off += (ssize_t)strlen(names + off) + 1) {
 		const char *name = names + off;
 		ssize_t vlen;
-		struct pack_xattr *a;
-		void *p;
 
 		if (strncmp(name, "user.", 5) && strncmp(name, "trusted.", 8) &&
 		    strncmp(name, "security.", 9))
@@ -139,21 +137,8 @@ static int read_xattrs(struct dir_scan *s, const char *path, struct pack_xattrs 
 				continue;
 			return -errno;
 		}
-		p = realloc(x->list, (x->count + 1) * sizeof(*x->list));
-		if (!p)
+		if (tree_xattrs_add(x, name, value, (size_t)vlen))
 			return -ENOMEM;
-		x->list = p;
-		a = &x->list[x->count];
-		a->name = strdup(name);
-		a->value = malloc((size_t)vlen + 1);
-		if (!a->name || !a->value) {
-			free(a->name);
-			free(a->value);
-			return -ENOMEM;
-		}
-		memcpy(a->value, value, (size_t)vlen);
-		a->len = (uint32_t)vlen;
-		x->count++;
 	}
 	return 0;
 }

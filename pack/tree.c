@@ -58,6 +58,28 @@ void tree_xattrs_free(struct pack_xattrs *x)
 	x->count = 0;
 }
 
+int tree_xattrs_add(struct pack_xattrs *x, const char *name, const void *value, size_t len)
+{
+	struct pack_xattr *list = realloc(x->list, (x->count + 1) * sizeof(*x->list));
+	struct pack_xattr *a;
+
+	if (!list)
+		return -ENOMEM;
+	x->list = list;
+	a = &x->list[x->count];
+	a->name = strdup(name);
+	a->value = malloc(len + 1);
+	if (!a->name || !a->value) {
+		free(a->name);
+		free(a->value);
+		return -ENOMEM;
+	}
+	memcpy(a->value, value, len);
+	a->len = (uint32_t)len;
+	x->count++;
+	return 0;
+}
+
 static void hash_remove(struct pack_tree *t, struct pack_dirent *d)
 {
 	struct pack_dirent **pp = &t->hash[name_hash(d->parent, d->name, d->name_len) & (t->hash_size - 1)];

@@ -155,6 +155,8 @@ typedef int (*tree_visit_fn)(struct pack_inode *inode, void *arg);
 int tree_walk_files(struct pack_inode *dir, tree_visit_fn fn, void *arg);
 
 void tree_xattrs_free(struct pack_xattrs *x);
+/* Append a copy of one xattr; -ENOMEM if out of memory. */
+int tree_xattrs_add(struct pack_xattrs *x, const char *name, const void *value, size_t len);
 /* Sort by name and drop names squashfs cannot store (outside user/trusted/security). */
 void tree_xattrs_normalize(struct pack_xattrs *x);
 
