@@ -87,17 +87,14 @@ static int stat_one(struct qs_image *img, const char *image, const char *path, c
 
 static int stat_main(int argc, char **argv)
 {
-	static const struct option longopts[] = { CLI_COMMON_LONGOPTS, { 0 } };
 	struct cli_common co = { .cmd = &cmd_stat };
 	struct qs_image *img;
 	char *target;
-	int opt, st;
+	int st;
 
-	while ((opt = getopt_long(argc, argv, CLI_COMMON_SHORTOPTS, longopts, NULL)) != -1) {
-		st = cli_common_option(&co, opt, optarg);
-		if (st != CLI_CONTINUE)
-			return st;
-	}
+	st = cli_parse_common_only(&co, argc, argv);
+	if (st != CLI_CONTINUE)
+		return st;
 	if (argc - optind < 2)
 		return cli_usage(&cmd_stat, argc == optind ? "missing IMAGE" : "missing PATH");
 	target = malloc(QS_SYMLINK_MAX + 1);

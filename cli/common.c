@@ -98,6 +98,19 @@ int cli_common_option(struct cli_common *co, int opt, const char *arg)
 	}
 }
 
+int cli_parse_common_only(struct cli_common *co, int argc, char **argv)
+{
+	static const struct option longopts[] = { CLI_COMMON_LONGOPTS, { 0 } };
+	int opt, st;
+
+	while ((opt = getopt_long(argc, argv, CLI_COMMON_SHORTOPTS, longopts, NULL)) != -1) {
+		st = cli_common_option(co, opt, optarg);
+		if (st != CLI_CONTINUE)
+			return st;
+	}
+	return CLI_CONTINUE;
+}
+
 int cli_parse_size(const char *s, uint64_t *out)
 {
 	unsigned long long v;

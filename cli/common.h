@@ -90,6 +90,10 @@ enum {
  * returns CLI_CONTINUE, or the status to exit with. */
 int cli_common_option(struct cli_common *co, int opt, const char *arg);
 
+/* The whole option loop of a command that has no options of its own:
+ * returns CLI_CONTINUE with optind at the first operand, or the status to exit with. */
+int cli_parse_common_only(struct cli_common *co, int argc, char **argv);
+
 /* "quash CMD: message" plus a pointer to --help; returns CLI_EXIT_USAGE. */
 int cli_usage(const struct cli_command *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
