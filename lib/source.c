@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "quash.h"
+#include "lazy_lib.h"
 #include "source_remote.h"
 
 struct qs_source *qs_source_alloc(const struct qs_source_ops *ops, const char *name, const char *identity,
@@ -45,8 +46,12 @@ void qs_source_close(struct qs_source *src)
 
 int qs_source_open(const char *spec, const struct qs_source_options *opt, struct qs_source **out)
 {
-	if (qs_source_spec_is_remote(spec))
+	if (qs_source_spec_is_remote(spec)) {
+		/* libcurl is opened only now (lazy_lib.h): say so if it cannot be. */
+		if (qs_curl_load() < 0)
+			return qs_set_error(-ENOSYS, "%s", qs_curl_error());
 		return qs_source_open_remote(spec, opt, out);
+	}
 	return qs_source_open_file(spec, out);
 }
 

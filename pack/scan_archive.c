@@ -355,6 +355,11 @@ int scan_archive(struct pack_tree *t, const char *path, const struct scan_option
 	locale_t old = utf8 ? uselocale(utf8) : (locale_t)0;
 	int r, err = 0;
 
+	if (archive_loader_load() < 0) {
+		pack_error("%s: %s", s.name, archive_loader_error());
+		err = -ENOSYS;
+		goto out;
+	}
 	s.a = archive_read_new();
 	if (!s.a) {
 		err = -ENOMEM;

@@ -174,3 +174,19 @@ fi
 
 check "--help lists uid=" bash -c "'$SQFUSE_LL' --help 2>&1 | grep -q 'uid='"
 check "--help lists notify_pipe=" bash -c "'$SQFUSE_LL' --help 2>&1 | grep -q 'notify_pipe='"
+
+# Start-up cost: libcurl and libarchive (with some forty libraries behind
+# them) are opened only when a URL or an archive is used (lib/lazy_lib.h),
+# so a local mount maps neither.  The release binary, as runtimes run it.
+check "quash is not linked against libcurl or libarchive" \
+	bash -c "! readelf -d '$QUASH_BIN' | grep -E 'NEEDED.*(libcurl|libarchive)'"
+mkdir -p "$M/maps"
+if qmount "$M/maps" "$QUASH_BIN" mount "$M/img.sqfs" "$M/maps"; then
+	cat "$M/maps/etc/hostname" >/dev/null
+	pid=$(pgrep -f -n "mount $M/img.sqfs $M/maps")
+	check "a local mount loads no libcurl or libarchive" \
+		bash -c "[ -n '$pid' ] && ! grep -E 'libcurl|libarchive' /proc/$pid/maps"
+	fusermount3 -u "$M/maps"
+else
+	not_ok "mounted for the library check"
+fi
