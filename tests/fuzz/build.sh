@@ -17,7 +17,8 @@ out=${1:-$top/build-fuzz}
 mkdir -p "$out"
 
 srcs=$(sed -n "s/^ *'\([a-z0-9_]*\.c\)',*$/\1/p" "$top/lib/meson.build" | sed "s|^|$top/lib/|")
-libs=$(pkg-config --libs libzstd liblz4 liblzma zlib libdeflate libcurl)
+# libcurl is opened on first use (lib/lazy_lib.h), not linked.
+libs=$(pkg-config --libs libzstd liblz4 liblzma zlib libdeflate)
 
 clang -g -O1 -std=c11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
