@@ -13,10 +13,13 @@
  * after.  The dependencies only ever point backwards in writing order (a
  * listing is written after its children's inodes, a directory's inode
  * after its listing), so a block is ready once the blocks before the ones
- * its patches name are done, and the threads never wait on each other for
- * long.  Compressing 8 KiB blocks at zstd's strong levels costs about a
- * second for a tree of 50,000 entries: on one thread that is a second of
- * every other core standing idle.
+ * its patches name are done: no cycle, whatever the tree.  How much runs
+ * at once depends on the tree: mksquashfs's order interleaves listings and
+ * inodes closely, so in a tree of small directories the two tables mostly
+ * wait on each other in turn; the xattr pairs and the lookup tables (export,
+ * fragments, ids) have no patches and use every thread.  At zstd 15 the
+ * tables of the Python tree of bench/pack.sh took 1.1 s on one thread and
+ * take 0.8 s on two.
  */
 #include <errno.h>
 #include <pthread.h>
