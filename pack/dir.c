@@ -63,7 +63,7 @@ static int add_index(struct pack_inode *dir, uint32_t index, uint32_t start_bloc
 int dir_write_listing(struct image_writer *iw, struct pack_inode *dir)
 {
 	struct meta_writer *w = &iw->dirs;
-	uint64_t start = w->uncompressed;
+	uint64_t start = w->raw_len;
 	uint64_t last_block_no = start / SQFS_META_SIZE;
 	uint8_t buf[SQFS_DIR_HEADER_SIZE];
 	int err = 0;
@@ -72,7 +72,7 @@ int dir_write_listing(struct image_writer *iw, struct pack_inode *dir)
 	dir->u.dir.offset = meta_offset(w);
 	for (size_t i = 0; !err && i < dir->u.dir.count;) {
 		struct pack_dirent **c = dir->u.dir.children;
-		uint64_t pos = w->uncompressed;
+		uint64_t pos = w->raw_len;
 		size_t n = run_length(dir, i, pos);
 		uint32_t base = c[i]->inode->ino;
 
@@ -80,11 +80,15 @@ int dir_write_listing(struct image_writer *iw, struct pack_inode *dir)
 			err = add_index(dir, (uint32_t)(pos - start), meta_block(w), c[i]);
 			last_block_no = pos / SQFS_META_SIZE;
 		}
+		/* Header: count - 1, where the inodes' block starts, base inode number. */
 		sqfs_put32(buf, (uint32_t)(n - 1));
-		sqfs_put32(buf + 4, (uint32_t)sqfs_ref_block(c[i]->inode->ref));
-		sqfs_put32(buf + 8, base);
+		sqfs_put32(buf + 4, base);
 		if (!err)
-			err = meta_write(w, buf, SQFS_DIR_HEADER_SIZE);
+			err = meta_write(w, buf, 4);
+		if (!err)
+			err = meta_write_start(w, &iw->inodes, (uint32_t)sqfs_ref_block(c[i]->inode->ref));
+		if (!err)
+			err = meta_write(w, buf + 4, 4);
 		for (size_t k = i; !err && k < i + n; k++) {
 			const struct pack_inode *inode = c[k]->inode;
 
@@ -98,8 +102,8 @@ int dir_write_listing(struct image_writer *iw, struct pack_inode *dir)
 		}
 		i += n;
 	}
-	if (w->uncompressed - start > UINT32_MAX - 3)
+	if (w->raw_len - start > UINT32_MAX - 3)
 		return -EFBIG;
-	dir->u.dir.listing_size = (uint32_t)(w->uncompressed - start);
+	dir->u.dir.listing_size = (uint32_t)(w->raw_len - start);
 	return err;
 }

@@ -47,7 +47,7 @@ int id_table_write(struct image_writer *iw, struct pack_sink *sink, uint64_t *st
 		return -ENOMEM;
 	for (uint32_t i = 0; i < iw->ids.count; i++)
 		sqfs_put32(buf + 4 * i, iw->ids.ids[i]);
-	err = meta_write_table(sink, iw->comp, iw->params, buf, (size_t)iw->ids.count * 4, start);
+	err = meta_write_table(sink, iw->comp, iw->params, iw->jobs, buf, (size_t)iw->ids.count * 4, start);
 	free(buf);
 	return err;
 }

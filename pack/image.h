@@ -41,6 +41,7 @@ struct image_writer {
 	uint64_t *export;           /* inode number - 1 -> inode reference */
 	uint32_t inode_count;
 	uint64_t root_ref;
+	unsigned jobs;              /* threads for compressing the tables */
 };
 
 /* The basic squashfs inode type for an inode's file type (what directory entries store). */
@@ -58,10 +59,14 @@ static inline int image_basic_type(const struct pack_inode *inode)
 }
 
 void image_init(struct image_writer *iw, const struct qs_compressor *comp,
-		const struct qs_compress_params *p);
+		const struct qs_compress_params *p, unsigned jobs);
 void image_free(struct image_writer *iw);
 
-/* inode.c: number every inode, then write inodes and directories bottom-up. */
+/*
+ * inode.c: number every inode, then write inodes and directories bottom-up
+ * and compress them with the xattr pairs; then iw->export, root_ref and
+ * the xattr ids hold final references.
+ */
 int inode_number_tree(struct image_writer *iw, struct pack_tree *t);
 int inode_write_tree(struct image_writer *iw, struct pack_tree *t);
 
@@ -74,6 +79,8 @@ int id_table_write(struct image_writer *iw, struct pack_sink *sink, uint64_t *st
 
 /* xattr.c: an xattr id for the inode's set (identical sets share one). */
 int xattr_assign(struct image_writer *iw, struct pack_inode *inode);
+/* After the pairs are compressed: the ids' provisional references made final. */
+void xattr_resolve_refs(struct image_writer *iw);
 int xattr_table_write(struct image_writer *iw, struct pack_sink *sink, uint64_t *start);
 
 /* export.c */

@@ -21,11 +21,12 @@
 #define INODE_MAX_FIXED 64      /* largest fixed part of any inode, bytes */
 
 void image_init(struct image_writer *iw, const struct qs_compressor *comp,
-		const struct qs_compress_params *p)
+		const struct qs_compress_params *p, unsigned jobs)
 {
 	memset(iw, 0, sizeof(*iw));
 	iw->comp = comp;
 	iw->params = p;
+	iw->jobs = jobs;
 	meta_init(&iw->inodes, comp, p);
 	meta_init(&iw->dirs, comp, p);
 	meta_init(&iw->xattrs.kv, comp, p);
@@ -194,32 +195,43 @@ static int write_dir_inode(struct image_writer *iw, struct pack_inode *dir, uint
 	bool has_xattr = dir->xattr_id != SQFS_INVALID_XATTR;
 	int err;
 
+	/* The listing's block start (offset 16 basic, 24 extended) is patched in once compressed. */
 	if (size <= 0xffff && dir->u.dir.index_count == 0 && !has_xattr) {
 		err = put_header(iw, dir, SQFS_INODE_DIR, p);
-		sqfs_put32(p + 16, dir->u.dir.start_block);
 		sqfs_put32(p + 20, dir->nlink);
 		sqfs_put16(p + 24, (uint16_t)size);
 		sqfs_put16(p + 26, dir->u.dir.offset);
 		sqfs_put32(p + 28, dir->u.dir.parent_ino);
-		return err ? err : meta_write(&iw->inodes, p, 32);
+		if (!err)
+			err = meta_write(&iw->inodes, p, 16);
+		if (!err)
+			err = meta_write_start(&iw->inodes, &iw->dirs, dir->u.dir.start_block);
+		return err ? err : meta_write(&iw->inodes, p + 20, 12);
 	}
 	err = put_header(iw, dir, SQFS_INODE_EXT_DIR, p);
 	sqfs_put32(p + 16, dir->nlink);
 	sqfs_put32(p + 20, size);
-	sqfs_put32(p + 24, dir->u.dir.start_block);
 	sqfs_put32(p + 28, dir->u.dir.parent_ino);
 	sqfs_put16(p + 32, (uint16_t)dir->u.dir.index_count);
 	sqfs_put16(p + 34, dir->u.dir.offset);
 	sqfs_put32(p + 36, dir->xattr_id);
 	if (!err)
-		err = meta_write(&iw->inodes, p, 40);
+		err = meta_write(&iw->inodes, p, 24);
+	if (!err)
+		err = meta_write_start(&iw->inodes, &iw->dirs, dir->u.dir.start_block);
+	if (!err)
+		err = meta_write(&iw->inodes, p + 28, 12);
 	for (uint32_t i = 0; !err && i < dir->u.dir.index_count; i++) {
 		const struct pack_dir_index *x = &dir->u.dir.index[i];
 
+		/* Index entry: offset in the listing, that block's start, name length - 1, name. */
 		sqfs_put32(p, x->index);
-		sqfs_put32(p + 4, x->start_block);
-		sqfs_put32(p + 8, (uint32_t)(x->name_len - 1));
-		err = meta_write(&iw->inodes, p, SQFS_DIR_INDEX_SIZE);
+		sqfs_put32(p + 4, (uint32_t)(x->name_len - 1));
+		err = meta_write(&iw->inodes, p, 4);
+		if (!err)
+			err = meta_write_start(&iw->inodes, &iw->dirs, x->start_block);
+		if (!err)
+			err = meta_write(&iw->inodes, p + 4, 4);
 		if (!err)
 			err = meta_write(&iw->inodes, x->name, x->name_len);
 	}
@@ -270,12 +282,17 @@ static int write_dir(struct image_writer *iw, struct pack_inode *dir)
 
 int inode_write_tree(struct image_writer *iw, struct pack_tree *t)
 {
+	struct meta_writer *tables[] = { &iw->inodes, &iw->dirs, &iw->xattrs.kv };
 	int err = write_dir(iw, t->root);
 
+	/* The xattr pairs point nowhere else; they share the threads. */
 	if (!err)
-		err = meta_flush(&iw->inodes);
-	if (!err)
-		err = meta_flush(&iw->dirs);
-	iw->root_ref = t->root->ref;
-	return err;
+		err = meta_compress(tables, sizeof(tables) / sizeof(tables[0]), iw->jobs);
+	if (err)
+		return err;
+	for (uint32_t i = 0; i < iw->inode_count; i++)
+		iw->export[i] = meta_final_ref(&iw->inodes, iw->export[i]);
+	iw->root_ref = iw->export[t->root->ino - 1];
+	xattr_resolve_refs(iw);
+	return 0;
 }

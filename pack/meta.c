@@ -5,14 +5,34 @@
  * that makes it smaller, behind a 16-bit header carrying its stored size
  * and an "uncompressed" bit.  References into the stream are (start of
  * the block relative to the table) << 16 | offset within the block.
+ *
+ * The inode and directory tables point into each other: a directory
+ * header holds where its inodes' block starts, a directory inode where its
+ * listing's block starts.  Those starts depend on how earlier blocks
+ * compressed, which is why the streams are written first and compressed
+ * after.  The dependencies only ever point backwards in writing order (a
+ * listing is written after its children's inodes, a directory's inode
+ * after its listing), so a block is ready once the blocks before the ones
+ * its patches name are done: no cycle, whatever the tree.  How much runs
+ * at once depends on the tree: mksquashfs's order interleaves listings and
+ * inodes closely, so in a tree of small directories the two tables mostly
+ * wait on each other in turn; the xattr pairs and the lookup tables (export,
+ * fragments, ids) have no patches and use every thread.  At zstd 15 the
+ * tables of the Python tree of bench/pack.sh took 1.1 s on one thread and
+ * take 0.8 s on two.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "meta.h"
 #include "sink.h"
 #include "pack_util.h"
+
+#define META_SLOT (2 + SQFS_META_SIZE)  /* a stored block at most: header and data */
+#define META_JOBS_MAX 256u
 
 void meta_init(struct meta_writer *w, const struct qs_compressor *comp, const struct qs_compress_params *p)
 {
@@ -23,8 +43,12 @@ void meta_init(struct meta_writer *w, const struct qs_compressor *comp, const st
 
 void meta_free(struct meta_writer *w)
 {
+	free(w->raw);
+	free(w->patches);
 	free(w->out);
 	free(w->starts);
+	w->raw = NULL;
+	w->patches = NULL;
 	w->out = NULL;
 	w->starts = NULL;
 }
@@ -46,63 +70,249 @@ static int reserve(void **buf, size_t *cap, size_t need, size_t elem)
 	return 0;
 }
 
-int meta_flush(struct meta_writer *w)
+int meta_write(struct meta_writer *w, const void *data, size_t len)
 {
-	uint8_t *dst;
+	if (reserve((void **)&w->raw, &w->raw_cap, w->raw_len + len, 1) < 0)
+		return -ENOMEM;
+	memcpy(w->raw + w->raw_len, data, len);
+	w->raw_len += len;
+	return 0;
+}
+
+int meta_write_start(struct meta_writer *w, const struct meta_writer *target, uint32_t block)
+{
+	uint8_t placeholder[4] = { 0 };
+
+	if (w->target && w->target != target)
+		return -EINVAL;
+	w->target = target;
+	if (reserve((void **)&w->patches, &w->patch_cap, w->patch_count + 1, sizeof(*w->patches)) < 0)
+		return -ENOMEM;
+	w->patches[w->patch_count++] = (struct meta_patch){ .pos = w->raw_len, .block = block };
+	return meta_write(w, placeholder, sizeof(placeholder));
+}
+
+/* One table's state during meta_compress(). */
+struct meta_job {
+	struct meta_writer *w;
+	struct meta_job *target;    /* whose starts the patches need, or NULL */
+	size_t blocks;
+	size_t taken, done;         /* blocks handed out; contiguous blocks finished */
+	bool *finished;
+	uint32_t *need;             /* per block: target blocks that must be done first */
+	size_t *first_patch;        /* per block: its first patch (they may straddle blocks) */
+	uint8_t *slots;             /* per block: META_SLOT bytes, the stored block */
+	uint16_t *stored;           /* per block: bytes stored, header included */
+};
+
+struct meta_run {
+	struct meta_job *jobs;
+	size_t n;
+	size_t remaining;           /* blocks not yet finished */
+	int error;
+	pthread_mutex_t lock;
+	pthread_cond_t progress;
+};
+
+static int job_init(struct meta_job *j)
+{
+	struct meta_writer *w = j->w;
+	size_t p = 0;
+
+	j->blocks = (w->raw_len + SQFS_META_SIZE - 1) / SQFS_META_SIZE;
+	j->finished = calloc(j->blocks + 1, sizeof(*j->finished));
+	j->need = calloc(j->blocks + 1, sizeof(*j->need));
+	j->first_patch = calloc(j->blocks + 1, sizeof(*j->first_patch));
+	j->slots = malloc(j->blocks * META_SLOT + 1);
+	j->stored = calloc(j->blocks + 1, sizeof(*j->stored));
+	w->starts = calloc(j->blocks + 1, sizeof(*w->starts));
+	if (!j->finished || !j->need || !j->first_patch || !j->slots || !j->stored || !w->starts)
+		return -ENOMEM;
+	/* A patch belongs to every block its four bytes touch. */
+	for (size_t b = 0; b < j->blocks; b++) {
+		uint64_t lo = (uint64_t)b * SQFS_META_SIZE, hi = lo + SQFS_META_SIZE;
+
+		while (p < w->patch_count && w->patches[p].pos + 4 <= lo)
+			p++;
+		j->first_patch[b] = p;
+		for (size_t q = p; q < w->patch_count && w->patches[q].pos < hi; q++)
+			if (w->patches[q].block > j->need[b])
+				j->need[b] = w->patches[q].block;
+	}
+	return 0;
+}
+
+static void job_free(struct meta_job *j)
+{
+	free(j->finished);
+	free(j->need);
+	free(j->first_patch);
+	free(j->slots);
+	free(j->stored);
+}
+
+/* Under the lock: a table whose next block can start now, or NULL. */
+static struct meta_job *ready_job(struct meta_run *r)
+{
+	for (size_t i = 0; i < r->n; i++) {
+		struct meta_job *j = &r->jobs[i];
+
+		if (j->taken < j->blocks && (!j->target || j->target->done >= j->need[j->taken]))
+			return j;
+	}
+	return NULL;
+}
+
+/* Patch and compress block b of j into its slot (no lock held: its inputs are final). */
+static int compress_block(struct meta_job *j, size_t b, uint8_t *buf)
+{
+	struct meta_writer *w = j->w;
+	uint64_t lo = (uint64_t)b * SQFS_META_SIZE;
+	size_t len = w->raw_len - lo < SQFS_META_SIZE ? (size_t)(w->raw_len - lo) : SQFS_META_SIZE;
+	uint8_t *slot = j->slots + b * META_SLOT;
 	ssize_t n;
 
-	if (w->fill == 0)
-		return 0;
-	if (reserve((void **)&w->out, &w->out_cap, w->out_len + 2 + SQFS_META_SIZE, 1) < 0 ||
-	    reserve((void **)&w->starts, &w->starts_cap, w->starts_count + 1, sizeof(*w->starts)) < 0)
-		return -ENOMEM;
-	w->starts[w->starts_count++] = w->out_len;
-	dst = w->out + w->out_len;
-	n = w->comp->compress(w->params, w->block, w->fill, dst + 2, SQFS_META_SIZE);
+	memcpy(buf, w->raw + lo, len);
+	for (size_t q = j->first_patch[b]; q < w->patch_count && w->patches[q].pos < lo + len; q++) {
+		uint8_t field[4];
+
+		sqfs_put32(field, (uint32_t)j->target->w->starts[w->patches[q].block]);
+		for (unsigned k = 0; k < 4; k++)
+			if (w->patches[q].pos + k >= lo && w->patches[q].pos + k < lo + len)
+				buf[w->patches[q].pos + k - lo] = field[k];
+	}
+	n = w->comp->compress(w->params, buf, len, slot + 2, SQFS_META_SIZE);
 	if (n < 0) {
 		pack_error("metadata compression failed: %s", qs_last_error());
 		return (int)n;
 	}
-	if (n == 0 || (size_t)n >= w->fill) {
-		memcpy(dst + 2, w->block, w->fill);
-		sqfs_put16(dst, (uint16_t)(w->fill | SQFS_META_UNCOMPRESSED));
-		n = (ssize_t)w->fill;
+	if (n == 0 || (size_t)n >= len) {
+		memcpy(slot + 2, buf, len);
+		sqfs_put16(slot, (uint16_t)(len | SQFS_META_UNCOMPRESSED));
+		n = (ssize_t)len;
 	} else {
-		sqfs_put16(dst, (uint16_t)n);
+		sqfs_put16(slot, (uint16_t)n);
 	}
-	w->out_len += 2 + (size_t)n;
-	w->fill = 0;
+	j->stored[b] = (uint16_t)(2 + n);
 	return 0;
 }
 
-int meta_write(struct meta_writer *w, const void *data, size_t len)
+/* Under the lock: block b is done; extend the run of finished blocks and their starts. */
+static void block_done(struct meta_job *j, size_t b)
 {
-	const uint8_t *p = data;
+	j->finished[b] = true;
+	while (j->done < j->blocks && j->finished[j->done]) {
+		j->w->starts[j->done + 1] = j->w->starts[j->done] + j->stored[j->done];
+		j->done++;
+	}
+}
 
-	w->uncompressed += len;
-	while (len > 0) {
-		size_t n = SQFS_META_SIZE - w->fill;
+static void *meta_worker(void *arg)
+{
+	struct meta_run *r = arg;
+	uint8_t buf[SQFS_META_SIZE];
 
-		if (n > len)
-			n = len;
-		memcpy(w->block + w->fill, p, n);
-		w->fill += n;
-		p += n;
-		len -= n;
-		if (w->fill == SQFS_META_SIZE) {
-			int err = meta_flush(w);
+	pthread_mutex_lock(&r->lock);
+	while (!r->error && r->remaining > 0) {
+		struct meta_job *j = ready_job(r);
+		size_t b;
+		int err;
 
-			if (err)
-				return err;
+		if (!j) {
+			pthread_cond_wait(&r->progress, &r->lock);
+			continue;
+		}
+		b = j->taken++;
+		pthread_mutex_unlock(&r->lock);
+		err = compress_block(j, b, buf);
+		pthread_mutex_lock(&r->lock);
+		if (err && !r->error)
+			r->error = err;
+		if (!err) {
+			block_done(j, b);
+			r->remaining--;
+		}
+		pthread_cond_broadcast(&r->progress);
+	}
+	pthread_mutex_unlock(&r->lock);
+	return NULL;
+}
+
+static int run_workers(struct meta_run *r, unsigned jobs)
+{
+	pthread_t threads[META_JOBS_MAX];
+	unsigned started = 0;
+
+	if (jobs > META_JOBS_MAX)
+		jobs = META_JOBS_MAX;
+	if (jobs > r->remaining)
+		jobs = (unsigned)r->remaining;
+	/* The calling thread is one of the workers. */
+	while (started + 1 < jobs && pthread_create(&threads[started], NULL, meta_worker, r) == 0)
+		started++;
+	meta_worker(r);
+	for (unsigned i = 0; i < started; i++)
+		pthread_join(threads[i], NULL);
+	return r->error;
+}
+
+/* Lay each table's stored blocks out back to back. */
+static int gather(struct meta_job *j)
+{
+	struct meta_writer *w = j->w;
+
+	w->starts_count = j->blocks;
+	w->out_len = w->starts[j->blocks];
+	w->out = malloc(w->out_len + 1);
+	if (!w->out)
+		return -ENOMEM;
+	for (size_t b = 0; b < j->blocks; b++)
+		memcpy(w->out + w->starts[b], j->slots + b * META_SLOT, j->stored[b]);
+	return 0;
+}
+
+int meta_compress(struct meta_writer *const *ws, size_t n, unsigned jobs)
+{
+	struct meta_run r = { .n = n };
+	int err = 0;
+
+	r.jobs = calloc(n + 1, sizeof(*r.jobs));
+	if (!r.jobs)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		r.jobs[i].w = ws[i];
+	for (size_t i = 0; !err && i < n; i++) {
+		err = job_init(&r.jobs[i]);
+		r.remaining += r.jobs[i].blocks;
+		for (size_t k = 0; !err && ws[i]->target && k <= n; k++) {
+			if (k == n)
+				err = -EINVAL;      /* a patch into a table not compressed with it */
+			else if (ws[k] == ws[i]->target) {
+				r.jobs[i].target = &r.jobs[k];
+				break;
+			}
 		}
 	}
-	return 0;
+	if (!err) {
+		pthread_mutex_init(&r.lock, NULL);
+		pthread_cond_init(&r.progress, NULL);
+		err = run_workers(&r, jobs ? jobs : 1);
+		pthread_mutex_destroy(&r.lock);
+		pthread_cond_destroy(&r.progress);
+	}
+	for (size_t i = 0; !err && i < n; i++)
+		err = gather(&r.jobs[i]);
+	for (size_t i = 0; i < n; i++)
+		job_free(&r.jobs[i]);
+	free(r.jobs);
+	return err;
 }
 
 int meta_write_table(struct pack_sink *sink, const struct qs_compressor *comp,
-		     const struct qs_compress_params *p, const uint8_t *entries, size_t len, uint64_t *start)
+		     const struct qs_compress_params *p, unsigned jobs, const uint8_t *entries, size_t len,
+		     uint64_t *start)
 {
-	struct meta_writer w;
+	struct meta_writer w, *ws = &w;
 	uint64_t base = sink->written;
 	uint8_t *index = NULL;
 	int err;
@@ -110,7 +320,7 @@ int meta_write_table(struct pack_sink *sink, const struct qs_compressor *comp,
 	meta_init(&w, comp, p);
 	err = meta_write(&w, entries, len);
 	if (!err)
-		err = meta_flush(&w);
+		err = meta_compress(&ws, 1, jobs);
 	if (!err)
 		err = sink_append(sink, w.out, w.out_len);
 	if (!err && !(index = malloc(w.starts_count * 8 + 1)))

@@ -1,6 +1,16 @@
 /*
  * meta.h - metadata blocks: the 8 KiB compressed units that inodes,
  * directories and the lookup tables are stored in.
+ *
+ * A table is first written as its whole uncompressed byte stream; block n
+ * is bytes [n * 8 KiB, (n + 1) * 8 KiB) of it.  Until meta_compress() has
+ * run, references name a block by its number, not by where it will
+ * start; a field that must hold where a block of another table starts is
+ * written with meta_write_start(), which leaves a patch.  meta_compress()
+ * then compresses the blocks of several tables on many threads, each block
+ * as soon as the starts its patches need are known, and lays the blocks
+ * out; meta_final_ref() turns a provisional reference into the real one.
+ * The bytes never depend on the number of threads.
  */
 #ifndef QUASH_PACK_META_H
 #define QUASH_PACK_META_H
@@ -13,16 +23,25 @@
 
 struct pack_sink;
 
+/* A 32-bit field at 'pos' of a stream that gets the start of block 'block' of the target table. */
+struct meta_patch {
+	uint64_t pos;
+	uint32_t block;
+};
+
 struct meta_writer {
 	const struct qs_compressor *comp;
 	const struct qs_compress_params *params;
-	uint8_t block[SQFS_META_SIZE];
-	size_t fill;                /* bytes in the open block */
-	uint8_t *out;               /* the finished blocks, headers included */
-	size_t out_len, out_cap;
-	uint64_t *starts;           /* where each finished block begins in out */
-	size_t starts_count, starts_cap;
-	uint64_t uncompressed;      /* bytes written, for reporting */
+	uint8_t *raw;               /* the uncompressed stream */
+	size_t raw_len, raw_cap;
+	struct meta_patch *patches; /* in stream order */
+	size_t patch_count, patch_cap;
+	const struct meta_writer *target;   /* the table the patches point into */
+	/* Filled by meta_compress(): */
+	uint8_t *out;               /* the blocks, headers included */
+	size_t out_len;
+	uint64_t *starts;           /* where each block begins in out; one more at the end */
+	size_t starts_count;        /* blocks */
 };
 
 void meta_init(struct meta_writer *w, const struct qs_compressor *comp, const struct qs_compress_params *p);
@@ -30,15 +49,27 @@ void meta_free(struct meta_writer *w);
 
 /* Append bytes; they may span blocks.  0 or -errno. */
 int meta_write(struct meta_writer *w, const void *data, size_t len);
-/* Close the open block (if any bytes are in it). */
-int meta_flush(struct meta_writer *w);
+/* Append a 32-bit field that will hold where block 'block' of 'target' starts (one target per table). */
+int meta_write_start(struct meta_writer *w, const struct meta_writer *target, uint32_t block);
 
-/* Where the next byte goes: its block (relative to the table) and offset in it. */
-static inline uint32_t meta_block(const struct meta_writer *w) { return (uint32_t)w->out_len; }
-static inline uint16_t meta_offset(const struct meta_writer *w) { return (uint16_t)w->fill; }
+/* Where the next byte goes: its block number and offset in it (provisional until compressed). */
+static inline uint32_t meta_block(const struct meta_writer *w) { return (uint32_t)(w->raw_len / SQFS_META_SIZE); }
+static inline uint16_t meta_offset(const struct meta_writer *w) { return (uint16_t)(w->raw_len % SQFS_META_SIZE); }
 static inline uint64_t meta_ref(const struct meta_writer *w)
 {
-	return sqfs_make_ref(w->out_len, (uint16_t)w->fill);
+	return sqfs_make_ref(meta_block(w), meta_offset(w));
+}
+
+/*
+ * Compress the n tables (patches may point only among them) on up to
+ * 'jobs' threads.  0 or -errno.
+ */
+int meta_compress(struct meta_writer *const *ws, size_t n, unsigned jobs);
+
+/* A provisional reference into a compressed table, as the image stores it. */
+static inline uint64_t meta_final_ref(const struct meta_writer *w, uint64_t ref)
+{
+	return sqfs_make_ref(w->starts[sqfs_ref_block(ref)], sqfs_ref_offset(ref));
 }
 
 /*
@@ -47,6 +78,7 @@ static inline uint64_t meta_ref(const struct meta_writer *w)
  * image offsets, which is where the superblock points (*start).
  */
 int meta_write_table(struct pack_sink *sink, const struct qs_compressor *comp,
-		     const struct qs_compress_params *p, const uint8_t *entries, size_t len, uint64_t *start);
+		     const struct qs_compress_params *p, unsigned jobs, const uint8_t *entries, size_t len,
+		     uint64_t *start);
 
 #endif

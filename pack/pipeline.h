@@ -5,8 +5,9 @@
  * fills its input, and submits it; submission order is the output order.
  * Workers compress submitted jobs; the writer thread appends each to the
  * sink once it and all jobs before it are done, storing the block
- * uncompressed if compression did not make it smaller.  The ring bounds
- * the memory in flight.
+ * uncompressed if compression did not make it smaller, or if a sample of
+ * it looks like random bytes (then the compressor is never run on it).
+ * The ring bounds the memory in flight.
  */
 #ifndef QUASH_PACK_PIPELINE_H
 #define QUASH_PACK_PIPELINE_H

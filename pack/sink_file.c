@@ -4,6 +4,8 @@
  * Bytes go to "DIR/.NAME.XXXXXX" beside the target; finish writes the
  * head at offset 0, fsyncs, renames over the target and fsyncs the
  * directory.  A target that exists stays untouched until that rename.
+ * Writeback is started every few MiB while packing, so that the final
+ * fsync does not begin from a whole image of dirty pages.
  * Signals that end the process remove the temporary file first, so an
  * interrupted pack leaves nothing behind.
  */
@@ -20,11 +22,14 @@
 #include "sink.h"
 #include "pack_util.h"
 
+#define WRITEBACK_CHUNK (8u << 20)      /* bytes appended between writeback starts */
+
 struct file_sink {
 	struct pack_sink sink;
 	int fd;
 	char *path;
 	char *tmp;
+	uint64_t appended, writeback;   /* bytes appended; bytes whose writeback was started */
 };
 
 /* The one temporary file a signal must remove; the handler reads only this. */
@@ -85,9 +90,18 @@ static int file_append(struct pack_sink *s, const void *buf, size_t len)
 	struct file_sink *f = (struct file_sink *)s;
 	int err = write_all(f->fd, buf, len, -1);
 
-	if (err < 0)
+	if (err < 0) {
 		pack_error("%s: %s", f->tmp, strerror(-err));
-	return err;
+		return err;
+	}
+	f->appended += len;
+	if (f->appended - f->writeback >= WRITEBACK_CHUNK) {
+		/* Advisory and asynchronous: a failure shows in the final fsync. */
+		sync_file_range(f->fd, (off_t)f->writeback, (off_t)(f->appended - f->writeback),
+				SYNC_FILE_RANGE_WRITE);
+		f->writeback = f->appended;
+	}
+	return 0;
 }
 
 static void file_free(struct file_sink *f)

@@ -120,7 +120,7 @@ static int write_tables(const struct pack_options *o, struct pack_tree *t, struc
 	struct image_writer iw;
 	int err;
 
-	image_init(&iw, o->comp, &o->params);
+	image_init(&iw, o->comp, &o->params, o->jobs);
 	err = inode_number_tree(&iw, t);
 	if (!err)
 		err = inode_write_tree(&iw, t);
@@ -134,7 +134,7 @@ static int write_tables(const struct pack_options *o, struct pack_tree *t, struc
 	}
 	sb->fragment_table_start = SQFS_INVALID_TABLE;
 	if (!err && frag_count)
-		err = meta_write_table(sink, o->comp, &o->params, frag_table,
+		err = meta_write_table(sink, o->comp, &o->params, o->jobs, frag_table,
 				       (size_t)frag_count * SQFS_FRAGMENT_ENTRY_SIZE,
 				       &sb->fragment_table_start);
 	sb->export_table_start = SQFS_INVALID_TABLE;

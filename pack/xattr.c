@@ -166,8 +166,20 @@ int xattr_assign(struct image_writer *iw, struct pack_inode *inode)
 	return 0;
 }
 
+void xattr_resolve_refs(struct image_writer *iw)
+{
+	struct xattr_table *t = &iw->xattrs;
+
+	for (uint32_t i = 0; i < t->count; i++) {
+		uint8_t *entry = t->ids + (size_t)i * SQFS_XATTR_ID_SIZE;
+
+		sqfs_put64(entry, meta_final_ref(&t->kv, sqfs_le64(entry)));
+	}
+}
+
 int xattr_table_write(struct image_writer *iw, struct pack_sink *sink, uint64_t *start)
 {
+	struct meta_writer *idsp = NULL;
 	struct xattr_table *t = &iw->xattrs;
 	struct meta_writer ids;
 	uint64_t kv_start = sink->written, ids_start;
@@ -179,16 +191,15 @@ int xattr_table_write(struct image_writer *iw, struct pack_sink *sink, uint64_t 
 		*start = SQFS_INVALID_TABLE;
 		return 0;
 	}
-	err = meta_flush(&t->kv);
-	if (!err)
-		err = sink_append(sink, t->kv.out, t->kv.out_len);
+	err = sink_append(sink, t->kv.out, t->kv.out_len);
 	if (err)
 		return err;
 	ids_start = sink->written;
 	meta_init(&ids, iw->comp, iw->params);
+	idsp = &ids;
 	err = meta_write(&ids, t->ids, (size_t)t->count * SQFS_XATTR_ID_SIZE);
 	if (!err)
-		err = meta_flush(&ids);
+		err = meta_compress(&idsp, 1, iw->jobs);
 	if (!err)
 		err = sink_append(sink, ids.out, ids.out_len);
 	tail_len = SQFS_XATTR_ID_TABLE_SIZE + ids.starts_count * 8;

@@ -77,8 +77,9 @@ else
 	not_ok "a tree with symlink loops packs" "$(head -c 200 "$T/loop.err")"
 fi
 
-# Interrupted: no image, no temporary file, the old image untouched.
-head -c 40000000 /dev/urandom >"$T/src/big"
+# Interrupted: no image, no temporary file, the old image untouched.  The data
+# is compressible (random bytes are stored without compressing, in no time).
+head -c 30000000 /dev/urandom | base64 >"$T/src/big"
 for sig in INT TERM; do
 	$QUASH pack -q -c xz -j 1 "$T/src" "$T/keep.sqfs" 2>/dev/null &
 	pid=$!
