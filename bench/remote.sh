@@ -116,7 +116,9 @@ fi
 # each compared with $REF.ls / $REF.md5 (made from the kernel mount at $REF_MNT);
 # unmount_NAME, if defined, unmounts instead of umount/fusermount3.
 ls_entries() { sed "s|$1|M|" | awk '!/^total / {print $1, $NF}'; }
-unmount() { if declare -F "unmount_$1" >/dev/null; then "unmount_$1"; else umount "$2" 2>/dev/null || fusermount3 -u "$2"; fi; }
+unmount() {
+	if declare -F "unmount_$1" >/dev/null; then "unmount_$1"; else umount "$2" 2>/dev/null || fusermount3 -u "$2"; fi
+}
 bench_mount() {
 	local name=$1 dir=$2 t_ls t_md5 ok
 	shift 2
@@ -132,7 +134,8 @@ bench_mount() {
 	drop_caches
 	"$@"
 	wait_mount "$dir"
-	t_md5=$(secs timeout "${MD5_TIMEOUT:-3600}" bash -c "$(declare -f tree_md5); tree_md5 '$dir' '$W/out/$name.md5'")
+	t_md5=$(secs timeout "${MD5_TIMEOUT:-3600}" \
+		bash -c "$(declare -f tree_md5); tree_md5 '$dir' '$W/out/$name.md5'")
 	unmount "$name" "$dir"
 	eval "ls_$name=$t_ls md5_$name=$t_md5"
 	row "$name: ls -lR, cold" "$t_ls" "$ok"

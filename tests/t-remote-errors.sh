@@ -54,6 +54,7 @@ check "404: the message says not found" grep -q "not found" "$W/err"
 # A refused connection may be a server restarting: it is retried until the budget is spent.
 CLOSED=$(free_port)
 t0=$SECONDS
-check_fails "refused connection: an error in the end" $REMOTE_READ -r 3 "http://127.0.0.1:$CLOSED/image.sqfs" /dev/null
+check_fails "refused connection: an error in the end" \
+	$REMOTE_READ -r 3 "http://127.0.0.1:$CLOSED/image.sqfs" /dev/null
 if [ $((SECONDS - t0)) -ge 2 ]; then ok "refused connection: retried within the budget ($((SECONDS - t0)) s)"
 else not_ok "refused connection: retried within the budget" "gave up after $((SECONDS - t0)) s"; fi
