@@ -6,7 +6,7 @@ BUILD      ?= build
 BUILD_ASAN ?= build-asan
 MESON_OPTS ?= -Dwerror=true
 
-.PHONY: all deps test-deps build asan check demo bench clean
+.PHONY: all deps test-deps bench-deps build asan check demo bench clean
 
 all: build
 
@@ -15,6 +15,9 @@ deps:
 
 test-deps:
 	@QUASH_DEPS_TEST=1 scripts/install-deps.sh
+
+bench-deps:
+	@QUASH_DEPS_TEST=1 QUASH_DEPS_BENCH=1 scripts/install-deps.sh
 
 $(BUILD)/build.ninja: | deps
 	meson setup $(BUILD) $(MESON_OPTS) --buildtype=release -Db_ndebug=true
@@ -34,7 +37,7 @@ check: test-deps build asan
 demo: test-deps build
 	@scripts/demo.sh
 
-bench: test-deps build
+bench: bench-deps build
 	bench/run-all.sh
 
 clean:

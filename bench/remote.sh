@@ -8,11 +8,16 @@
 #     straight to S3;
 #  3. a large tree (the Python installation's lib/python3.X): `ls -lR` and md5
 #     of every file from the kernel's mount of a local image, and quash
-#     mounts of the local image, of the image over HTTP (nginx) and over S3.
+#     mounts of the local image, of the image over HTTP (nginx) and over S3;
+#  4. what a user can stack today for an image on an HTTP server: an rclone
+#     HTTP mount with squashfuse_ll on the image file inside it, against
+#     quash over HTTP, both against the kernel's loop mount of the local
+#     image, on bench/mount.sh's tree.sqfs (built here if missing).
 #
 # Cold means a fresh mount (or process) with the page cache dropped.  Every
 # run's output is compared with the local tree, so a fast wrong answer shows.
 #   bench/remote.sh [LARGE_TREE]       (needs root: drop_caches, s3fs, mounts)
+#   BENCH_ONLY="publish read large rclone" picks sections (default: all).
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 export QUASH_TOP=$top
@@ -23,14 +28,20 @@ LARGE=${1:-$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["stdlib"]
 . "$top/tests/lib/remote.sh"
 
 [ -x "$QUASH" ] || { echo "bench/remote.sh: build first ($QUASH)" >&2; exit 1; }
-for tool in s3fs nginx aws; do
+ONLY=${BENCH_ONLY:-publish read large rclone}
+want() { case " $ONLY " in *" $1 "*) return 0;; esac; return 1; }
+TREE_IMG=${TREE_IMG:-/var/tmp/quash-bench/tree.sqfs}
+TREE_SRC=${TREE:-/root/.pyenv/versions/3.11.7}
+RCLONE_TIMEOUT=${RCLONE_TIMEOUT:-900}  # seconds a cold md5 through rclone may take
+for tool in s3fs nginx aws rclone squashfuse_ll; do
 	command -v $tool >/dev/null || { echo "bench/remote.sh: $tool is missing (make test-deps)" >&2; exit 1; }
 done
 rm -rf "$W" && mkdir -p "$W"/{mnt,www,out}
 cleanup() {
-	for m in "$W"/mnt/*; do
+	for m in "$W"/mnt/rclone-sq "$W"/mnt/*; do
 		mountpoint -q "$m" && { fusermount3 -u "$m" 2>/dev/null || umount -l "$m"; }
 	done
+	[ -n "${RCLONE_PID:-}" ] && kill "$RCLONE_PID" 2>/dev/null
 	remote_cleanup
 	"$top/tests/lib/stop-rgw.sh" "$W/rgw"
 }
@@ -42,7 +53,7 @@ EP=$("$top/tests/lib/start-rgw.sh" "$W/rgw" "$S3" 2>"$W/rgw.err") || { cat "$W/r
 export AWS_ACCESS_KEY_ID=quashtest AWS_SECRET_ACCESS_KEY=quashtestsecret AWS_DEFAULT_REGION=us-east-1
 export AWS_ENDPOINT_URL=$EP
 aws --endpoint-url "$EP" s3 mb s3://bench >/dev/null
-start_nginx "$W/nginx" "$W/www" "$HTTP"
+NGINX_AUTOINDEX=1 start_nginx "$W/nginx" "$W/www" "$HTTP"
 
 drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches; }
 now() { date +%s.%N; }
@@ -58,12 +69,18 @@ wait_mount() { local i; for i in $(seq 100); do mountpoint -q "$1" && return 0; 
 
 tree_md5 "$BOTO" "$W/boto.ref"
 
+if want publish; then
 echo "-- publishing botocore/data ($(find "$BOTO" -type f | wc -l) files, $(du -sh "$BOTO" | cut -f1))"
 t_cp=$(secs aws --endpoint-url "$EP" s3 cp --quiet --recursive "$BOTO" s3://bench/files/)
 t_pack=$(secs "$QUASH" pack --no-progress -q "$BOTO" s3://bench/botocore.sqfs)
 row "aws s3 cp --recursive" "$t_cp"
 row "quash pack straight to s3://" "$t_pack" "$(ratio "$t_cp" "$t_pack")x faster"
+fi
 
+if want read; then
+"$QUASH" pack --no-progress -q "$BOTO" s3://bench/botocore.sqfs
+aws --endpoint-url "$EP" s3 ls s3://bench/files/ >/dev/null 2>&1 ||
+	aws --endpoint-url "$EP" s3 cp --quiet --recursive "$BOTO" s3://bench/files/
 echo "-- reading every file of botocore/data"
 printf 'quashtest:quashtestsecret\n' >"$W/s3fs.passwd" && chmod 600 "$W/s3fs.passwd"
 mkdir -p "$W/mnt/s3fs"
@@ -93,35 +110,48 @@ row "quash extract s3://IMAGE, cold" "$t_qx" "$qx_ok, $(ratio "$t_s3fs_cold" "$t
 row "quash mount s3://IMAGE, md5 of every file, cold" "$t_qm_cold" \
 	"$qm_ok, $(ratio "$t_s3fs_cold" "$t_qm_cold")x faster than s3fs cold"
 row "quash mount s3://IMAGE, warm" "$t_qm_warm" "$(ratio "$t_s3fs_warm" "$t_qm_warm")x faster than s3fs warm"
+fi
 
+# bench_mount NAME MOUNT-COMMAND...: cold ls -lR, then cold md5 of every file,
+# each compared with $REF.ls / $REF.md5 (made from the kernel mount at $REF_MNT);
+# unmount_NAME, if defined, unmounts instead of umount/fusermount3.
+ls_entries() { sed "s|$1|M|" | awk '!/^total / {print $1, $NF}'; }
+unmount() {
+	if declare -F "unmount_$1" >/dev/null; then "unmount_$1"; else umount "$2" 2>/dev/null || fusermount3 -u "$2"; fi
+}
+bench_mount() {
+	local name=$1 dir=$2 t_ls t_md5 ok
+	shift 2
+	drop_caches
+	"$@" || { row "$name" "-" "mount failed"; eval "ls_$name=0 md5_$name=0"; return; }
+	wait_mount "$dir"
+	t_ls=$(secs bash -c "ls -lR '$dir' | sed 1d >'$W/out/$name.ls'")
+	ok=$(cmp -s <(sed "s|$dir|M|" "$W/out/$name.ls") <(sed "s|$REF_MNT|M|" "$REF.ls") && echo same)
+	# squashfuse_ll shows directories with size 0 and other totals: then compare modes and names.
+	[ -n "$ok" ] || ok=$(cmp -s <(ls_entries "$dir" <"$W/out/$name.ls") <(ls_entries "$REF_MNT" <"$REF.ls") &&
+		echo "same modes and names (sizes differ)" || echo DIFFERENT)
+	unmount "$name" "$dir"
+	drop_caches
+	"$@"
+	wait_mount "$dir"
+	t_md5=$(secs timeout "${MD5_TIMEOUT:-3600}" \
+		bash -c "$(declare -f tree_md5); tree_md5 '$dir' '$W/out/$name.md5'")
+	unmount "$name" "$dir"
+	eval "ls_$name=$t_ls md5_$name=$t_md5"
+	row "$name: ls -lR, cold" "$t_ls" "$ok"
+	row "$name: md5 of every file, cold" "$t_md5" "$(same "$REF.md5" "$W/out/$name.md5")"
+}
+
+if want large; then
 echo "-- large tree: $LARGE ($(find "$LARGE" -type f | wc -l) files, $(du -sh "$LARGE" | cut -f1))"
 "$QUASH" pack --no-progress -q "$LARGE" "$W/www/large.sqfs"
 "$QUASH" pack --no-progress -q "$LARGE" s3://bench/large.sqfs
 mkdir -p "$W/mnt/kernel" "$W/mnt/local" "$W/mnt/http" "$W/mnt/s3"
 (cd "$W/www" && mount -t squashfs -o loop,ro large.sqfs "$W/mnt/kernel")
-tree_md5 "$W/mnt/kernel" "$W/large.ref"
+tree_md5 "$W/mnt/kernel" "$W/large.md5"
 ls -lR "$W/mnt/kernel" | sed 1d >"$W/large.ls"
 umount "$W/mnt/kernel"
-
-# bench_mount NAME MOUNT-COMMAND...: cold ls -lR, then cold md5 of every file
-bench_mount() {
-	local name=$1 dir=$2 t_ls t_md5 ok
-	shift 2
-	drop_caches
-	"$@" || { row "$name" "-" "mount failed"; return; }
-	wait_mount "$dir"
-	t_ls=$(secs bash -c "ls -lR '$dir' | sed 1d >'$W/out/$name.ls'")
-	ok=$(cmp -s <(sed "s|$dir|M|" "$W/out/$name.ls") <(sed "s|$W/mnt/kernel|M|" "$W/large.ls") && echo same || echo DIFFERENT)
-	umount "$dir" 2>/dev/null || fusermount3 -u "$dir"
-	drop_caches
-	"$@"
-	wait_mount "$dir"
-	t_md5=$(secs tree_md5 "$dir" "$W/out/$name.md5")
-	umount "$dir" 2>/dev/null || fusermount3 -u "$dir"
-	eval "ls_$name=$t_ls md5_$name=$t_md5"
-	row "$name: ls -lR, cold" "$t_ls" "$ok"
-	row "$name: md5 of every file, cold" "$t_md5" "$(same "$W/large.ref" "$W/out/$name.md5")"
-}
+REF=$W/large REF_MNT=$W/mnt/kernel
 bench_mount kernel "$W/mnt/kernel" mount -t squashfs -o loop,ro "$W/www/large.sqfs" "$W/mnt/kernel"
 bench_mount local "$W/mnt/local" "$QUASH" mount "$W/www/large.sqfs" "$W/mnt/local"
 bench_mount http "$W/mnt/http" "$QUASH" mount "http://127.0.0.1:$HTTP/large.sqfs" "$W/mnt/http"
@@ -130,3 +160,41 @@ for n in local http s3; do
 	eval "l=\$ls_$n m=\$md5_$n"
 	row "$n / kernel-local: ls -lR, md5" "" "$(ratio "$l" "$ls_kernel")x, $(ratio "$m" "$md5_kernel")x"
 done
+fi
+
+if want rclone; then
+# The image file as rclone shows it from the HTTP server, squashfuse_ll on top.
+if [ ! -f "$TREE_IMG" ]; then
+	mkdir -p "$(dirname "$TREE_IMG")"
+	mksquashfs "$TREE_SRC" "$TREE_IMG" -comp zstd -b 128K -noappend -quiet -no-progress
+fi
+ln -sf "$TREE_IMG" "$W/www/tree.sqfs"
+echo "-- rclone HTTP mount + squashfuse_ll: $TREE_IMG ($(du -h "$TREE_IMG" | cut -f1), from $TREE_SRC)"
+mkdir -p "$W/mnt/kernel" "$W/mnt/rclone" "$W/mnt/rclone-sq" "$W/mnt/qhttp"
+mount -t squashfs -o loop,ro "$TREE_IMG" "$W/mnt/kernel"
+tree_md5 "$W/mnt/kernel" "$W/tree.md5"
+ls -lR "$W/mnt/kernel" | sed 1d >"$W/tree.ls"
+umount "$W/mnt/kernel"
+REF=$W/tree REF_MNT=$W/mnt/kernel
+mount_rclone_stack() {
+	rclone mount :http: "$W/mnt/rclone" --http-url "http://127.0.0.1:$HTTP/" --read-only \
+		--cache-dir "$W/rclone-cache" ${RCLONE_OPTS:-} 2>"$W/rclone.err" &
+	RCLONE_PID=$!
+	wait_mount "$W/mnt/rclone" && squashfuse_ll "$W/mnt/rclone/tree.sqfs" "$W/mnt/rclone-sq" && return 0
+	unmount_rclone
+	return 1
+}
+unmount_rclone() {
+	mountpoint -q "$W/mnt/rclone-sq" && fusermount3 -u "$W/mnt/rclone-sq"
+	fusermount3 -u "$W/mnt/rclone"
+	wait "$RCLONE_PID" 2>/dev/null
+	RCLONE_PID=
+}
+bench_mount kernel2 "$W/mnt/kernel" mount -t squashfs -o loop,ro "$TREE_IMG" "$W/mnt/kernel"
+MD5_TIMEOUT=$RCLONE_TIMEOUT bench_mount rclone "$W/mnt/rclone-sq" mount_rclone_stack
+bench_mount qhttp "$W/mnt/qhttp" "$QUASH" mount "http://127.0.0.1:$HTTP/tree.sqfs" "$W/mnt/qhttp"
+for n in rclone qhttp; do
+	eval "l=\$ls_$n m=\$md5_$n"
+	row "$n / kernel-local: ls -lR, md5" "" "$(ratio "$l" "$ls_kernel2")x, $(ratio "$m" "$md5_kernel2")x"
+done
+fi

@@ -11,7 +11,9 @@
  * body longer or shorter than it, is an error and never data.
  *
  * Connection errors, timeouts, stalls, 5xx and 429 are retried with
- * jittered exponential backoff until the retry budget is spent.  Easy
+ * jittered exponential backoff until the retry budget is spent; what no
+ * retry can fix (a host name that does not resolve, a certificate that
+ * does not verify, 401/403/404) fails at once.  Easy
  * handles are pooled so that connections are reused.  Messages name the
  * object by remote_display_name(): no credentials, no query string.
  *
@@ -76,9 +78,43 @@ enum request_kind { REQUEST_OPEN, REQUEST_READ };
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static CURLcode curl_init_result;
 
+/*
+ * remote_call()'s requests share one connection cache (and DNS and TLS
+ * sessions), so that the requests of an upload reuse connections: over TLS
+ * each new one costs a handshake.  Process-wide, never freed.
+ */
+static CURLSH *call_share;
+static pthread_mutex_t share_locks[CURL_LOCK_DATA_LAST];
+
+static void share_lock(CURL *h, curl_lock_data data, curl_lock_access access, void *arg)
+{
+	(void)h, (void)access, (void)arg;
+	pthread_mutex_lock(&share_locks[data]);
+}
+
+static void share_unlock(CURL *h, curl_lock_data data, void *arg)
+{
+	(void)h, (void)arg;
+	pthread_mutex_unlock(&share_locks[data]);
+}
+
 static void curl_init(void)
 {
 	curl_init_result = curl_global_init(CURL_GLOBAL_DEFAULT);
+	if (curl_init_result != CURLE_OK)
+		return;
+	for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
+		pthread_mutex_init(&share_locks[i], NULL);
+	/* Without a share every request connects anew: slower, still correct. */
+	call_share = curl_share_init();
+	if (call_share && (curl_share_setopt(call_share, CURLSHOPT_LOCKFUNC, share_lock) ||
+			   curl_share_setopt(call_share, CURLSHOPT_UNLOCKFUNC, share_unlock) ||
+			   curl_share_setopt(call_share, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT) ||
+			   curl_share_setopt(call_share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS) ||
+			   curl_share_setopt(call_share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION))) {
+		curl_share_cleanup(call_share);
+		call_share = NULL;
+	}
 }
 
 bool qs_source_spec_is_remote(const char *spec)
@@ -350,12 +386,16 @@ static void s3_error_code(const char *body, char *code, size_t size)
 		snprintf(code, size, " (%.*s)", (int)(e - s - 6), s + 6);
 }
 
+/*
+ * Whether waiting can fix it: a refused or reset connection, a timeout, a
+ * cut answer may be gone on the next attempt.  A host name that does not
+ * resolve, a certificate that does not verify, a bad URL will not: those
+ * fail at once instead of spending the retry budget.
+ */
 static bool retryable_curl_error(CURLcode rc)
 {
 	switch (rc) {
 	case CURLE_COULDNT_CONNECT:
-	case CURLE_COULDNT_RESOLVE_HOST:
-	case CURLE_COULDNT_RESOLVE_PROXY:
 	case CURLE_OPERATION_TIMEDOUT:
 	case CURLE_PARTIAL_FILE:
 	case CURLE_RECV_ERROR:
@@ -663,6 +703,8 @@ static int call_once(void *arg)
 		return qs_set_error(-ENOMEM, "cannot set up a request");
 	}
 	handle_setup(h, c->t, REMOTE_STALL_SECONDS);
+	if (call_share)
+		curl_easy_setopt(h, CURLOPT_SHARE, call_share);
 	curl_easy_setopt(h, CURLOPT_URL, c->url);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
 	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, call_header);

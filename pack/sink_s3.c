@@ -1,14 +1,21 @@
 /*
- * sink_s3.c - the image written straight to S3 as a multipart upload.
+ * sink_s3.c - the image written straight to S3: one PUT, or a multipart
+ * upload for a large image.
  *
  * The image is cut into parts of S3_PART_SIZE bytes.  Part 1 holds the
  * superblock, which is only known at finish, so it stays in memory; every
  * later part is handed to a few upload threads as soon as it is full, while
- * packing goes on.  At finish the head is written into part 1, the last
- * (short) part and part 1 are sent, and only once every part has arrived is
- * the upload completed: until then no object exists, and an object already
- * at the key stays as it was.  On error, or SIGINT/SIGTERM/SIGHUP, the
- * upload is aborted so that S3 keeps nothing.
+ * packing goes on.  Until a second part is full nothing could be sent
+ * early anyway, so the first S3_PUT_MAX bytes are only buffered: an image
+ * that ends within them goes up as one PUT at finish (one request instead
+ * of four: create, two parts, complete).  Only once it grows past them is
+ * the multipart upload created and the second part queued.
+ *
+ * Either way the object appears only once it is whole: S3 stores a PUT
+ * only when all of its body arrived, and a multipart upload only when it
+ * is completed, which happens once every part has arrived.  Until then an
+ * object already at the key stays as it was.  On error, or
+ * SIGINT/SIGTERM/SIGHUP, the upload is aborted so that S3 keeps nothing.
  *
  * Signals are caught with a signalfd read by a watcher thread (they are
  * blocked from the sink's open on, so the threads started later block them
@@ -34,6 +41,7 @@
 #include "source_remote.h"
 
 #define S3_PART_SIZE        (8u << 20)  /* at least 5 MiB: S3's minimum for every part but the last */
+#define S3_PUT_MAX          (2 * S3_PART_SIZE) /* images up to this size go up as one PUT */
 #define S3_MAX_PARTS        10000u      /* S3's limit: images up to 78 GiB */
 #define S3_UPLOAD_THREADS   4
 #define S3_PARTS_QUEUED_MAX 6           /* full parts waiting or being sent: bounds memory */
@@ -49,13 +57,14 @@ struct part {
 struct s3_sink {
 	struct pack_sink sink;
 	struct remote_target t;
-	char *upload_query;             /* "uploadId=ID" */
+	pthread_mutex_t create_lock;    /* held while the multipart upload is created */
+	char *upload_query;             /* "uploadId=ID" once the multipart upload exists, else NULL */
 
-	char *first;                    /* part 1, held until finish */
-	size_t first_len;
-	char *cur;                      /* the part being filled (number cur_number) */
+	char *first;                    /* the image's first S3_PUT_MAX bytes; then part 1 */
+	size_t first_len;               /* bytes in it */
+	char *cur;                      /* multipart: the part being filled (number cur_number) */
 	size_t cur_len;
-	unsigned cur_number;
+	unsigned cur_number;            /* 0 until the multipart upload starts */
 
 	pthread_mutex_t lock;
 	pthread_cond_t changed;
@@ -158,41 +167,101 @@ static int queue_part(struct s3_sink *s, unsigned number, char *data, size_t len
 	return ret;
 }
 
+static int create_upload(struct s3_sink *s);
+static int start_workers(struct s3_sink *s);
+
+/*
+ * The image outgrew one PUT: create the multipart upload, start the upload
+ * threads and queue the second part; part 1 stays.
+ */
+static int start_multipart(struct s3_sink *s)
+{
+	char *second = malloc(S3_PART_SIZE);
+	int ret;
+
+	if (!second) {
+		pack_error("out of memory");
+		return -ENOMEM;
+	}
+	/* A signal's abort waits for this, so that an upload created meanwhile is aborted too. */
+	pthread_mutex_lock(&s->create_lock);
+	ret = __atomic_load_n(&s->stopping, __ATOMIC_RELAXED) ? qs_set_error(-ECANCELED, "cancelled")
+							       : create_upload(s);
+	pthread_mutex_unlock(&s->create_lock);
+	if (ret == 0)
+		ret = start_workers(s);
+	else
+		pack_error("%s: %s", s->t.name, qs_last_error());
+	if (ret < 0) {
+		free(second);
+		return ret;
+	}
+	memcpy(second, s->first + S3_PART_SIZE, S3_PART_SIZE);
+	s->first_len = S3_PART_SIZE;
+	s->cur_number = 3;
+	return queue_part(s, 2, second, S3_PART_SIZE);
+}
+
+/* Buffer the image's first S3_PUT_MAX bytes. */
+static size_t append_first(struct s3_sink *s, const char *src, size_t len)
+{
+	size_t n = S3_PUT_MAX - s->first_len;
+
+	if (n > len)
+		n = len;
+	memcpy(s->first + s->first_len, src, n);
+	s->first_len += n;
+	return n;
+}
+
 static int s3_append(struct pack_sink *sink, const void *buf, size_t len)
 {
 	struct s3_sink *s = (struct s3_sink *)sink;
 	const char *src = buf;
 
+	if (!s->cur_number && len) {
+		size_t n;
+
+		if (!s->first && !(s->first = malloc(S3_PUT_MAX))) {
+			pack_error("out of memory");
+			return -ENOMEM;
+		}
+		n = append_first(s, src, len);
+		src += n;
+		len -= n;
+		if (s->first_len == S3_PUT_MAX && len) {
+			int ret = start_multipart(s);
+
+			if (ret < 0)
+				return ret;
+		}
+	}
 	while (len) {
-		char **part = s->cur_number == 1 ? &s->first : &s->cur;
-		size_t *fill = s->cur_number == 1 ? &s->first_len : &s->cur_len;
-		size_t n = S3_PART_SIZE - *fill;
+		size_t n = S3_PART_SIZE - s->cur_len;
 		int ret;
 
-		if (!*part && !(*part = malloc(S3_PART_SIZE))) {
+		if (!s->cur && !(s->cur = malloc(S3_PART_SIZE))) {
 			pack_error("out of memory");
 			return -ENOMEM;
 		}
 		if (n > len)
 			n = len;
-		memcpy(*part + *fill, src, n);
-		*fill += n;
+		memcpy(s->cur + s->cur_len, src, n);
+		s->cur_len += n;
 		src += n;
 		len -= n;
-		if (*fill < S3_PART_SIZE)
+		if (s->cur_len < S3_PART_SIZE)
 			break;
 		if (s->cur_number == S3_MAX_PARTS) {
 			pack_error("%s: image larger than %u parts of %u MiB", s->t.name, S3_MAX_PARTS,
 				   S3_PART_SIZE >> 20);
 			return -EFBIG;
 		}
-		if (s->cur_number > 1) {
-			ret = queue_part(s, s->cur_number, s->cur, s->cur_len);
-			s->cur = NULL;
-			s->cur_len = 0;
-			if (ret < 0)
-				return ret;
-		}
+		ret = queue_part(s, s->cur_number, s->cur, s->cur_len);
+		s->cur = NULL;
+		s->cur_len = 0;
+		if (ret < 0)
+			return ret;
 		s->cur_number++;
 	}
 	return 0;
@@ -221,6 +290,10 @@ static void abort_upload(struct s3_sink *s)
 	struct remote_reply reply;
 
 	stop_workers(s);        /* their requests in flight end at once: t.cancel is s->stopping */
+	pthread_mutex_lock(&s->create_lock);
+	pthread_mutex_unlock(&s->create_lock);
+	if (!s->upload_query)
+		return;         /* nothing stored yet; a PUT cut short stores nothing */
 	s->t.cancel = NULL;
 	if (remote_call(&s->t, "DELETE", s->upload_query, NULL, 0, S3_ABORT_SECONDS, &reply) < 0)
 		pack_error("%s: aborting the upload: %s; the parts already sent stay until the bucket's "
@@ -247,7 +320,8 @@ static void *signal_watcher(void *arg)
 	s->ending = true;
 	pthread_mutex_unlock(&s->lock);
 	abort_upload(s);
-	pack_error("%s: interrupted; the multipart upload is aborted", s->t.name);
+	pack_error("%s: interrupted; nothing is stored%s", s->t.name,
+		   s->upload_query ? ": the multipart upload is aborted" : "");
 	/* Die of the signal, as without the sink. */
 	signal(si.ssi_signo, SIG_DFL);
 	sigemptyset(&set);
@@ -301,6 +375,7 @@ static void s3_free(struct s3_sink *s)
 	close(s->sigfd);
 	close(s->stopfd);
 	pthread_mutex_destroy(&s->lock);
+	pthread_mutex_destroy(&s->create_lock);
 	pthread_cond_destroy(&s->changed);
 	remote_target_clear(&s->t);
 	free(s->upload_query);
@@ -356,21 +431,24 @@ static int complete_upload(struct s3_sink *s, unsigned parts)
 	return ret;
 }
 
-static int s3_finish(struct pack_sink *sink, const uint8_t *head, size_t head_len)
+/* The whole image in one PUT; S3 stores it only once the body has arrived whole. */
+static int put_whole(struct s3_sink *s)
 {
-	struct s3_sink *s = (struct s3_sink *)sink;
-	unsigned parts = s->cur_len ? s->cur_number : s->cur_number - 1;
-	int ret;
+	struct remote_reply reply;
+	int ret = remote_call(&s->t, "PUT", NULL, s->first, s->first_len, 0, &reply);
 
-	if (s->cur_number == 1)
-		parts = 1;
-	if (head_len > s->first_len) {
-		pack_error("%s: image shorter than its head", s->t.name);
-		s3_abort(sink);
-		return -EINVAL;
-	}
-	memcpy(s->first, head, head_len);
-	ret = 0;
+	remote_reply_clear(&reply);
+	if (ret < 0)
+		pack_error("%s: %s", s->t.name, qs_last_error());
+	return ret;
+}
+
+/* Send the last part and part 1, wait for every part, complete the upload. */
+static int finish_multipart(struct s3_sink *s)
+{
+	unsigned parts = s->cur_len ? s->cur_number : s->cur_number - 1;
+	int ret = 0;
+
 	if (s->cur_len) {
 		ret = queue_part(s, s->cur_number, s->cur, s->cur_len);
 		s->cur = NULL;
@@ -392,6 +470,21 @@ static int s3_finish(struct pack_sink *sink, const uint8_t *head, size_t head_le
 		if (ret < 0)
 			pack_error("%s: %s", s->t.name, qs_last_error());
 	}
+	return ret;
+}
+
+static int s3_finish(struct pack_sink *sink, const uint8_t *head, size_t head_len)
+{
+	struct s3_sink *s = (struct s3_sink *)sink;
+	int ret;
+
+	if (head_len > s->first_len) {
+		pack_error("%s: image shorter than its head", s->t.name);
+		s3_abort(sink);
+		return -EINVAL;
+	}
+	memcpy(s->first, head, head_len);
+	ret = s->cur_number ? finish_multipart(s) : put_whole(s);
 	if (ret < 0) {
 		s3_abort(sink);
 		return ret;
@@ -431,6 +524,18 @@ static int create_upload(struct s3_sink *s)
 	return ret;
 }
 
+static int start_workers(struct s3_sink *s)
+{
+	for (int i = 0; i < S3_UPLOAD_THREADS; i++)
+		if (pthread_create(&s->workers[i], NULL, upload_worker, s) == 0)
+			s->nworkers++;
+	if (s->nworkers == 0) {
+		pack_error("%s: cannot start the upload threads", s->t.name);
+		return -EAGAIN;
+	}
+	return 0;
+}
+
 int sink_s3_open(const char *spec, const char *endpoint, struct pack_sink **out)
 {
 	struct qs_source_options opt = { .endpoint = endpoint };
@@ -442,33 +547,25 @@ int sink_s3_open(const char *spec, const char *endpoint, struct pack_sink **out)
 		return -ENOMEM;
 	}
 	s->sink.ops = &s3_sink_ops;
-	s->cur_number = 1;
 	s->sigfd = s->stopfd = -1;
 	s->queue_tail = &s->queue;
 	pthread_mutex_init(&s->lock, NULL);
+	pthread_mutex_init(&s->create_lock, NULL);
 	pthread_cond_init(&s->changed, NULL);
 	s->etags = calloc(S3_MAX_PARTS + 1, sizeof(*s->etags));
 	ret = s->etags ? s3_target(spec, &opt, &s->t) : qs_set_error(-ENOMEM, "out of memory");
 	s->t.cancel = &s->stopping;
-	if (ret == 0)
-		ret = create_upload(s);
 	if (ret < 0) {
 		pack_error("%s: %s", spec, qs_last_error());
 		s3_free(s);
 		return ret;
 	}
-	/* The watcher first: the upload threads inherit the blocked signals. */
+	/* The watcher first: the upload threads, started later, inherit the blocked signals. */
 	ret = start_signal_watcher(s);
-	for (int i = 0; ret == 0 && i < S3_UPLOAD_THREADS; i++)
-		if (pthread_create(&s->workers[i], NULL, upload_worker, s) == 0)
-			s->nworkers++;
-	if (ret < 0 || s->nworkers == 0) {
-		pack_error("%s: cannot start the upload threads", spec);
-		if (ret == 0)
-			stop_signal_watcher(s);
-		abort_upload(s);
+	if (ret < 0) {
+		pack_error("%s: cannot watch for signals", spec);
 		s3_free(s);
-		return ret < 0 ? ret : -EAGAIN;
+		return ret;
 	}
 	*out = &s->sink;
 	return 0;

@@ -9,9 +9,11 @@ BUILD_PKGS="meson ninja-build pkg-config gcc libc6-dev
 TEST_PKGS="squashfs-tools squashfs-tools-ng squashfuse attr xxd fio nginx-light openssl
   libarchive-tools zstd lz4 xz-utils bzip2 cpio zip curl
   ceph-mon ceph-osd radosgw ceph-common uuid-runtime s3fs bc valgrind"
+# Only what the benches compare against (make bench), never needed by make check.
+BENCH_PKGS="rclone"
 
 want=""
-for p in $BUILD_PKGS ${QUASH_DEPS_TEST:+$TEST_PKGS}; do
+for p in $BUILD_PKGS ${QUASH_DEPS_TEST:+$TEST_PKGS} ${QUASH_DEPS_BENCH:+$BENCH_PKGS}; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || want="$want $p"
 done
 [ -z "$want" ] && exit 0

@@ -74,6 +74,27 @@ $QUASH_ASAN pack --no-progress -q "$W/small" "$W/small.sqfs"
 check "pack to s3: a one-part image, --endpoint" env -u AWS_ENDPOINT_URL \
 	$QUASH_ASAN pack --no-progress -q --endpoint "$EP" "$W/small" s3://quash-test/small.sqfs
 check "pack to s3: the one-part object matches" $RR s3://quash-test/small.sqfs "$W/small.sqfs"
+# An image under two parts is one PUT: no multipart round trips.  A 503 and
+# a reset before it are retried; a PUT cut short by SIGINT stores nothing.
+start_faultproxy "$PROXY" "$EP" 503,reset,pass --skip 0 --log "$W/put.log"
+check "pack to s3: a small image through 503 and a reset" env -u AWS_ENDPOINT_URL \
+	$QUASH_ASAN pack --no-progress -q --endpoint "http://127.0.0.1:$PROXY" "$W/small" s3://quash-test/put.sqfs
+stop_pid "$PROXY_PID"
+check "pack to s3: a small image is one PUT, retried twice" \
+	test "$(cut -d' ' -f1,3 "$W/put.log" | paste -sd,)" = "PUT 503,PUT reset,PUT pass"
+check "pack to s3: the PUT object matches" $RR s3://quash-test/put.sqfs "$W/small.sqfs"
+echo changed >"$W/small/a"
+start_faultproxy "$PROXY" "$EP" stall --stall 60 --skip 0 --log "$W/put2.log"
+set -m
+env -u AWS_ENDPOINT_URL $QUASH_ASAN pack --no-progress -q --endpoint "http://127.0.0.1:$PROXY" "$W/small" \
+	s3://quash-test/put.sqfs & pid=$!
+set +m
+for _ in $(seq 300); do grep -q "^PUT" "$W/put2.log" 2>/dev/null && break; sleep 0.1; done
+kill -INT $pid
+wait $pid; st=$?
+stop_pid "$PROXY_PID"
+check "pack to s3: SIGINT mid-PUT ends the pack" test $st = 130
+check "pack to s3: after a PUT cut short the earlier object stays" $RR s3://quash-test/put.sqfs "$W/small.sqfs"
 check_fails "pack to s3: a wrong secret fails" env AWS_SECRET_ACCESS_KEY=wrong \
 	$QUASH_ASAN pack --no-progress -q "$W/small" s3://quash-test/wrong.sqfs
 check "pack to s3: and leaves no object" bash -c "! aws --endpoint-url $EP s3api head-object --bucket quash-test \

@@ -61,7 +61,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def send_status(self, code):
         body = b"<Error><Code>Injected</Code></Error>"
+        # The request's body is left unread, so the connection cannot carry another request.
+        self.close_connection = True
         self.send_response(code)
+        self.send_header("Connection", "close")
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Retry-After", "0")
         self.end_headers()

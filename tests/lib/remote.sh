@@ -3,7 +3,7 @@
 #
 #   free_port                      print a TCP port nobody listens on
 #   make_test_ca DIR               DIR/ca.pem and a server cert DIR/server.{pem,key} for 127.0.0.1
-#   start_nginx DIR ROOT HTTP_PORT [HTTPS_PORT CERTDIR]
+#   start_nginx DIR ROOT HTTP_PORT [HTTPS_PORT CERTDIR]   (NGINX_AUTOINDEX=1: directory listings, for rclone)
 #   start_faultproxy PORT UPSTREAM FAULTS [ARGS...]
 #   stop_pid PID                   stop one process started here
 #   make_test_image DIR            DIR/tree and DIR/image.sqfs (several MiB, incompressible files)
@@ -53,7 +53,7 @@ http {
 	fastcgi_temp_path $d/tmp;
 	uwsgi_temp_path $d/tmp;
 	scgi_temp_path $d/tmp;
-	server { listen 127.0.0.1:$port; root $root; }
+	server { listen 127.0.0.1:$port; root $root; ${NGINX_AUTOINDEX:+autoindex on;} }
 	$tls
 }
 CONF

@@ -1,0 +1,60 @@
+#!/bin/bash
+# t-remote-errors.sh - errors no retry can fix end at once, with one line
+# naming the image: a host name that does not resolve (RFC 6761's
+# .invalid, checked with getent first), a 404 from a real nginx; while a
+# refused connection is still retried for the whole budget.
+. "$(dirname "$0")/lib/tap.sh"
+. "$(dirname "$0")/lib/remote.sh"
+
+W=$WORK/remote-errors
+rm -rf "$W" && mkdir -p "$W/www" "$W/mnt"
+trap remote_cleanup EXIT
+FAST=3          # seconds: far below the 30 s retry budget
+BAD=nosuch-quash-host.invalid
+
+# fails_fast NAME CMD...: non-zero exit within FAST seconds, one line on stderr naming $WANT
+fails_fast() {
+	local name=$1 st t0 dt lines
+	shift
+	t0=$(date +%s.%N)
+	"$@" >/dev/null 2>"$W/err"; st=$?
+	dt=$(echo "$(date +%s.%N) - $t0" | bc)
+	lines=$(wc -l <"$W/err")
+	if [ $st -ge 1 ] && [ $st -le 97 ] && [ "$(echo "$dt < $FAST" | bc)" = 1 ] && [ "$lines" = 1 ] &&
+		grep -qF "$WANT" "$W/err" && ! grep -q sekr1t "$W/err"; then
+		ok "$name (${dt%????} s)"
+	else
+		not_ok "$name" "exit $st after $dt s, $lines lines: $(head -c 300 "$W/err")"
+	fi
+}
+
+if getent hosts "$BAD" >/dev/null; then
+	not_ok "$BAD does not resolve here" "it does: the test cannot tell"
+else
+	WANT="http://$BAD/image.sqfs"
+	fails_fast "unresolvable host: quash ls fails at once" $QUASH_ASAN ls "http://$BAD/image.sqfs"
+	fails_fast "unresolvable host: quash mount fails at once" $QUASH_ASAN mount "http://$BAD/image.sqfs" "$W/mnt"
+	check "unresolvable host: nothing is mounted" bash -c "! mountpoint -q '$W/mnt'"
+	WANT="s3://bucket/image.sqfs"
+	fails_fast "unresolvable S3 endpoint: quash info fails at once, no secret shown" \
+		env AWS_ACCESS_KEY_ID=k AWS_SECRET_ACCESS_KEY=sekr1t $QUASH_ASAN info \
+		--endpoint "http://$BAD:7480" s3://bucket/image.sqfs
+	mkdir -p "$W/src" && echo hello >"$W/src/a"
+	fails_fast "unresolvable S3 endpoint: quash pack fails at once, no secret shown" \
+		env AWS_ACCESS_KEY_ID=k AWS_SECRET_ACCESS_KEY=sekr1t $QUASH_ASAN pack --no-progress -q \
+		--endpoint "http://$BAD:7480" "$W/src" s3://bucket/image.sqfs
+fi
+
+HTTP=$(free_port)
+start_nginx "$W/nginx" "$W/www" "$HTTP" || not_ok "nginx starts" "$(tail -3 "$W/nginx/error.log")"
+WANT="http://127.0.0.1:$HTTP/none.sqfs"
+fails_fast "404 at open fails at once" $QUASH_ASAN ls "http://127.0.0.1:$HTTP/none.sqfs"
+check "404: the message says not found" grep -q "not found" "$W/err"
+
+# A refused connection may be a server restarting: it is retried until the budget is spent.
+CLOSED=$(free_port)
+t0=$SECONDS
+check_fails "refused connection: an error in the end" \
+	$REMOTE_READ -r 3 "http://127.0.0.1:$CLOSED/image.sqfs" /dev/null
+if [ $((SECONDS - t0)) -ge 2 ]; then ok "refused connection: retried within the budget ($((SECONDS - t0)) s)"
+else not_ok "refused connection: retried within the budget" "gave up after $((SECONDS - t0)) s"; fi
