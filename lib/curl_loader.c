@@ -4,8 +4,8 @@
  *
  * Each function here has libcurl's own name and prototype, so
  * source_http.c is written against <curl/curl.h> as usual.  The two
- * variadic ones forward their one argument by the type class that libcurl
- * itself derives from the option number (CURLOPTTYPE_*, CURLINFO_*): that
+ * variadic ones forward their one argument by the type that libcurl itself
+ * reads for the option (CURLOPTTYPE_* ranges, CURLINFO_*, CURLSHOPT_*): that
  * is libcurl's documented calling convention, not a guess.
  */
 #define CURL_DISABLE_TYPECHECK 1   /* the macros would rename our definitions */
@@ -28,7 +28,10 @@
 	X(curl_easy_cleanup) \
 	X(curl_easy_strerror) \
 	X(curl_slist_append) \
-	X(curl_slist_free_all)
+	X(curl_slist_free_all) \
+	X(curl_share_init) \
+	X(curl_share_setopt) \
+	X(curl_share_cleanup)
 
 static struct {
 #define X(name) __typeof__(&name) name;
@@ -131,4 +134,40 @@ void curl_slist_free_all(struct curl_slist *list)
 {
 	if (!qs_curl_load())
 		real.curl_slist_free_all(list);
+}
+
+CURLSH *curl_share_init(void)
+{
+	return qs_curl_load() ? NULL : real.curl_share_init();
+}
+
+CURLSHcode curl_share_setopt(CURLSH *share, CURLSHoption option, ...)
+{
+	CURLSHcode ret;
+	va_list ap;
+
+	if (qs_curl_load())
+		return CURLSHE_NOT_BUILT_IN;
+	/* The argument's type by option, as libcurl's own share.c reads it. */
+	va_start(ap, option);
+	switch (option) {
+	case CURLSHOPT_SHARE:
+	case CURLSHOPT_UNSHARE:
+		ret = real.curl_share_setopt(share, option, va_arg(ap, int));
+		break;
+	case CURLSHOPT_LOCKFUNC:
+	case CURLSHOPT_UNLOCKFUNC:
+		ret = real.curl_share_setopt(share, option, va_arg(ap, void (*)(void)));
+		break;
+	default:
+		ret = real.curl_share_setopt(share, option, va_arg(ap, void *));
+		break;
+	}
+	va_end(ap);
+	return ret;
+}
+
+CURLSHcode curl_share_cleanup(CURLSH *share)
+{
+	return qs_curl_load() ? CURLSHE_INVALID : real.curl_share_cleanup(share);
 }
