@@ -3,7 +3,7 @@
  * opened with dlopen() on first use (why: lazy_lib.h).
  *
  * Each function here has libcurl's own name and prototype, so
- * source_http.c is written against <curl/curl.h> as usual.  The two
+ * source_http.c is written against <curl/curl.h> as usual.  The
  * variadic ones forward their one argument by the type that libcurl itself
  * reads for the option (CURLOPTTYPE_* ranges, CURLINFO_*, CURLSHOPT_*): that
  * is libcurl's documented calling convention, not a guess.
