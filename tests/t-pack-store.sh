@@ -17,22 +17,6 @@
 T=$WORK/pack-store
 rm -rf "$T" && mkdir -p "$T"
 trap 'unmount_all; rm -rf "$T"' EXIT
-CMP="python3 $QUASH_TOP/tests/lib/treecmp.py"
-
-# read_back NAME IMAGE TREE: the kernel's mount and unsquashfs's extraction both equal TREE.
-read_back() {
-	local name=$1 img=$2 tree=$3 mnt=$T/mnt-$1 out=$T/out-$1
-	if kmount "$img" "$mnt" && $CMP "$tree" "$mnt" >"$T/$name.kdiff"
-	then ok "$name: kernel mount equals the source"
-	else not_ok "$name: kernel mount equals the source" "$(head -5 "$T/$name.kdiff")"; fi
-	umount "$mnt" 2>/dev/null
-	if unsquashfs -no-progress -quiet -d "$out" "$img" >"$T/$name.ulog" 2>&1 &&
-	   $CMP "$tree" "$out" >"$T/$name.udiff"
-	then ok "$name: unsquashfs extraction equals the source"
-	else not_ok "$name: unsquashfs extraction equals the source" \
-		"$(head -5 "$T/$name.udiff" "$T/$name.ulog")"; fi
-	rm -rf "$out"
-}
 
 # in_image IMAGE FILE OFFSET LEN: are those bytes of FILE in IMAGE verbatim?
 in_image() {

@@ -201,3 +201,19 @@ mount_fixtures() {
 	done <<<"$MF_MATRIX"
 	return 0
 }
+
+# read_back NAME IMAGE TREE: two ok/not ok lines: the kernel's mount and
+# unsquashfs's extraction of IMAGE both equal TREE.  Scratch space: $T.
+read_back() {
+	local T=${T:?read_back needs T} name=$1 img=$2 tree=$3 mnt=$T/mnt-$1 out=$T/out-$1
+	if kmount "$img" "$mnt" && python3 "$QUASH_TOP/tests/lib/treecmp.py" "$tree" "$mnt" >"$T/$name.kdiff"
+	then ok "$name: kernel mount equals the source"
+	else not_ok "$name: kernel mount equals the source" "$(head -5 "$T/$name.kdiff")"; fi
+	umount "$mnt" 2>/dev/null
+	if unsquashfs -no-progress -quiet -d "$out" "$img" >"$T/$name.ulog" 2>&1 &&
+	   python3 "$QUASH_TOP/tests/lib/treecmp.py" "$tree" "$out" >"$T/$name.udiff"
+	then ok "$name: unsquashfs extraction equals the source"
+	else not_ok "$name: unsquashfs extraction equals the source" \
+		"$(head -5 "$T/$name.udiff" "$T/$name.ulog")"; fi
+	rm -rf "$out"
+}
