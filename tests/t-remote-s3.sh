@@ -65,6 +65,19 @@ check "s3: replaced object: later reads fail with ESTALE" $RR -c 65536 -E 116 \
 	-x "aws --endpoint-url $EP s3 cp --only-show-errors '$W/other' s3://quash-test/changing.sqfs" \
 	s3://quash-test/changing.sqfs "$IMG"
 
+# interrupt_pack LOG SOURCE URL: pack SOURCE to URL through the proxy, send
+# SIGINT once the proxy logged the first PUT; returns the pack's exit status.
+interrupt_pack() {
+	local log=$1 pid
+	set -m      # else bash starts background jobs with SIGINT ignored
+	env -u AWS_ENDPOINT_URL $QUASH_ASAN pack --no-progress -q --endpoint "http://127.0.0.1:$PROXY" "$2" "$3" &
+	pid=$!
+	set +m
+	for _ in $(seq 300); do grep -q "^PUT" "$log" 2>/dev/null && break; sleep 0.1; done
+	kill -INT $pid
+	wait $pid
+}
+
 # Publishing: quash pack straight to S3 gives the bytes a local pack gives.
 $QUASH_ASAN pack --no-progress -q "$W/tree" "$W/local.sqfs"
 check "pack to s3: multipart upload of several parts" $QUASH_ASAN pack --no-progress -q "$W/tree" s3://quash-test/packed.sqfs
@@ -85,13 +98,7 @@ check "pack to s3: a small image is one PUT, retried twice" \
 check "pack to s3: the PUT object matches" $RR s3://quash-test/put.sqfs "$W/small.sqfs"
 echo changed >"$W/small/a"
 start_faultproxy "$PROXY" "$EP" stall --stall 60 --skip 0 --log "$W/put2.log"
-set -m
-env -u AWS_ENDPOINT_URL $QUASH_ASAN pack --no-progress -q --endpoint "http://127.0.0.1:$PROXY" "$W/small" \
-	s3://quash-test/put.sqfs & pid=$!
-set +m
-for _ in $(seq 300); do grep -q "^PUT" "$W/put2.log" 2>/dev/null && break; sleep 0.1; done
-kill -INT $pid
-wait $pid; st=$?
+interrupt_pack "$W/put2.log" "$W/small" s3://quash-test/put.sqfs; st=$?
 stop_pid "$PROXY_PID"
 check "pack to s3: SIGINT mid-PUT ends the pack" test $st = 130
 check "pack to s3: after a PUT cut short the earlier object stays" $RR s3://quash-test/put.sqfs "$W/small.sqfs"
@@ -103,13 +110,7 @@ check "pack to s3: and leaves no object" bash -c "! aws --endpoint-url $EP s3api
 # upload is aborted and the object already there stays.
 mkdir -p "$W/bigsrc" && head -c 30000000 /dev/urandom >"$W/bigsrc/big"
 start_faultproxy "$PROXY" "$EP" stall --stall 60 --log "$W/upload.log"
-set -m      # else bash starts background jobs with SIGINT ignored
-env -u AWS_ENDPOINT_URL $QUASH_ASAN pack --no-progress -q --endpoint "http://127.0.0.1:$PROXY" "$W/bigsrc" \
-	s3://quash-test/packed.sqfs & pid=$!
-set +m
-for _ in $(seq 300); do grep -q "^PUT" "$W/upload.log" 2>/dev/null && break; sleep 0.1; done
-kill -INT $pid
-wait $pid; st=$?
+interrupt_pack "$W/upload.log" "$W/bigsrc" s3://quash-test/packed.sqfs; st=$?
 check "pack to s3: SIGINT mid-upload ends the pack" test $st = 130
 check "pack to s3: the abort went out" grep -q "^DELETE" "$W/upload.log"
 stop_pid "$PROXY_PID"
