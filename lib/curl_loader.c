@@ -15,6 +15,7 @@
 #include <stddef.h>
 
 #include "lazy_lib.h"
+#include "source_remote.h"
 
 /* libcurl's ABI version since 7.16 (2006). */
 #define CURL_SONAME "libcurl.so.4"

@@ -45,9 +45,4 @@ int lazy_lib_load(struct lazy_lib *lib);
 /* Why the last lazy_lib_load() failed: one line naming the library. */
 const char *lazy_lib_error(const struct lazy_lib *lib);
 
-/* The libraries quash opens this way, for callers that want to check first
- * (and give the user a message) before relying on the forwarding functions. */
-int qs_curl_load(void);
-const char *qs_curl_error(void);
-
 #endif

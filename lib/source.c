@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "quash.h"
-#include "lazy_lib.h"
 #include "source_remote.h"
 
 struct qs_source *qs_source_alloc(const struct qs_source_ops *ops, const char *name, const char *identity,

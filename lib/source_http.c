@@ -117,6 +117,14 @@ static void curl_init(void)
 	}
 }
 
+/* Why curl_init() failed: libcurl missing (it is opened on first use), or its own init. */
+static int curl_init_failed(void)
+{
+	if (qs_curl_load() < 0)
+		return qs_set_error(-ENOSYS, "%s", qs_curl_error());
+	return qs_set_error(-EIO, "cannot initialise libcurl");
+}
+
 bool qs_source_spec_is_remote(const char *spec)
 {
 	return !strncmp(spec, "http://", 7) || !strncmp(spec, "https://", 8) || !strncmp(spec, "s3://", 5);
@@ -743,7 +751,7 @@ int remote_call(const struct remote_target *t, const char *method, const char *q
 	memset(reply, 0, sizeof(*reply));
 	pthread_once(&curl_once, curl_init);
 	if (curl_init_result != CURLE_OK)
-		return qs_set_error(-EIO, "cannot initialise libcurl");
+		return curl_init_failed();
 	if (asprintf(&c.url, "%s%s%s", t->url, query ? "?" : "", query ? query : "") < 0)
 		return qs_set_error(-ENOMEM, "out of memory");
 	ret = with_retries(retry_seconds ? retry_seconds : REMOTE_DEFAULT_RETRY_SECONDS, 0, call_once, &c);
@@ -883,7 +891,7 @@ int qs_source_open_remote(const char *spec, const struct qs_source_options *opt,
 		opt = &defaults;
 	pthread_once(&curl_once, curl_init);
 	if (curl_init_result != CURLE_OK)
-		return qs_set_error(-EIO, "cannot initialise libcurl");
+		return curl_init_failed();
 	ret = chunk_cache_chunk_size(opt, &chunk_size);
 	if (ret < 0)
 		return ret;

@@ -22,6 +22,11 @@ bool qs_source_spec_is_remote(const char *spec);
 
 int qs_source_open_remote(const char *spec, const struct qs_source_options *opt, struct qs_source **out);
 
+/* libcurl is opened on first use (curl_loader.c, lazy_lib.h): 0, or -ENOSYS
+ * with a one-line reason, so that a caller can say why before relying on it. */
+int qs_curl_load(void);
+const char *qs_curl_error(void);
+
 /* Where requests go and how they are signed. */
 struct remote_target {
 	char *url;                  /* the request URL */

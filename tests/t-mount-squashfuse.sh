@@ -190,3 +190,21 @@ if qmount "$M/maps" "$QUASH_BIN" mount "$M/img.sqfs" "$M/maps"; then
 else
 	not_ok "mounted for the library check"
 fi
+
+# With both libraries unreadable (an empty file bound over each, in a
+# private mount namespace), local images still mount and read, and a URL or
+# an archive gets one line naming the missing library and a non-zero exit.
+curl_so=$(readlink -f /usr/lib/x86_64-linux-gnu/libcurl.so.4)
+archive_so=$(readlink -f /usr/lib/x86_64-linux-gnu/libarchive.so.13)
+tar -C "$M/src" -cf "$M/src.tar" .
+unshare -m bash -c "mount --bind /dev/null '$curl_so' && mount --bind /dev/null '$archive_so' || exit 9
+	'$QUASH_BIN' mount '$M/img.sqfs' '$M/maps' || exit 10
+	cat '$M/maps/etc/hostname' >'$M/nolib.hostname'; fusermount3 -u '$M/maps'
+	'$QUASH_BIN' info http://127.0.0.1:1/img.sqfs 2>'$M/nolib.url'; echo \$? >'$M/nolib.url.st'
+	'$QUASH_BIN' pack -q '$M/src.tar' '$M/nolib.sqfs' 2>'$M/nolib.tar'; echo \$? >'$M/nolib.tar.st'"
+check "without libcurl and libarchive: a local image mounts and reads" \
+	[ "$(cat "$M/nolib.hostname" 2>/dev/null)" = container ]
+check "without libcurl: a URL fails with one line naming libcurl" bash -c \
+	"[ \"\$(cat '$M/nolib.url.st')\" = 1 ] && [ \$(wc -l <'$M/nolib.url') = 1 ] && grep -q 'libcurl.so.4' '$M/nolib.url'"
+check "without libarchive: an archive fails with one line naming libarchive" bash -c \
+	"[ \"\$(cat '$M/nolib.tar.st')\" = 1 ] && [ \$(wc -l <'$M/nolib.tar') = 1 ] && grep -q 'libarchive.so.13' '$M/nolib.tar' && [ ! -e '$M/nolib.sqfs' ]"
