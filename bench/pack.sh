@@ -11,7 +11,8 @@
 #
 #   bench/pack.sh [TREE]     default: a Python installation with site-packages
 # Environment: BENCH_WORK (scratch, default /tmp/quash-bench), QUASH (binary),
-# REPEAT (runs per measurement, the fastest counts; default 1).
+# REPEAT (rounds: every measurement once per round, the tools taking turns;
+# the fastest run of each counts; default 1).
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 QUASH=${QUASH:-$top/build/cli/quash}
@@ -41,36 +42,38 @@ tar -C "$SRC" -cf - . | cat >/dev/null      # the tree in the page cache, for ev
 cat "$W/tree.tar" >/dev/null
 
 declare -A TIME SIZE CPU
-# run NAME CMD...: the fastest of REPEAT runs; the image is $W/NAME.sqfs
-run() {
-	local name=$1 best="" cpu="" t c i; shift
-	for i in $(seq "$REPEAT"); do
-		rm -f "$W/$name.sqfs"
-		/usr/bin/time -f '%e %U %S' -o "$W/time" "$@" >/dev/null 2>"$W/$name.log"
-		read -r t c < <(tail -1 "$W/time" | awk '{print $1, $2 + $3}')
-		[ -s "$W/$name.sqfs" ] || { echo "pack.sh: $name failed" >&2; t=NaN; }
-		if [ -z "$best" ] || awk "BEGIN{exit !($t < $best)}"; then best=$t cpu=$c; fi
-	done
-	TIME[$name]=$best
-	CPU[$name]=$cpu
+# measure NAME CMD...: one run, the fastest so far counts; the image is $W/NAME.sqfs
+measure() {
+	local name=$1 t c; shift
+	rm -f "$W/$name.sqfs"
+	/usr/bin/time -f '%e %U %S' -o "$W/time" "$@" >/dev/null 2>"$W/$name.log"
+	read -r t c < <(tail -1 "$W/time" | awk '{print $1, $2 + $3}')
+	[ -s "$W/$name.sqfs" ] || { echo "pack.sh: $name failed" >&2; t=NaN; }
+	if [ -z "${TIME[$name]:-}" ] || awk "BEGIN{exit !($t < ${TIME[$name]})}"; then
+		TIME[$name]=$t CPU[$name]=$c
+	fi
 	SIZE[$name]=$(stat -c %s "$W/$name.sqfs" 2>/dev/null || echo 0)
-	printf '  %-22s %8.2f s %8.2f s CPU %12d bytes\n' "$name" "$best" "$cpu" "${SIZE[$name]}"
+	printf '  %-22s %8.2f s %8.2f s CPU %12d bytes\n' "$name" "$t" "$c" "${SIZE[$name]}"
 }
 export TAR=$W/tree.tar      # tar2sqfs reads its tar from standard input only
 
-echo "identical settings: zstd level 15, 128K blocks"
-run mksquashfs-z15   mksquashfs "$SRC" "$W/mksquashfs-z15.sqfs" -noappend -quiet -no-progress \
-	-comp zstd -Xcompression-level 15 -b 128K -processors "$JOBS"
-run quash-z15        "$QUASH" pack -q --no-progress -c zstd -l 15 -b 128K "$SRC" "$W/quash-z15.sqfs"
-run tar2sqfs-z15-tar sh -c 'exec tar2sqfs "$@" <"$TAR"' sh -q -f -e -c zstd -X level=15 -b 131072 \
-	-j "$JOBS" "$W/tar2sqfs-z15-tar.sqfs"
-run quash-z15-tar    "$QUASH" pack -q --no-progress -c zstd -l 15 -b 128K "$W/tree.tar" \
-	"$W/quash-z15-tar.sqfs"
-echo "each tool's defaults"
-run mksquashfs-def   mksquashfs "$SRC" "$W/mksquashfs-def.sqfs" -noappend -quiet -no-progress
-run quash-def        "$QUASH" pack -q --no-progress "$SRC" "$W/quash-def.sqfs"
-run tar2sqfs-def-tar sh -c 'exec tar2sqfs "$@" <"$TAR"' sh -q -f -j "$JOBS" "$W/tar2sqfs-def-tar.sqfs"
-run quash-def-tar    "$QUASH" pack -q --no-progress "$W/tree.tar" "$W/quash-def-tar.sqfs"
+# every measurement once per round, REPEAT rounds: the tools take turns, so
+# a host that slows down or speeds up during the run weighs on all of them
+for round in $(seq "$REPEAT"); do
+	echo "round $round of $REPEAT; identical settings: zstd level 15, 128K blocks"
+	measure mksquashfs-z15   mksquashfs "$SRC" "$W/mksquashfs-z15.sqfs" -noappend -quiet -no-progress \
+		-comp zstd -Xcompression-level 15 -b 128K -processors "$JOBS"
+	measure quash-z15        "$QUASH" pack -q --no-progress -c zstd -l 15 -b 128K "$SRC" "$W/quash-z15.sqfs"
+	measure tar2sqfs-z15-tar sh -c 'exec tar2sqfs "$@" <"$TAR"' sh -q -f -e -c zstd -X level=15 -b 131072 \
+		-j "$JOBS" "$W/tar2sqfs-z15-tar.sqfs"
+	measure quash-z15-tar    "$QUASH" pack -q --no-progress -c zstd -l 15 -b 128K "$W/tree.tar" \
+		"$W/quash-z15-tar.sqfs"
+	echo "each tool's defaults"
+	measure mksquashfs-def   mksquashfs "$SRC" "$W/mksquashfs-def.sqfs" -noappend -quiet -no-progress
+	measure quash-def        "$QUASH" pack -q --no-progress "$SRC" "$W/quash-def.sqfs"
+	measure tar2sqfs-def-tar sh -c 'exec tar2sqfs "$@" <"$TAR"' sh -q -f -j "$JOBS" "$W/tar2sqfs-def-tar.sqfs"
+	measure quash-def-tar    "$QUASH" pack -q --no-progress "$W/tree.tar" "$W/quash-def-tar.sqfs"
+done
 
 # ratio A B: A's time over B's (how many times faster B is), the same for CPU, B's size against A's.
 ratio() {

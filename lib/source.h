@@ -31,7 +31,8 @@ struct qs_source_ops {
 	 * Optional hint: [off, off+len) will be read soon and often (the image
 	 * opener passes every metadata table, which squashfs keeps together at
 	 * the end of the image).  A remote source fetches it in a few large
-	 * requests and keeps it; a local file has the kernel read it ahead.
+	 * requests and keeps it; a local file reads it in a background thread
+	 * and keeps it in memory (at most 64 MiB, beyond that a readahead).
 	 * May be NULL; errors are not fatal.
 	 */
 	int (*prefetch)(struct qs_source *src, uint64_t off, uint64_t len);
