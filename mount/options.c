@@ -298,7 +298,7 @@ void qm_usage(const struct qm_options *opt)
 		"    -o cache_size=SIZE     bytes of decompressed blocks held (K, M, G suffixes)\n"
 		"    -o threads=N           worker threads (default %d)\n"
 		"    -o [no]notify_store    push whole decompressed blocks into the page cache (default on)\n"
-		"    -o readahead=KB        the mount's readahead (default %d, 0: the kernel's; root only)\n"
+		"    -o readahead=KB        the mount's readahead (default: the kernel's, 128; root only)\n"
 		"    -o endpoint=URL        S3 endpoint for s3:// images (else AWS_ENDPOINT_URL)\n"
 		"    -o region=NAME         S3 region (else AWS_REGION)\n"
 		"    -o cache_dir=DIR       keep fetched parts of remote images in DIR (shared)\n"
@@ -307,5 +307,5 @@ void qm_usage(const struct qm_options *opt)
 		"    -o remote_cache=SIZE   remote chunks held in memory (default 256M)\n"
 		"    -o retry_seconds=N     give up a remote read after N seconds of retries\n"
 		"    -o allow_other,allow_root,dev,suid,exec,...  kernel mount flags\n",
-		QM_DEFAULT_THREADS, QM_DEFAULT_READAHEAD_KB);
+		QM_DEFAULT_THREADS);
 }

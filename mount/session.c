@@ -191,9 +191,9 @@ static int session_args(struct qm_fs *fs, struct fuse_args *args)
 }
 
 /*
- * The kernel gives a FUSE mount 128 KiB of readahead: one block at a time for
- * a sequential reader.  More lets the workers decompress several blocks at
- * once.  Only root may write the bdi's setting; others keep the default.
+ * The kernel gives a FUSE mount 128 KiB of readahead, which the mount keeps
+ * unless -o readahead= asks otherwise (QM_DEFAULT_READAHEAD_KB says why).
+ * Only root may write the bdi's setting; others keep the kernel's.
  */
 static void set_readahead(struct qm_fs *fs)
 {
