@@ -39,3 +39,17 @@ one_line_naming() {   # one_line_naming STATUS FILE WORD
 	[ "$1" -ne 0 ] && [ "$(wc -l <"$2")" -eq 1 ] && grep -q "$3" "$2"
 }
 check "mount.fuse3 with a missing image fails, one line naming it" one_line_naming $st "$M/err" nonexistent.sqfs
+
+# The mount's readahead: the kernel's 128 KiB unless -o readahead= says
+# otherwise (a larger one makes each page fault of an mmap()ed library
+# decompress that much more; see QM_DEFAULT_READAHEAD_KB).
+bdi_readahead() {   # bdi_readahead DIR: the read_ahead_kb of the mount's bdi
+	cat "/sys/class/bdi/$(mountpoint -d "$1")/read_ahead_kb"
+}
+qmount "$M/q" "$QUASH" mount "$M/img.sqfs" "$M/q"
+check "readahead: the kernel's 128 KiB by default" [ "$(bdi_readahead "$M/q")" = 128 ]
+fusermount3 -u "$M/q"
+qmount "$M/q" "$QUASH" mount -o readahead=1024 "$M/img.sqfs" "$M/q"
+check "readahead=1024: the bdi reads 1 MiB ahead" [ "$(bdi_readahead "$M/q")" = 1024 ]
+check "readahead=1024: the tree is the kernel's" compare_trees "$M/k" "$M/q"
+fusermount3 -u "$M/q"
