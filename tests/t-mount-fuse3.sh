@@ -3,7 +3,8 @@
 # runs "quash IMAGE MOUNTPOINT -o rw,dev,suid[,OPTIONS]" through /bin/sh with
 # PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin (seen with
 # a stand-in quash); mount.fuse3 is run here the same way, with our quash
-# first on PATH.  Then `quash umount`.
+# first on PATH.  Then `quash umount`, and what the kernel holds of a mount's
+# settings: its type, its readahead.
 . "$(dirname "$0")/lib/tap.sh"
 . "$(dirname "$0")/lib/mount.sh"
 
