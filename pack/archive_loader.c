@@ -1,6 +1,6 @@
 /*
  * archive_loader.c - the libarchive functions `quash pack` uses, forwarded
- * to libarchive opened with dlopen() on first use (why: lib/lazy_lib.h).
+ * to libarchive opened with dlopen() on first use (why: lib/io/lazy_lib.h).
  *
  * Each function keeps libarchive's name and prototype, so scan_archive.c
  * is written against <archive.h> as usual.  Until libarchive is loaded

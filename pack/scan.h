@@ -34,7 +34,7 @@ int scan_archive(struct pack_tree *t, const char *path, const struct scan_option
 
 void spool_close(struct spool *s);
 
-/* libarchive is opened on first use (archive_loader.c, lib/lazy_lib.h):
+/* libarchive is opened on first use (archive_loader.c, lib/io/lazy_lib.h):
  * 0, or -ENOSYS with a one-line reason. */
 int archive_loader_load(void);
 const char *archive_loader_error(void);

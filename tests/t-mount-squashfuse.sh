@@ -176,7 +176,7 @@ check "--help lists uid=" bash -c "'$SQFUSE_LL' --help 2>&1 | grep -q 'uid='"
 check "--help lists notify_pipe=" bash -c "'$SQFUSE_LL' --help 2>&1 | grep -q 'notify_pipe='"
 
 # Start-up cost: libcurl and libarchive (with some forty libraries behind
-# them) are opened only when a URL or an archive is used (lib/lazy_lib.h),
+# them) are opened only when a URL or an archive is used (lib/io/lazy_lib.h),
 # so a local mount maps neither.  The release binary, as runtimes run it.
 check "quash is not linked against libcurl or libarchive" \
 	bash -c "! readelf -d '$QUASH_BIN' | grep -E 'NEEDED.*(libcurl|libarchive)'"

@@ -16,13 +16,13 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 out=${1:-$top/build-fuzz}
 mkdir -p "$out"
 
-srcs=$(sed -n "s/^ *'\([a-z0-9_]*\.c\)',*$/\1/p" "$top/lib/meson.build" | sed "s|^|$top/lib/|")
-# libcurl is opened on first use (lib/lazy_lib.h), not linked.
+srcs=$(sed -n "s/^ *'\([a-z0-9_/]*\.c\)',*$/\1/p" "$top/lib/meson.build" | sed "s|^|$top/lib/|")
+# libcurl is opened on first use (lib/io/lazy_lib.h), not linked.
 libs=$(pkg-config --libs libzstd liblz4 liblzma zlib libdeflate)
 
 clang -g -O1 -std=c11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-	-I"$top/lib" -I"$top/tests/fuzz" \
+	-I"$top/lib" -I"$top/lib/format" -I"$top/lib/codec" -I"$top/lib/io" -I"$top/tests/fuzz" \
 	$srcs "$top/tests/fuzz/walk.c" "$top/tests/fuzz/fuzz_image.c" \
 	$libs -llzo2 -lpthread -o "$out/fuzz_image"
 echo "$out/fuzz_image"
