@@ -20,11 +20,14 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include "mount_int.h"
 #include "squashfs_fs.h"
@@ -37,6 +40,9 @@
 
 /* The kernel's squashfs reports SQUASHFS_NAME_LEN in statfs. */
 #define QM_NAME_MAX 256
+
+/* linux/capability.h's bit for CAP_SYS_ADMIN in /proc/PID/status CapEff. */
+#define QM_CAP_SYS_ADMIN 21
 
 static inline struct qm_fs *fs_of(fuse_req_t req)
 {
@@ -555,12 +561,56 @@ static void listxattr_without_table(struct qm_fs *fs, fuse_req_t req, fuse_ino_t
 		fuse_reply_buf(req, NULL, 0);
 }
 
+/*
+ * May the caller see trusted.* names?  The kernel's squashfs lists them
+ * only to CAP_SYS_ADMIN (squashfs_trusted_xattr_handler_list), and the VFS
+ * already answers ENODATA to anyone else's getxattr of one before asking
+ * us (xattr_permission), so only listxattr needs this.  The request holds
+ * the caller's uid and pid: root in this daemon's user namespace (root of
+ * a container maps to another uid) whose effective set, read from
+ * /proc/PID/status, has CAP_SYS_ADMIN.  Anything unreadable (a pid of 0
+ * from another pid namespace, a caller gone) counts as unprivileged.
+ */
+static bool caller_is_admin(fuse_req_t req)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	char path[64], buf[2048];
+	unsigned long long caps;
+	const char *line;
+	ssize_t n;
+	int fd;
+
+	if (ctx->uid != 0 || ctx->pid <= 0)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)ctx->pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	line = strstr(buf, "\nCapEff:");
+	return line && sscanf(line, "\nCapEff: %llx", &caps) == 1 && (caps >> QM_CAP_SYS_ADMIN & 1);
+}
+
+static bool hidden_xattr(const char *name, int *admin, fuse_req_t req)
+{
+	if (strncmp(name, "trusted.", 8) != 0)
+		return false;
+	if (*admin < 0)
+		*admin = caller_is_admin(req);
+	return !*admin;
+}
+
 static void op_listxattr(fuse_req_t req, fuse_ino_t nodeid, size_t size)
 {
 	struct qm_fs *fs = fs_of(req);
 	struct qs_xattr *xs;
 	size_t count, total = 0;
 	char *list, *p;
+	int admin = -1;     /* not asked yet */
 	int err;
 
 	touch(fs);
@@ -574,7 +624,8 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t nodeid, size_t size)
 		return;
 	}
 	for (size_t i = 0; i < count; i++)
-		total += strlen(xs[i].name) + 1;
+		if (!hidden_xattr(xs[i].name, &admin, req))
+			total += strlen(xs[i].name) + 1;
 	if (size == 0) {
 		fuse_reply_xattr(req, total);
 	} else if (size < total) {
@@ -586,6 +637,8 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t nodeid, size_t size)
 		for (size_t i = 0; i < count; i++) {
 			size_t n = strlen(xs[i].name) + 1;
 
+			if (hidden_xattr(xs[i].name, &admin, req))
+				continue;
 			memcpy(p, xs[i].name, n);
 			p += n;
 		}

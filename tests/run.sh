@@ -12,8 +12,8 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 
 export QUASH_TOP=$top
-export QUASH_BIN=$top/build/cli/quash
-export QUASH_ASAN_BIN=$top/build-asan/cli/quash
+export QUASH_BIN=${QUASH_BIN:-$top/build/cli/quash}
+export QUASH_ASAN_BIN=${QUASH_ASAN_BIN:-$top/build-asan/cli/quash}
 # Per checkout, so that two trees on one machine never share scratch space.
 export QUASH_WORK=${QUASH_WORK:-/tmp/quash-tests-$(printf %s "$top" | md5sum | cut -c1-8)}
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:exitcode=99}

@@ -84,6 +84,44 @@ for tool in info "ls -lR" "stat" "cat" "extract"; do
 done
 fails_cleanly "info of a missing file fails cleanly" "$out/missing.sqfs" "$QUASH_ASAN" info "$out/missing.sqfs"
 
+# A FIFO or a character device named as the image: refused at once, not
+# waited on (the open used to block until a writer came).
+mkfifo "$out/fifo.sqfs"
+for tool in info "ls -lR" stat cat extract; do
+	case $tool in
+	stat|cat) args=(/x) ;;
+	extract)  args=(-C "$out/x") ;;
+	*)        args=() ;;
+	esac
+	# shellcheck disable=SC2086
+	fails_cleanly "$tool of a FIFO fails at once" "$out/fifo.sqfs" "$QUASH_ASAN" $tool "$out/fifo.sqfs" "${args[@]}"
+done
+fails_cleanly "info of a character device fails cleanly" /dev/zero "$QUASH_ASAN" info /dev/zero
+
+# A file size of 2^64-1 in an extended inode (a hard link makes mksquashfs
+# write one).  (size + block - 1) / block wrapped to 0 blocks: stat showed
+# 16 EiB and cat printed nothing, exit 0.  The kernel refuses the inode.
+mkdir -p "$out/tree-huge" && head -c 12345 /dev/urandom >"$out/tree-huge/big" &&
+	ln "$out/tree-huge/big" "$out/tree-huge/link" && echo ok >"$out/tree-huge/small"
+mksquashfs "$out/tree-huge" "$out/huge.sqfs" -noI -no-fragments -quiet -no-progress -noappend >/dev/null
+python3 - "$out/huge.sqfs" <<'EOF'
+import struct, sys
+img = bytearray(open(sys.argv[1], "rb").read())
+sb = struct.unpack_from("<IIIIIHHHHHHQQQQQQQQ", img)
+inodes, dirs = sb[15], sb[16]
+size = struct.pack("<Q", 12345)
+pos = img.find(size, inodes, dirs)
+assert pos > 0 and img.find(size, pos + 1, dirs) < 0, "the size must be unique in the inode table"
+struct.pack_into("<Q", img, pos, (1 << 64) - 1)
+open(sys.argv[1], "wb").write(img)
+EOF
+for tool in stat cat; do
+	fails_cleanly "$tool of a file of size 2^64-1 fails cleanly" "$out/huge.sqfs" \
+		"$QUASH_ASAN" $tool "$out/huge.sqfs" /big
+done
+check "the other files of that image still read" \
+	[ "$("$QUASH_ASAN" cat "$out/huge.sqfs" /small 2>/dev/null)" = ok ]
+
 # Build a tree, make an image with -noI, patch a directory entry.
 #   hostile NAME PATCH ARG   (PATCH: rename OLD NEW | point CHILD-NAME-AT-ROOT-INODE)
 hostile_image() {

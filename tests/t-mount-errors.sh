@@ -18,7 +18,7 @@ kmount "$M/good.sqfs" "$M/busy"
 # fails_cleanly NAME ARGS...: exit 1..97, exactly one line on stderr, nothing mounted at $M/mnt.
 fails_cleanly() {
 	local name=$1 st lines; shift
-	"$QUASH_ASAN" mount "$@" >/dev/null 2>"$M/err"
+	timeout -s KILL 20 "$QUASH_ASAN" mount "$@" >/dev/null 2>"$M/err"
 	st=$?
 	lines=$(wc -l <"$M/err")
 	if [ $st -ge 1 ] && [ $st -le 97 ] && [ "$lines" -eq 1 ] && ! is_mounted "$M/mnt"; then
@@ -42,6 +42,14 @@ fails_cleanly "no mountpoint given" "$M/good.sqfs"
 fails_cleanly "subdir that is not there" -o subdir=nothere "$M/good.sqfs" "$M/mnt"
 fails_cleanly "subdir that is a file" -o subdir=file1 "$M/good.sqfs" "$M/mnt"
 fails_cleanly "foreground too" -f "$M/garbage" "$M/mnt"
+mkfifo "$M/fifo"
+fails_cleanly "a FIFO as the image" "$M/fifo" "$M/mnt"
+fails_cleanly "a FIFO as the image, foreground" -f "$M/fifo" "$M/mnt"
+if pgrep -f -- "mount .*$M/fifo" >/dev/null; then
+	not_ok "no daemon left waiting on the FIFO"
+	pkill -KILL -f -- "mount .*$M/fifo"
+else ok "no daemon left waiting on the FIFO"; fi
+fails_cleanly "a character device as the image" /dev/zero "$M/mnt"
 
 # Corrupt the first data block (file1's: mksquashfs writes data in name order right after
 # the superblock) and check the kernel agrees that file1 is damaged and the others are not.

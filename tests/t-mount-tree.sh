@@ -65,3 +65,41 @@ if [ $st -eq 0 ] && ! grep -q Sanitizer "$M/asan.log"; then
 else
 	not_ok "asan: clean exit after SIGTERM" "exit $st: $(head -c 600 "$M/asan.log")"
 fi
+
+# trusted.* names are listed only to callers with CAP_SYS_ADMIN, as on the
+# kernel's mount: an ordinary user, and root without CAP_SYS_ADMIN, see the
+# user.* names only; root sees both.  (getxattr of a trusted.* name is
+# refused by the VFS itself before it reaches either file system.)
+X=$M/xattr
+mkdir -p "$X/tree/dir" && echo data >"$X/tree/file" && ln -s file "$X/tree/link"
+for p in file dir link; do
+	setfattr -h -n trusted.secret -v "t-$p" "$X/tree/$p" && setfattr -h -n user.plain -v "u-$p" "$X/tree/$p"
+done
+chmod 755 "$X" "$X/tree"
+mksquashfs "$X/tree" "$X/img.sqfs" -noappend -quiet -no-progress >/dev/null
+kmount "$X/img.sqfs" "$X/k"
+qmount "$X/q" "$QUASH" mount -o allow_other "$X/img.sqfs" "$X/q"
+list_names() {   # list_names DIR: the xattr names of file, dir and link, as the caller sees them
+	python3 -c '
+import os, sys
+print(" ".join(p + "=" + ",".join(sorted(os.listxattr(os.path.join(sys.argv[1], p), follow_symlinks=False)))
+               for p in ("file", "dir", "link")))' "$1"
+}
+for who in root nobody root-without-sys-admin; do
+	case $who in
+	root)   run=() ;;
+	nobody) run=(setpriv --reuid=65534 --regid=65534 --clear-groups) ;;
+	*)      run=(setpriv --bounding-set=-sys_admin --inh-caps=-sys_admin) ;;
+	esac
+	kl=$("${run[@]}" bash -c "$(declare -f list_names); list_names $X/k" 2>&1)
+	ql=$("${run[@]}" bash -c "$(declare -f list_names); list_names $X/q" 2>&1)
+	case $who in
+	root) want=trusted.secret ;;
+	*)    want=user.plain ;;
+	esac
+	if [ "$kl" = "$ql" ] && [[ $kl == *"file="*"$want"* ]] && { [ $who = root ] || [[ $kl != *trusted* ]]; }; then
+		ok "listxattr as $who equals the kernel's"
+	else
+		not_ok "listxattr as $who equals the kernel's" "kernel: $kl; quash: $ql"
+	fi
+done

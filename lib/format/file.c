@@ -46,7 +46,7 @@ int qs_file_open(struct qs_image *img, const struct qs_inode *inode, struct qs_f
 		return qs_set_error(-ENOMEM, "out of memory");
 	f->img = img;
 	f->inode = *inode;
-	f->blocks = inode->u.file.block_count + (inode->u.file.fragment != QS_NO_FRAGMENT);
+	f->blocks = (uint64_t)inode->u.file.block_count + (inode->u.file.fragment != QS_NO_FRAGMENT);
 	pthread_mutex_init(&f->lock, NULL);
 	f->cp = malloc(sizeof(*f->cp));
 	if (!f->cp) {

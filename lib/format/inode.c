@@ -80,10 +80,14 @@ static int read_file(struct qs_meta_cursor *c, struct qs_inode *in)
 		in->u.file.frag_offset = sqfs_le32(b + 32);
 		in->xattr = sqfs_le32(b + 36);
 	}
-	if (in->u.file.fragment == SQFS_INVALID_FRAG)
-		blocks = (in->size + block_size - 1) / block_size;
-	else
-		blocks = in->size / block_size;
+	/*
+	 * Whole blocks, plus the tail as a block of its own when no fragment
+	 * holds it.  Never (size + block_size - 1) / block_size: a size near
+	 * 2^64 wraps that to 0 blocks, and the file would read as empty.
+	 */
+	blocks = in->size / block_size;
+	if (in->size % block_size && in->u.file.fragment == SQFS_INVALID_FRAG)
+		blocks++;
 	/* A block list cannot list more blocks than 32-bit entries fit in the image's metadata... */
 	if (blocks > UINT32_MAX)
 		return qs_set_error(-EIO, "inode %u: file size %llu is impossible", in->ino,

@@ -164,10 +164,15 @@ int qs_source_open_file(const char *path, struct qs_source **out)
 	uint64_t size;
 	int fd, err;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/*
+	 * O_NONBLOCK so that a FIFO (or a device that waits for a peer)
+	 * named as the image cannot block the open before fstat() says
+	 * what it is; O_NOCTTY so that a terminal cannot become ours.
+	 */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
 		return qs_set_error(-errno, "%s", strerror(errno));
-	if (fstat(fd, &st) < 0) {
+	if (fstat(fd, &st) < 0 || fcntl(fd, F_SETFL, 0) < 0) {
 		err = -errno;
 		close(fd);
 		return qs_set_error(err, "%s", strerror(-err));
