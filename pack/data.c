@@ -10,6 +10,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -21,9 +23,11 @@
 #include "sink.h"
 #include "pack_util.h"
 #include "progress.h"
+#include "srcdir.h"
 
 struct data_writer {
 	struct data_config cfg;
+	struct srcdir_cache dirs;   /* source directories, reopened safely */
 	struct pipeline *pipe;
 	struct frag_packer frags;
 	struct dedup_index *dedup;
@@ -37,7 +41,7 @@ struct content {
 	int fd;
 	uint64_t base;
 	bool owned;
-	const char *name;
+	char name[PATH_MAX];        /* for messages */
 };
 
 bool data_has_fragment(const struct data_config *cfg, uint64_t size)
@@ -47,20 +51,26 @@ bool data_has_fragment(const struct data_config *cfg, uint64_t size)
 
 static int content_open(struct data_writer *w, struct pack_inode *file, struct content *c)
 {
-	c->owned = file->u.file.content.path != NULL;
-	c->name = c->owned ? file->u.file.content.path : "archive spool";
+	const struct pack_content *ct = &file->u.file.content;
+
+	c->owned = ct->dir != NULL;
 	if (!c->owned) {
+		snprintf(c->name, sizeof(c->name), "archive spool");
 		c->fd = w->cfg.spool_fd;
 		c->base = file->u.file.content.spool_offset;
 		return 0;
 	}
+	snprintf(c->name, sizeof(c->name), "%s/%s", ct->dir->path, ct->name);
 	c->base = 0;
-	c->fd = open(c->name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	pack_test_pause();
+	c->fd = srcdir_open_file(&w->dirs, ct, file->u.file.size);
+	if (c->fd == -ESTALE) {
+		pack_error("%s: replaced or changed since the scan; not packed", c->name);
+		return -ESTALE;
+	}
 	if (c->fd < 0) {
-		int err = -errno;
-
-		pack_error("%s: %s", c->name, strerror(errno));
-		return err;
+		pack_error("%s: %s", c->name, strerror(-c->fd));
+		return c->fd;
 	}
 	return 0;
 }
@@ -177,6 +187,7 @@ int data_writer_start(const struct data_config *cfg, struct pack_sink *sink, str
 	if (!w)
 		return -ENOMEM;
 	w->cfg = *cfg;
+	srcdir_cache_init(&w->dirs);
 	w->buf_a = malloc(cfg->block_size);
 	w->buf_b = malloc(cfg->block_size);
 	err = (!w->buf_a || !w->buf_b) ? -ENOMEM : 0;
@@ -350,6 +361,7 @@ void data_writer_free(struct data_writer *w)
 	if (!w)
 		return;
 	pipeline_free(w->pipe);
+	srcdir_cache_clear(&w->dirs);
 	frag_free(&w->frags);
 	dedup_free(w->dedup);
 	free(w->buf_a);

@@ -16,6 +16,12 @@
 void pack_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void pack_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/*
+ * Test hook: with QUASH_TEST_PACK_PAUSE=FIFO in the environment, the first
+ * call writes "paused" to FIFO and waits for a line back (util.c).
+ */
+void pack_test_pause(void);
+
 /* A fast 64-bit hash for finding candidate duplicates (always confirmed by comparison). */
 uint64_t pack_hash(uint64_t seed, const void *data, size_t len);
 

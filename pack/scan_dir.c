@@ -3,9 +3,14 @@
  *
  * The walk uses directory file descriptors (openat/fstatat) and never
  * follows a symlink below the top, so symlink loops cannot trap it; a
- * directory that is its own ancestor (a bind mount) is refused.  Files
- * are only checked for readability here; their bytes are read by path in
- * the data phase.
+ * directory that is its own ancestor (a bind mount) is refused.  The tree
+ * being packed may belong to someone else, who may change it while root
+ * packs it: so every entry is read through a descriptor or a directory
+ * descriptor the walk opened itself, never by a path string, and what was
+ * opened is checked with fstat against what the listing said.  Files are
+ * only opened here (readability, xattrs); their bytes are read in the
+ * data phase, which reopens them the same way (data.c) through the
+ * pack_srcdir chain recorded here.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -45,13 +50,6 @@ struct dir_scan {
 	char xattr_names[PACK_XATTR_LIST_MAX];
 	uint8_t xattr_value[PACK_XATTR_VALUE_MAX];
 	char target[PACK_SYMLINK_MAX + 1];
-};
-
-/* The chain of directories being walked, to refuse one that contains itself. */
-struct ancestor {
-	dev_t dev;
-	ino_t ino;
-	const struct ancestor *up;
 };
 
 bool scan_excluded(const struct scan_options *o, const char *relpath)
@@ -115,12 +113,38 @@ static int link_remember(struct link_table *t, dev_t dev, ino_t ino, struct pack
 	return 0;
 }
 
-/* Read the xattrs of 'path' (not following a final symlink). */
-static int read_xattrs(struct dir_scan *s, const char *path, struct pack_xattrs *x)
+/*
+ * Where an entry's xattrs are read: its open descriptor, or, for what
+ * cannot be opened for reading (symlinks, devices, fifos, sockets), its
+ * name in the open directory reached through /proc/self/fd, so that no
+ * directory above it is looked up by name again.
+ */
+struct xattr_src {
+	int fd;                     /* or -1: use 'proc' */
+	char proc[sizeof("/proc/self/fd//") + 3 * sizeof(int) + NAME_MAX + 1];
+};
+
+static void xattr_src_at(struct xattr_src *x, int dirfd, const char *name)
+{
+	x->fd = -1;
+	snprintf(x->proc, sizeof(x->proc), "/proc/self/fd/%d/%s", dirfd, name);
+}
+
+static ssize_t xattr_src_list(const struct xattr_src *x, char *buf, size_t size)
+{
+	return x->fd >= 0 ? flistxattr(x->fd, buf, size) : llistxattr(x->proc, buf, size);
+}
+
+static ssize_t xattr_src_get(const struct xattr_src *x, const char *name, void *buf, size_t size)
+{
+	return x->fd >= 0 ? fgetxattr(x->fd, name, buf, size) : lgetxattr(x->proc, name, buf, size);
+}
+
+static int read_xattrs(struct dir_scan *s, const struct xattr_src *src, struct pack_xattrs *x)
 {
 	char *names = s->xattr_names;
 	uint8_t *value = s->xattr_value;
-	ssize_t len = llistxattr(path, names, sizeof(s->xattr_names));
+	ssize_t len = xattr_src_list(src, names, sizeof(s->xattr_names));
 
 	if (len < 0)
 		return errno == ENOTSUP || errno == ENODATA ? 0 : -errno;
@@ -131,7 +155,7 @@ static int read_xattrs(struct dir_scan *s, const char *path, struct pack_xattrs 
 		if (strncmp(name, "user.", 5) && strncmp(name, "trusted.", 8) &&
 		    strncmp(name, "security.", 9))
 			continue;   /* squashfs has no place for system.* (ACLs) */
-		vlen = lgetxattr(path, name, value, sizeof(s->xattr_value));
+		vlen = xattr_src_get(src, name, value, sizeof(s->xattr_value));
 		if (vlen < 0) {
 			if (errno == ENODATA)
 				continue;
@@ -143,6 +167,17 @@ static int read_xattrs(struct dir_scan *s, const char *path, struct pack_xattrs 
 	return 0;
 }
 
+/* Is what 'fd' holds still the entry the listing's fstatat() found? */
+static int same_entry(int fd, const struct stat *listed, struct stat *now)
+{
+	if (fstat(fd, now) < 0)
+		return -errno;
+	if (now->st_dev != listed->st_dev || now->st_ino != listed->st_ino ||
+	    (now->st_mode & S_IFMT) != (listed->st_mode & S_IFMT))
+		return -ESTALE;
+	return 0;
+}
+
 static void set_metadata(struct pack_inode *inode, const struct stat *st)
 {
 	inode->mode = st->st_mode;
@@ -151,14 +186,20 @@ static void set_metadata(struct pack_inode *inode, const struct stat *st)
 	inode->mtime = st->st_mtim.tv_sec;
 }
 
-static int scan_tree(struct dir_scan *s, int dirfd, struct pack_inode *dir, char *path, size_t path_len,
-		     size_t rel, const struct ancestor *up, unsigned depth);
+static int scan_tree(struct dir_scan *s, int dirfd, struct pack_srcdir *sd, struct pack_inode *dir, char *path,
+		     size_t path_len, size_t rel, unsigned depth);
 
-/* Make the inode for one directory entry. */
-static int make_inode(struct dir_scan *s, int dirfd, const char *name, const char *path,
+/*
+ * Make the inode for one directory entry.  'fd' is the entry opened by
+ * the caller if it is a directory, else -1; a regular file is opened here.
+ * Both are checked against the listing's 'st' before anything is read.
+ */
+static int make_inode(struct dir_scan *s, int dirfd, struct pack_srcdir *sd, const char *name, int fd,
 		      const struct stat *st, struct pack_inode **out)
 {
 	struct pack_inode *inode = tree_inode_new(st->st_mode);
+	struct xattr_src xs = { .fd = fd };
+	struct stat now;
 	int err = 0;
 
 	*out = NULL;
@@ -166,16 +207,17 @@ static int make_inode(struct dir_scan *s, int dirfd, const char *name, const cha
 		return -ENOMEM;
 	set_metadata(inode, st);
 	if (S_ISREG(st->st_mode)) {
-		int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-
-		if (fd < 0) {
+		xs.fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+		if (xs.fd < 0) {
 			err = -errno;
 			goto out;
 		}
-		close(fd);
 		inode->u.file.size = (uint64_t)st->st_size;
-		inode->u.file.content.path = strdup(path);
-		if (!inode->u.file.content.path)
+		inode->u.file.content.dir = sd;
+		inode->u.file.content.dev = st->st_dev;
+		inode->u.file.content.ino = st->st_ino;
+		inode->u.file.content.name = strdup(name);
+		if (!inode->u.file.content.name)
 			err = -ENOMEM;
 	} else if (S_ISLNK(st->st_mode)) {
 		char *target = s->target;
@@ -195,9 +237,20 @@ static int make_inode(struct dir_scan *s, int dirfd, const char *name, const cha
 	} else if (S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode)) {
 		inode->rdev = encode_dev(st->st_rdev);
 	}
-	if (!err && s->opt->xattrs)
-		err = read_xattrs(s, path, &inode->xattrs);
+	if (!err && xs.fd >= 0)
+		err = same_entry(xs.fd, st, &now);
+	if (!err && s->opt->xattrs) {
+		if (xs.fd < 0)
+			xattr_src_at(&xs, dirfd, name);
+		err = read_xattrs(s, &xs, &inode->xattrs);
+		/* Read by name: make sure the name still held what was listed. */
+		if (!err && xs.fd < 0 && fstatat(dirfd, name, &now, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    (now.st_dev != st->st_dev || now.st_ino != st->st_ino))
+			err = -ESTALE;
+	}
 out:
+	if (xs.fd >= 0 && xs.fd != fd)
+		close(xs.fd);
 	if (err) {
 		inode->refs = 1;
 		tree_inode_put(NULL, inode);
@@ -207,8 +260,8 @@ out:
 	return 0;
 }
 
-static int scan_entry(struct dir_scan *s, int dirfd, struct pack_inode *dir, const char *name, char *path,
-		      size_t path_len, size_t rel, const struct ancestor *up, unsigned depth)
+static int scan_entry(struct dir_scan *s, int dirfd, struct pack_srcdir *sd, struct pack_inode *dir,
+		      const char *name, char *path, size_t path_len, size_t rel, unsigned depth)
 {
 	size_t name_len = strlen(name);
 	struct pack_inode *inode;
@@ -242,16 +295,18 @@ static int scan_entry(struct dir_scan *s, int dirfd, struct pack_inode *dir, con
 			goto fail;
 		}
 	}
-	err = make_inode(s, dirfd, name, path, &st, &inode);
+	err = make_inode(s, dirfd, sd, name, subfd, &st, &inode);
 	if (!err && !(inode = tree_insert(s->tree, dir, name, name_len, inode)))
 		err = -ENOMEM;
 	if (!err && !S_ISDIR(st.st_mode) && st.st_nlink > 1)
 		err = link_remember(&s->links, st.st_dev, st.st_ino, inode);
 	if (!err && S_ISDIR(st.st_mode)) {
-		struct ancestor me = { st.st_dev, st.st_ino, up };
+		struct pack_srcdir *sub = tree_srcdir_add(s->tree, sd, name, path, st.st_dev, st.st_ino, -1);
 
-		err = scan_tree(s, subfd, inode, path, path_len, rel, &me, depth + 1);
+		err = sub ? scan_tree(s, subfd, sub, inode, path, path_len, rel, depth + 1) : -ENOMEM;
 		close(subfd);
+		if (err == -ENOMEM)
+			pack_error("out of memory");
 		return err;
 	}
 	if (subfd >= 0)
@@ -268,19 +323,22 @@ fail:
 		pack_warn("%s: %s (skipped)", path, strerror(-err));
 		return 0;
 	}
-	pack_error("%s: %s", path, strerror(-err));
+	if (err == -ESTALE)
+		pack_error("%s: replaced while being scanned", path);
+	else
+		pack_error("%s: %s", path, strerror(-err));
 	return err;
 }
 
-static int scan_tree(struct dir_scan *s, int dirfd, struct pack_inode *dir, char *path, size_t path_len,
-		     size_t rel, const struct ancestor *up, unsigned depth)
+static int scan_tree(struct dir_scan *s, int dirfd, struct pack_srcdir *sd, struct pack_inode *dir, char *path,
+		     size_t path_len, size_t rel, unsigned depth)
 {
 	DIR *d;
 	struct dirent *de;
 	int err = 0;
 
-	for (const struct ancestor *a = up->up; a; a = a->up) {
-		if (a->dev == up->dev && a->ino == up->ino) {
+	for (const struct pack_srcdir *a = sd->parent; a; a = a->parent) {
+		if (a->dev == sd->dev && a->ino == sd->ino) {
 			pack_error("%s: directory contains itself (not followed)", path);
 			return -ELOOP;
 		}
@@ -307,7 +365,7 @@ static int scan_tree(struct dir_scan *s, int dirfd, struct pack_inode *dir, char
 		}
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
-		err = scan_entry(s, dirfd, dir, de->d_name, path, path_len, rel, up, depth);
+		err = scan_entry(s, dirfd, sd, dir, de->d_name, path, path_len, rel, depth);
 		path[path_len] = '\0';
 	}
 	closedir(d);
@@ -319,7 +377,8 @@ int scan_dir(struct pack_tree *t, const char *source, const struct scan_options 
 	struct dir_scan *s = calloc(1, sizeof(*s));
 	struct pack_inode root_meta = { 0 };
 	char *path = malloc(PATH_MAX);
-	struct ancestor top;
+	struct pack_srcdir *top;
+	struct xattr_src xs;
 	struct stat st;
 	size_t len = strlen(source);
 	int fd, err;
@@ -351,8 +410,18 @@ int scan_dir(struct pack_tree *t, const char *source, const struct scan_options 
 		free(s);
 		return err;
 	}
+	/* The tree takes the root's descriptor: the data phase opens everything through it. */
+	top = tree_srcdir_add(t, NULL, "", path, st.st_dev, st.st_ino, fd);
+	if (!top) {
+		close(fd);
+		free(path);
+		free(s);
+		pack_error("out of memory");
+		return -ENOMEM;
+	}
 	set_metadata(&root_meta, &st);
-	if (o->xattrs && read_xattrs(s, path, &root_meta.xattrs) < 0)
+	xs.fd = fd;
+	if (o->xattrs && read_xattrs(s, &xs, &root_meta.xattrs) < 0)
 		pack_warn("%s: cannot read xattrs", source);
 	t->root->mode = root_meta.mode;
 	t->root->uid = root_meta.uid;
@@ -361,12 +430,8 @@ int scan_dir(struct pack_tree *t, const char *source, const struct scan_options 
 	tree_xattrs_free(&t->root->xattrs);
 	t->root->xattrs = root_meta.xattrs;
 
-	top.dev = st.st_dev;
-	top.ino = st.st_ino;
-	top.up = NULL;
 	/* Exclude patterns see paths relative to the source: "sub/file", without the leading '/'. */
-	err = scan_tree(s, fd, t->root, path, len, len + 1, &top, 0);
-	close(fd);
+	err = scan_tree(s, fd, top, t->root, path, len, len + 1, 0);
 	free(s->links.links);
 	free(s);
 	free(path);

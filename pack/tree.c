@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tree.h"
 #include "pack_util.h"
@@ -109,7 +110,7 @@ void tree_inode_put(struct pack_tree *t, struct pack_inode *inode)
 		free(inode->u.dir.children);
 		free(inode->u.dir.index);
 	} else if (tree_is_reg(inode)) {
-		free(inode->u.file.content.path);
+		free(inode->u.file.content.name);
 		free(inode->u.file.block_sizes);
 	} else if (tree_is_symlink(inode)) {
 		free(inode->u.symlink.target);
@@ -125,6 +126,35 @@ void tree_free(struct pack_tree *t)
 	t->hash = NULL;
 	tree_inode_put(NULL, t->root);
 	t->root = NULL;
+	while (t->srcdirs) {
+		struct pack_srcdir *d = t->srcdirs;
+
+		t->srcdirs = d->next;
+		if (d->root_fd >= 0)
+			close(d->root_fd);
+		free(d->path);
+		free(d);
+	}
+}
+
+struct pack_srcdir *tree_srcdir_add(struct pack_tree *t, struct pack_srcdir *parent, const char *name,
+				    const char *path, dev_t dev, ino_t ino, int root_fd)
+{
+	size_t len = strlen(name);
+	struct pack_srcdir *d = malloc(sizeof(*d) + len + 1);
+
+	if (!d || !(d->path = strdup(path))) {
+		free(d);
+		return NULL;
+	}
+	d->parent = parent;
+	d->root_fd = root_fd;
+	d->dev = dev;
+	d->ino = ino;
+	memcpy(d->name, name, len + 1);
+	d->next = t->srcdirs;
+	t->srcdirs = d;
+	return d;
 }
 
 struct pack_dirent *tree_lookup(struct pack_tree *t, struct pack_inode *dir, const char *name, size_t len)

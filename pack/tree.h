@@ -15,9 +15,29 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/*
+ * A directory of a source tree, as the scan saw it.  The data phase never
+ * opens a file by its path: it walks down from the source's root
+ * descriptor one name at a time with O_NOFOLLOW, checking each
+ * directory's (dev, ino) against these, so that a directory swapped for
+ * a symlink after the scan cannot send it outside the source.
+ */
+struct pack_srcdir {
+	struct pack_srcdir *parent; /* NULL for a source's root */
+	int root_fd;                /* a root's, open for the whole run; -1 below it */
+	dev_t dev;
+	ino_t ino;
+	char *path;                 /* for messages only */
+	struct pack_srcdir *next;   /* every srcdir of the tree, for freeing */
+	char name[];                /* within the parent */
+};
+
 /* Where a regular file's bytes are read from in the data phase. */
 struct pack_content {
-	char *path;                 /* a file in a source directory, or NULL */
+	struct pack_srcdir *dir;    /* a file in a source directory, or NULL */
+	char *name;                 /* its name there */
+	dev_t dev;                  /* what the scan found at that name */
+	ino_t ino;
 	uint64_t spool_offset;      /* else: bytes at this offset of the archive spool */
 };
 
@@ -112,10 +132,15 @@ struct pack_tree {
 	uint64_t inode_count;
 	uint64_t data_bytes;        /* sum of regular-file sizes */
 	int64_t newest_mtime;
+	struct pack_srcdir *srcdirs; /* every source directory scanned */
 };
 
 int tree_init(struct pack_tree *t);
 void tree_free(struct pack_tree *t);
+
+/* A source directory below 'parent' (NULL: a root, which takes over root_fd); NULL if out of memory. */
+struct pack_srcdir *tree_srcdir_add(struct pack_tree *t, struct pack_srcdir *parent, const char *name,
+				    const char *path, dev_t dev, ino_t ino, int root_fd);
 
 struct pack_inode *tree_inode_new(uint32_t mode);
 /* Drop one dirent's hold on an inode; frees it (and a directory's subtree) with the last. */

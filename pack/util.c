@@ -1,9 +1,14 @@
 /*
  * util.c - messages and hashing shared by the writer's files.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "pack_util.h"
 #include "progress.h"
@@ -55,4 +60,38 @@ uint64_t pack_hash(uint64_t h, const void *data, size_t len)
 	h = mix(h, v ^ (uint64_t)len << 56);
 	h ^= h >> 29;
 	return h;
+}
+
+/*
+ * For tests/t-pack-race.sh: the run stops once, just before the data
+ * phase opens its first source file, writes "paused" to the FIFO named by
+ * QUASH_TEST_PACK_PAUSE and waits for a line back.  The test changes the
+ * source tree in between, at a known point rather than against a sleep.
+ * Unset, this is one getenv() per run.
+ */
+void pack_test_pause(void)
+{
+	static bool done;
+	const char *fifo;
+	char c;
+	int fd;
+
+	if (done)
+		return;
+	done = true;
+	fifo = getenv("QUASH_TEST_PACK_PAUSE");
+	if (!fifo || !*fifo)
+		return;
+	fd = open(fifo, O_WRONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		if (write(fd, "paused\n", 7) != 7)
+			pack_warn("%s: %s", fifo, strerror(errno));
+		close(fd);
+	}
+	fd = open(fifo, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		while (read(fd, &c, 1) == 1 && c != '\n')
+			;
+		close(fd);
+	}
 }

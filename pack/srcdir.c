@@ -1,0 +1,107 @@
+/*
+ * srcdir.c - reopening a scanned source file for its bytes, safely (why:
+ * srcdir.h).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "srcdir.h"
+
+void srcdir_cache_init(struct srcdir_cache *c)
+{
+	for (unsigned i = 0; i < SRCDIR_CACHE_SLOTS; i++) {
+		c->slot[i].dir = NULL;
+		c->slot[i].fd = -1;
+	}
+	c->next = 0;
+}
+
+void srcdir_cache_clear(struct srcdir_cache *c)
+{
+	for (unsigned i = 0; i < SRCDIR_CACHE_SLOTS; i++)
+		if (c->slot[i].fd >= 0)
+			close(c->slot[i].fd);
+	srcdir_cache_init(c);
+}
+
+/* A descriptor for 'd' that needs no closing by the caller, or -1. */
+static int cached_fd(const struct srcdir_cache *c, const struct pack_srcdir *d)
+{
+	if (!d->parent)
+		return d->root_fd;
+	for (unsigned i = 0; i < SRCDIR_CACHE_SLOTS; i++)
+		if (c->slot[i].dir == d)
+			return c->slot[i].fd;
+	return -1;
+}
+
+static int cache_put(struct srcdir_cache *c, const struct pack_srcdir *d, int fd)
+{
+	unsigned i = c->next;
+
+	c->next = (c->next + 1) % SRCDIR_CACHE_SLOTS;
+	if (c->slot[i].fd >= 0)
+		close(c->slot[i].fd);
+	c->slot[i].dir = d;
+	c->slot[i].fd = fd;
+	return fd;
+}
+
+/* Open 'name' in 'dirfd' as a directory and check it is the scan's 'd'. */
+static int open_step(int dirfd, const struct pack_srcdir *d)
+{
+	int fd = openat(dirfd, d->name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+
+	if (fd < 0)
+		return errno == ENOTDIR || errno == ELOOP ? -ESTALE : -errno;
+	if (fstat(fd, &st) < 0 || st.st_dev != d->dev || st.st_ino != d->ino) {
+		close(fd);
+		return -ESTALE;
+	}
+	return fd;
+}
+
+/* A descriptor for directory 'd', valid until the next call. */
+static int open_dir(struct srcdir_cache *c, const struct pack_srcdir *d)
+{
+	size_t n = 0;
+	int fd;
+
+	/* Up to the nearest directory already open (a source's root at worst)... */
+	while ((fd = cached_fd(c, d)) < 0) {
+		if (n == sizeof(c->chain) / sizeof(c->chain[0]))
+			return -ELOOP;
+		c->chain[n++] = d;
+		d = d->parent;
+	}
+	/* ...then down again, one checked name at a time. */
+	while (n > 0) {
+		d = c->chain[--n];
+		fd = open_step(fd, d);
+		if (fd < 0)
+			return fd;
+		cache_put(c, d, fd);
+	}
+	return fd;
+}
+
+int srcdir_open_file(struct srcdir_cache *c, const struct pack_content *ct, uint64_t size)
+{
+	struct stat st;
+	int dirfd = open_dir(c, ct->dir), fd;
+
+	if (dirfd < 0)
+		return dirfd;
+	fd = openat(dirfd, ct->name, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ELOOP ? -ESTALE : -errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_dev != ct->dev || st.st_ino != ct->ino ||
+	    (uint64_t)st.st_size != size) {
+		close(fd);
+		return -ESTALE;
+	}
+	return fd;
+}

@@ -1,0 +1,43 @@
+/*
+ * srcdir.h - reopening a scanned source file for its bytes, safely.
+ *
+ * The data phase runs long after the scan, on a tree that may belong to
+ * someone else.  A file is reached from its source's root descriptor one
+ * name at a time (O_PATH|O_NOFOLLOW|O_DIRECTORY), every directory checked
+ * against the scan's (dev, ino), and the file itself opened with
+ * O_NOFOLLOW and checked for type, (dev, ino) and size: so a directory
+ * renamed and replaced by a symlink to /etc makes the pack fail, and
+ * nothing else is ever read in the file's place.
+ */
+#ifndef QUASH_PACK_SRCDIR_H
+#define QUASH_PACK_SRCDIR_H
+
+#include "tree.h"
+#include "pack_util.h"
+
+/*
+ * Directories opened recently: files are visited in tree order, so most
+ * files find their directory here and the rest find a close ancestor.
+ */
+#define SRCDIR_CACHE_SLOTS 8
+
+struct srcdir_cache {
+	struct {
+		const struct pack_srcdir *dir;
+		int fd;
+	} slot[SRCDIR_CACHE_SLOTS];
+	unsigned next;                      /* the slot to reuse next, round robin */
+	const struct pack_srcdir *chain[PACK_DEPTH_MAX + 2];
+};
+
+void srcdir_cache_init(struct srcdir_cache *c);
+void srcdir_cache_clear(struct srcdir_cache *c);
+
+/*
+ * Open the file 'ct' names for reading.  A descriptor, or -errno; -ESTALE
+ * when a directory on the way or the file itself is not what the scan saw
+ * (other (dev, ino), another type, another size than 'size').
+ */
+int srcdir_open_file(struct srcdir_cache *c, const struct pack_content *ct, uint64_t size);
+
+#endif
