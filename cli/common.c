@@ -42,7 +42,7 @@ static void print_escaped(FILE *f, const char *s)
 
 void cli_error(const char *image, const char *path, const char *fmt, ...)
 {
-	char msg[CLI_MESSAGE_MAX];
+	char msg[CLI_MESSAGE_MAX], *shown;
 	va_list ap;
 
 	va_start(ap, fmt);
@@ -50,7 +50,9 @@ void cli_error(const char *image, const char *path, const char *fmt, ...)
 	va_end(ap);
 	fflush(stdout);
 	fputs("quash: ", stderr);
-	print_escaped(stderr, image);
+	shown = qs_source_display_name(image);
+	print_escaped(stderr, shown ? shown : "image");
+	free(shown);
 	fputs(": ", stderr);
 	if (path) {
 		print_escaped(stderr, path);
@@ -334,4 +336,28 @@ int cli_path_set_image(struct cli_path *p, const char *path)
 		path += n;
 	}
 	return 0;
+}
+
+/*
+ * /proc/PID/cmdline is readable by every local user, for as long as the
+ * process (a mount's daemon: for as long as the mount) lives.  A URL
+ * argument that carries a secret (user:password@, a presigned query) is
+ * moved to the heap, argv[i] pointed at the copy, and the original bytes
+ * overwritten with the URL as qs_source_display_name() shows it.
+ */
+void cli_hide_secrets(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		size_t len = strlen(argv[i]);
+		char *copy, *shown;
+
+		if (!strstr(argv[i], "://") || !(shown = qs_source_display_name(argv[i])))
+			continue;
+		if (strcmp(shown, argv[i]) != 0 && (copy = strdup(argv[i]))) {
+			memset(argv[i], 0, len);
+			memcpy(argv[i], shown, strlen(shown) < len ? strlen(shown) : len);
+			argv[i] = copy;
+		}
+		free(shown);
+	}
 }

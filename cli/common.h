@@ -100,6 +100,9 @@ int cli_usage(const struct cli_command *cmd, const char *fmt, ...) __attribute__
 /* "quash: IMAGE: message", or "quash: IMAGE: PATH: message" when path is not NULL. */
 void cli_error(const char *image, const char *path, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* Overwrite secrets in URL arguments in place (the process list shows them); argv[i] points at copies. */
+void cli_hide_secrets(int argc, char **argv);
+
 /* Open IMAGE as the common options say; on failure report it and return CLI_EXIT_ERROR. */
 int cli_open_image(const struct cli_common *co, const char *image, struct qs_image **out);
 

@@ -71,6 +71,7 @@ int main(int argc, char **argv)
 	const char *name;
 
 	base = base ? base + 1 : argv[0];
+	cli_hide_secrets(argc, argv);
 	if (strcmp(base, "squashfuse_ll") == 0 || strcmp(base, "squashfuse") == 0)
 		return mount_main(argc, argv, true);
 	if (argc < 2) {

@@ -72,6 +72,14 @@ struct qs_source_options {
  */
 int qs_source_open(const char *spec, const struct qs_source_options *opt, struct qs_source **out);
 
+/*
+ * 'spec' as it may be shown to anyone: in messages, the mount table and
+ * the process list.  A URL loses its user:password@ and its query string
+ * (a presigned URL's signature and credential); a path is unchanged.
+ * Returns a string to free(), or NULL if out of memory.
+ */
+char *qs_source_display_name(const char *spec);
+
 /* A local file, opened read-only. */
 int qs_source_open_file(const char *path, struct qs_source **out);
 

@@ -97,7 +97,7 @@ struct qm_fs {
 	struct qs_image *img;
 	struct fuse_session *se;
 	const struct qm_options *opt;
-	const char *name;           /* the image as the user named it */
+	char *name;                 /* the image as shown to anyone: no secrets (qs_source_display_name) */
 	qs_ref root_ref;            /* FUSE_ROOT_ID stands for this inode */
 	uint32_t block_size;
 	uint64_t bytes_used;

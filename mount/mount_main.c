@@ -75,7 +75,7 @@ static int open_image(const struct qm_options *opt, struct qm_fs *fs)
 
 	err = qs_source_open(opt->image, &opt->source, &src);
 	if (!err && src->notice)
-		fprintf(stderr, "%s: %s: %s\n", opt->progname, opt->image, src->notice);
+		fprintf(stderr, "%s: %s: %s\n", opt->progname, fs->name, src->notice);
 	if (!err)
 		err = qs_image_open(src, &io, &fs->img);
 	if (!err && opt->subdir)
@@ -85,7 +85,7 @@ static int open_image(const struct qm_options *opt, struct qm_fs *fs)
 	if (!err && root.type != QS_DIR)
 		err = qs_set_error(-ENOTDIR, "subdir %s: not a directory", opt->subdir);
 	if (err) {
-		fprintf(stderr, "%s: %s: %s\n", opt->progname, opt->image, qs_last_error());
+		fprintf(stderr, "%s: %s: %s\n", opt->progname, fs->name, qs_last_error());
 		if (fs->img)
 			qs_image_close(fs->img);
 		fs->img = NULL;
@@ -126,7 +126,12 @@ static int serve(const struct qm_options *opt, int ready_fd)
 	if (!fs)
 		return -ENOMEM;
 	fs->opt = opt;
-	fs->name = opt->image;
+	/* Messages and the mount table (fsname) show the image without its secrets. */
+	fs->name = qs_source_display_name(opt->image);
+	if (!fs->name) {
+		free(fs);
+		return -ENOMEM;
+	}
 	pthread_mutex_init(&fs->ready_lock, NULL);
 	pthread_cond_init(&fs->ready_cond, NULL);
 	err = check_mountpoint(opt, fs);
@@ -143,6 +148,7 @@ static int serve(const struct qm_options *opt, int ready_fd)
 		qs_image_close(fs->img);
 	pthread_mutex_destroy(&fs->ready_lock);
 	pthread_cond_destroy(&fs->ready_cond);
+	free(fs->name);
 	free(fs);
 	return err;
 }

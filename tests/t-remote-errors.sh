@@ -58,3 +58,44 @@ check_fails "refused connection: an error in the end" \
 	$REMOTE_READ -r 3 "http://127.0.0.1:$CLOSED/image.sqfs" /dev/null
 if [ $((SECONDS - t0)) -ge 2 ]; then ok "refused connection: retried within the budget ($((SECONDS - t0)) s)"
 else not_ok "refused connection: retried within the budget" "gave up after $((SECONDS - t0)) s"; fi
+
+# Secrets in a URL (user:password@, a presigned query) must not reach what
+# other local users can read: the mount table, any process's command line,
+# messages.  The secret is handed to the checker through the environment,
+# so that no checking process carries it in its own argv.
+mkdir -p "$W/tree" && echo "secret-free" >"$W/tree/hello"
+mksquashfs "$W/tree" "$W/www/s.sqfs" -noappend -quiet -no-progress >/dev/null
+export QUASH_T_SECRET=pw-$RANDOM$RANDOM
+SURL="http://alice:$QUASH_T_SECRET@127.0.0.1:$HTTP/s.sqfs?X-Amz-Credential=c-$QUASH_T_SECRET&X-Amz-Signature=s-$QUASH_T_SECRET"
+secret_seen() {   # secret_seen FILE...: does any FILE hold the secret?
+	python3 -c '
+import os, sys
+s = os.environ["QUASH_T_SECRET"].encode()
+for f in sys.argv[1:]:
+    try:
+        if s in open(f, "rb").read():
+            print(f); sys.exit(0)
+    except OSError:
+        pass
+sys.exit(1)' "$@"
+}
+mkdir -p "$W/smnt"
+if "$QUASH" mount "$SURL" "$W/smnt" 2>"$W/err"; then
+	check "secret URL: the mount serves the image" [ "$(cat "$W/smnt/hello" 2>/dev/null)" = secret-free ]
+	if secret_seen /proc/mounts /proc/self/mountinfo; then not_ok "secret URL: not in the mount table"
+	else ok "secret URL: not in the mount table"; fi
+	check "secret URL: the mount table shows the image without it" \
+		grep -q "^http://127.0.0.1:$HTTP/s.sqfs " /proc/mounts
+	if where=$(secret_seen /proc/[0-9]*/cmdline); then not_ok "secret URL: in no process's command line" "$where"
+	else ok "secret URL: in no process's command line"; fi
+	fusermount3 -u "$W/smnt"
+else
+	not_ok "secret URL: mounted" "$(head -c 300 "$W/err")"
+fi
+"$QUASH_ASAN" cat "$SURL" /no-such-file >/dev/null 2>"$W/err"
+check "secret URL: an error names the image" grep -q "^quash: http://127.0.0.1:$HTTP/s.sqfs: " "$W/err"
+if secret_seen "$W/err"; then not_ok "secret URL: not in the error line" "$(head -c 300 "$W/err")"
+else ok "secret URL: not in the error line"; fi
+"$QUASH_ASAN" mount -f "${SURL/s.sqfs/none.sqfs}" "$W/smnt" >/dev/null 2>"$W/err"
+if secret_seen "$W/err" || [ ! -s "$W/err" ]; then not_ok "secret URL: not in the mount's error line" "$(head -c 300 "$W/err")"
+else ok "secret URL: not in the mount's error line"; fi

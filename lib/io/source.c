@@ -54,6 +54,11 @@ int qs_source_open(const char *spec, const struct qs_source_options *opt, struct
 	return qs_source_open_file(spec, out);
 }
 
+char *qs_source_display_name(const char *spec)
+{
+	return strstr(spec, "://") ? remote_display_name(spec) : strdup(spec);
+}
+
 /* ---- window: bytes [offset, offset + size) of another source ---- */
 
 struct window {
