@@ -3,11 +3,19 @@
  *
  * Layout: DIR/c-HASH is a chunk, DIR/o-HASH what is known of an object,
  * DIR/t-* files being written, DIR/lock serialises eviction.  A chunk file
- * is a header (magic, key length, data length), the key, then the data.
+ * is a header (magic, key length, data length, XXH3-64 of the data), the
+ * key, then the data.
+ *
+ * What is read back is trusted only as far as it was checked (why:
+ * disk_cache.h): the directory and every file in it must be this user's
+ * and writable by no one else, every file is opened relative to the
+ * directory's descriptor with O_NOFOLLOW|O_NOCTTY|O_NONBLOCK and checked
+ * with fstat as a regular file, and a chunk's bytes must match its hash.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -17,13 +25,15 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include "disk_cache.h"
 #include "quash.h"
 #include "squashfs_fs.h"
 
-#define DISK_MAGIC          "QSCHUNK1"
-#define DISK_HEADER_LEN     24
+#define DISK_MAGIC          "QSCHUNK2"    /* "QSCHUNK1" files (no checksum) are evicted, never read */
+#define DISK_HEADER_LEN     32
+#define DISK_USER_DIR_MAX   32            /* "u-" and a uid: one user's part of a shared directory */
 #define DISK_KEY_MAX        8192          /* longer keys (identities) are not cached */
 #define DISK_RECORD_MAX     (16u << 10)   /* an object record is at most this long */
 #define DISK_EVICT_TO_PCT   90            /* eviction stops at this share of the limit */
@@ -114,7 +124,7 @@ static int publish_file(int dirfd, const char *name, const void *a, size_t alen,
 	int fd, ok;
 
 	snprintf(tmp, sizeof(tmp), "t-%d-%u-%ld", (int)getpid(), n, (long)time(NULL));
-	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -1;
 	ok = write_all(fd, a, alen) == 0 && write_all(fd, b, blen) == 0 && write_all(fd, c, clen) == 0;
@@ -126,6 +136,31 @@ static int publish_file(int dirfd, const char *name, const void *a, size_t alen,
 	return 0;
 }
 
+/* May this process trust what 'st' describes: its own, and writable by no one else? */
+static bool is_own(const struct stat *st)
+{
+	return st->st_uid == geteuid() && !(st->st_mode & (S_IWGRP | S_IWOTH));
+}
+
+/*
+ * Open 'name' in the cache as a file this user wrote, or -1.  Anything
+ * else there (a symlink, a FIFO or device that would block or redirect
+ * us, a file of another user's) is not cache content.
+ */
+static int open_own_file(int dirfd, const char *name, int flags)
+{
+	int fd = openat(dirfd, name, flags | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC, 0600);
+	struct stat st;
+
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || !is_own(&st)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 static int compare_mtime(const void *a, const void *b)
 {
 	const struct cache_file *x = a, *y = b;
@@ -133,8 +168,12 @@ static int compare_mtime(const void *a, const void *b)
 	return (x->mtime_ns > y->mtime_ns) - (x->mtime_ns < y->mtime_ns);
 }
 
-/* List the chunk files (and remove stale temporaries); returns the count or -1. */
-static long list_chunks(int dirfd, struct cache_file **out, uint64_t *total)
+/*
+ * List the chunk files (and remove stale temporaries); returns the count
+ * or -1.  A cache file that is not this user's own regular file is left
+ * out, and the first one's name goes to 'foreign' if given.
+ */
+static long list_chunks(int dirfd, struct cache_file **out, uint64_t *total, char foreign[NAME_MAX + 1])
 {
 	int fd = dup(dirfd);
 	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
@@ -153,9 +192,17 @@ static long list_chunks(int dirfd, struct cache_file **out, uint64_t *total)
 	while ((e = readdir(d))) {
 		struct stat st;
 
-		if (strncmp(e->d_name, "c-", 2) && strncmp(e->d_name, "t-", 2))
+		if (strncmp(e->d_name, "c-", 2) && strncmp(e->d_name, "t-", 2) && strncmp(e->d_name, "o-", 2) &&
+		    strcmp(e->d_name, "lock"))
 			continue;
-		if (fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+		if (fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		if (!S_ISREG(st.st_mode) || !is_own(&st)) {
+			if (foreign && !foreign[0])
+				snprintf(foreign, NAME_MAX + 1, "%s", e->d_name);
+			continue;
+		}
+		if (e->d_name[0] == 'o' || e->d_name[0] == 'l')
 			continue;
 		if (e->d_name[0] == 't') {
 			if (now - st.st_mtime > DISK_TMP_MAX_AGE)
@@ -187,7 +234,7 @@ static long list_chunks(int dirfd, struct cache_file **out, uint64_t *total)
 /* Remove least recently used chunks until the directory is back under its limit.  One process at a time. */
 static void evict(struct disk_cache *dc)
 {
-	int lock = openat(dc->dirfd, "lock", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	int lock = open_own_file(dc->dirfd, "lock", O_RDWR | O_CREAT);
 	struct cache_file *files = NULL;
 	uint64_t total, target = dc->limit / 100 * DISK_EVICT_TO_PCT;
 	long n, i;
@@ -198,7 +245,7 @@ static void evict(struct disk_cache *dc)
 		close(lock);
 		return;
 	}
-	n = list_chunks(dc->dirfd, &files, &total);
+	n = list_chunks(dc->dirfd, &files, &total, NULL);
 	if (n > 0) {
 		qsort(files, n, sizeof(*files), compare_mtime);
 		for (i = 0; i < n && total > target; i++)
@@ -212,15 +259,67 @@ static void evict(struct disk_cache *dc)
 	close(lock);
 }
 
-static int open_dir(const char *dir)
+/* A sticky directory everyone may write (as /tmp): quash keeps one part per user in it. */
+static bool is_shared_parent(const struct stat *st)
 {
-	int fd;
+	return (st->st_mode & (S_ISVTX | S_IWOTH)) == (S_ISVTX | S_IWOTH);
+}
+
+/* The directory behind 'fd' must be this user's own, or the cache is refused. */
+static int check_dir(int fd, const char *shown, const char *dir)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) < 0)
+		return qs_set_error(-errno, "cache directory %s: %s", shown, strerror(errno));
+	if (st.st_uid != geteuid())
+		return qs_set_error(-EPERM, "cache directory %s: owned by uid %u, not by you (uid %u): "
+				    "use a directory of your own, or a sticky one (chmod 1777 %s) shared per user",
+				    shown, (unsigned)st.st_uid, (unsigned)geteuid(), dir);
+	if (st.st_mode & (S_IWGRP | S_IWOTH))
+		return qs_set_error(-EPERM, "cache directory %s: writable by group or others (chmod go-w %s)",
+				    shown, shown);
+	return 0;
+}
+
+/*
+ * Open the cache directory 'dir', creating it 0700; in a shared sticky
+ * directory, this user's part DIR/u-UID.  Returns its descriptor, or
+ * -errno with a one-line message that names the directory and the fix.
+ */
+static int cache_dir_open(const char *dir)
+{
+	char user[DISK_USER_DIR_MAX], shown[PATH_MAX + DISK_USER_DIR_MAX];
+	struct stat st;
+	int fd, sub, err;
 
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
 		return qs_set_error(-errno, "cache directory %s: %s", dir, strerror(errno));
-	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOCTTY | O_CLOEXEC);
 	if (fd < 0)
 		return qs_set_error(-errno, "cache directory %s: %s", dir, strerror(errno));
+	snprintf(shown, sizeof(shown), "%s", dir);
+	if (fstat(fd, &st) == 0 && is_shared_parent(&st)) {
+		snprintf(user, sizeof(user), "u-%u", (unsigned)geteuid());
+		snprintf(shown, sizeof(shown), "%s/%s", dir, user);
+		if (mkdirat(fd, user, 0700) < 0 && errno != EEXIST) {
+			err = -errno;
+			close(fd);
+			return qs_set_error(err, "cache directory %s: %s", shown, strerror(-err));
+		}
+		sub = openat(fd, user, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		err = -errno;
+		close(fd);
+		if (sub < 0)
+			return qs_set_error(err, "cache directory %s: %s", shown,
+					    err == -ELOOP || err == -ENOTDIR ? "not a directory" : strerror(-err));
+		fd = sub;
+	}
+	err = check_dir(fd, shown, dir);
+	if (err) {
+		close(fd);
+		return err;
+	}
 	return fd;
 }
 
@@ -228,11 +327,21 @@ int disk_cache_open(const char *dir, uint64_t limit, const char *identity, size_
 		    struct disk_cache **out)
 {
 	struct disk_cache *dc;
+	uint64_t bytes;
 	struct cache_file *files = NULL;
-	int fd = open_dir(dir);
+	char foreign[NAME_MAX + 1] = "";
+	int fd = cache_dir_open(dir);
 
 	if (fd < 0)
 		return fd;
+	if (list_chunks(fd, &files, &bytes, foreign) < 0)
+		bytes = 0;
+	free(files);
+	if (foreign[0]) {
+		close(fd);
+		return qs_set_error(-EPERM, "cache directory %s: %s is not a file of yours, or others may write it "
+				    "(remove it)", dir, foreign);
+	}
 	dc = calloc(1, sizeof(*dc));
 	if (!dc || !(dc->identity = strdup(identity))) {
 		free(dc);
@@ -244,10 +353,8 @@ int disk_cache_open(const char *dir, uint64_t limit, const char *identity, size_
 	dc->limit = limit ? limit : DISK_CACHE_DEFAULT_LIMIT;
 	if (dc->limit < DISK_MIN_LIMIT)
 		dc->limit = DISK_MIN_LIMIT;
+	dc->bytes = bytes;
 	pthread_mutex_init(&dc->lock, NULL);
-	if (list_chunks(fd, &files, &dc->bytes) < 0)
-		dc->bytes = 0;
-	free(files);
 	*out = dc;
 	return 0;
 }
@@ -260,10 +367,19 @@ void disk_cache_close(struct disk_cache *dc)
 	free(dc);
 }
 
+/* A chunk file that is damaged or not ours to trust: gone, so the next put can replace it. */
+static int drop(struct disk_cache *dc, const char *name, int fd)
+{
+	close(fd);
+	unlinkat(dc->dirfd, name, 0);
+	return -ENOENT;
+}
+
 int disk_cache_get(struct disk_cache *dc, uint32_t idx, void *buf, size_t len)
 {
-	char key[DISK_KEY_MAX], stored[DISK_KEY_MAX], name[24], header[DISK_HEADER_LEN];
-	int key_len = chunk_key(dc, idx, key, sizeof(key)), fd, ret = -ENOENT;
+	char key[DISK_KEY_MAX], stored[DISK_KEY_MAX], name[24];
+	uint8_t header[DISK_HEADER_LEN];
+	int key_len = chunk_key(dc, idx, key, sizeof(key)), fd;
 	uint32_t stored_key_len;
 	uint64_t stored_len;
 	struct stat st;
@@ -271,25 +387,28 @@ int disk_cache_get(struct disk_cache *dc, uint32_t idx, void *buf, size_t len)
 	if (key_len < 0)
 		return -ENOENT;
 	chunk_file_name(key, name);
-	fd = openat(dc->dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	fd = open_own_file(dc->dirfd, name, O_RDONLY);
 	if (fd < 0)
 		return -ENOENT;
 	if (fstat(fd, &st) < 0 || read_all_at(fd, header, sizeof(header), 0) < 0 ||
 	    memcmp(header, DISK_MAGIC, 8))
-		goto out;
-	stored_key_len = sqfs_le32((const uint8_t *)header + 8);
-	stored_len = sqfs_le64((const uint8_t *)header + 16);
+		return drop(dc, name, fd);
+	stored_key_len = sqfs_le32(header + 8);
+	stored_len = sqfs_le64(header + 16);
+	if ((uint64_t)st.st_size != DISK_HEADER_LEN + (uint64_t)stored_key_len + stored_len)
+		return drop(dc, name, fd);
+	/* Another key with the same file name (a hash collision) is a miss, not damage. */
 	if (stored_key_len != (uint32_t)key_len || stored_len != len ||
-	    (uint64_t)st.st_size != DISK_HEADER_LEN + stored_key_len + stored_len)
-		goto out;
-	if (read_all_at(fd, stored, key_len, DISK_HEADER_LEN) < 0 || memcmp(stored, key, key_len) ||
-	    read_all_at(fd, buf, len, DISK_HEADER_LEN + key_len) < 0)
-		goto out;
+	    read_all_at(fd, stored, key_len, DISK_HEADER_LEN) < 0 || memcmp(stored, key, key_len)) {
+		close(fd);
+		return -ENOENT;
+	}
+	if (read_all_at(fd, buf, len, DISK_HEADER_LEN + key_len) < 0 ||
+	    XXH3_64bits(buf, len) != sqfs_le64(header + 24))
+		return drop(dc, name, fd);
 	futimens(fd, NULL);     /* mtime is the LRU clock */
-	ret = 0;
-out:
 	close(fd);
-	return ret;
+	return 0;
 }
 
 void disk_cache_put(struct disk_cache *dc, uint32_t idx, const void *buf, size_t len)
@@ -304,6 +423,7 @@ void disk_cache_put(struct disk_cache *dc, uint32_t idx, const void *buf, size_t
 	sqfs_put32((uint8_t *)header + 8, key_len);
 	sqfs_put32((uint8_t *)header + 12, 0);
 	sqfs_put64((uint8_t *)header + 16, len);
+	sqfs_put64((uint8_t *)header + 24, XXH3_64bits(buf, len));
 	if (publish_file(dc->dirfd, name, header, sizeof(header), key, key_len, buf, len) < 0)
 		return;
 	pthread_mutex_lock(&dc->lock);
@@ -322,7 +442,7 @@ static void object_file_name(const char *url, char name[24])
 int disk_cache_save_object(const char *dir, const char *url, uint64_t size, const char *identity)
 {
 	char name[24], *text;
-	int fd = open_dir(dir), len, ret = 0;
+	int fd = cache_dir_open(dir), len, ret = 0;
 
 	if (fd < 0)
 		return fd;
@@ -354,13 +474,13 @@ static char *next_line(char **p)
 int disk_cache_load_object(const char *dir, const char *url, uint64_t *size, char **identity)
 {
 	char name[24], text[DISK_RECORD_MAX + 1], *p = text, *line, *end;
-	int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), fd;
+	int dirfd = cache_dir_open(dir), fd;
 	ssize_t n;
 
 	if (dirfd < 0)
-		return -ENOENT;
+		return dirfd;
 	object_file_name(url, name);
-	fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	fd = open_own_file(dirfd, name, O_RDONLY);
 	close(dirfd);
 	if (fd < 0)
 		return -ENOENT;

@@ -5,10 +5,26 @@
  * size and the chunk index, written to a temporary file and renamed into
  * place so that readers only ever see whole chunks.  Each file starts with
  * its full key, checked on read, so a hash collision is a miss, not wrong
- * data.  A file's mtime is its last use; when the directory grows past its
- * limit, the process that takes the lock removes the least recently used
- * files.  Objects' identities are recorded too, so that an image can be
- * opened from the cache while its server is unreachable.
+ * data, and an XXH3-64 of its bytes, so damage is a miss (the file is
+ * removed and the chunk fetched again), never data.  A file's mtime is its
+ * last use; when the directory grows past its limit, the process that
+ * takes the lock removes the least recently used files.  Objects'
+ * identities are recorded too, so that an image can be opened from the
+ * cache while its server is unreachable.
+ *
+ * Who may share it.  What a mount serves from here is served as the
+ * image's own bytes, so only the user who reads it may write it: as ssh
+ * does with ~/.ssh, the directory is created 0700 and refused when another
+ * user owns it or group or others may write it, and so is a file in it
+ * that is not this user's own regular file.  (The hash guards against
+ * damage, not against a writer: XXH3 is not a signature, and no trusted
+ * list of chunk hashes exists to check against.)  Users who are meant to
+ * share one configured path get a sticky directory everyone may write,
+ * as /tmp: quash then keeps each user's chunks in DIR/u-UID, a 0700
+ * directory of their own, so one user's processes share a cache and no
+ * user reads what another wrote.  Sharing chunks across users would need
+ * a writer all of them trust (a daemon of its own); a root mount serving
+ * everyone is one such writer.
  */
 #ifndef QUASH_DISK_CACHE_H
 #define QUASH_DISK_CACHE_H

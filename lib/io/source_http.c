@@ -147,6 +147,60 @@ char *remote_display_name(const char *url)
 	return name;
 }
 
+/*
+ * Query parameters that authorise a request rather than name an object:
+ * AWS SigV4 and V2 presigning, Google Cloud Storage's, and Azure SAS
+ * tokens.  Compared without case; entries ending in '*' are prefixes.
+ */
+static const char *const credential_params[] = {
+	"x-amz-*", "x-goog-*", "signature", "expires", "awsaccesskeyid", "googleaccessid",
+	"sig", "se", "st", "sp", "spr", "sv", "sr", "srt", "ss", "skoid", "sktid", "skt", "ske", "sks", "skv",
+};
+
+static bool is_credential_param(const char *name, size_t len)
+{
+	for (size_t i = 0; i < sizeof(credential_params) / sizeof(credential_params[0]); i++) {
+		const char *c = credential_params[i];
+		size_t n = strlen(c);
+
+		if (c[n - 1] == '*' ? len >= n - 1 && !strncasecmp(name, c, n - 1)
+				    : len == n && !strncasecmp(name, c, n))
+			return true;
+	}
+	return false;
+}
+
+char *remote_cache_key(const char *url)
+{
+	char *key = remote_display_name(url), *grown;
+	const char *q = strchr(url, '?'), *end;
+	size_t len;
+
+	if (!key || !q)
+		return key;
+	len = strlen(key);
+	end = q + 1 + strcspn(q + 1, "#");
+	for (const char *p = q + 1; p < end; p++) {
+		size_t n = strcspn(p, "&#");
+		size_t name_len = strcspn(p, "=&#");
+
+		if (n && !is_credential_param(p, name_len < n ? name_len : n)) {
+			grown = realloc(key, len + n + 2);
+			if (!grown) {
+				free(key);
+				return NULL;
+			}
+			key = grown;
+			key[len++] = strchr(key, '?') ? '&' : '?';
+			memcpy(key + len, p, n);
+			len += n;
+			key[len] = '\0';
+		}
+		p += n;         /* at the '&' before the next parameter, or at the end */
+	}
+	return key;
+}
+
 void remote_target_clear(struct remote_target *t)
 {
 	free(t->url);
@@ -913,7 +967,7 @@ int qs_source_open_remote(const char *spec, const struct qs_source_options *opt,
 		rm->t.name = remote_display_name(spec);
 		ret = rm->t.url && rm->t.name ? 0 : qs_set_error(-ENOMEM, "out of memory");
 	}
-	if (ret == 0 && !(rm->key = remote_display_name(rm->t.url)))
+	if (ret == 0 && !(rm->key = remote_cache_key(rm->t.url)))
 		ret = qs_set_error(-ENOMEM, "out of memory");
 	if (ret < 0)
 		goto fail;

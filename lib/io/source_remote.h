@@ -44,6 +44,15 @@ int s3_target(const char *spec, const struct qs_source_options *opt, struct remo
 /* 'url' without userinfo and query string, for messages; NULL when out of memory. */
 char *remote_display_name(const char *url);
 
+/*
+ * What names the object at 'url', for the persistent cache: scheme, host,
+ * port, path and the query parameters that are not credentials, in the
+ * order given.  Userinfo, the fragment and a presigned URL's signing
+ * parameters (which change with every signature) are left out.  NULL
+ * when out of memory.
+ */
+char *remote_cache_key(const char *url);
+
 /* An answer to remote_call(). */
 #define REMOTE_REPLY_MAX (64u << 10)    /* bytes of an answer's body kept */
 struct remote_reply {

@@ -18,7 +18,7 @@ mkdir -p "$out"
 
 srcs=$(sed -n "s/^ *'\([a-z0-9_/]*\.c\)',*$/\1/p" "$top/lib/meson.build" | sed "s|^|$top/lib/|")
 # libcurl is opened on first use (lib/io/lazy_lib.h), not linked.
-libs=$(pkg-config --libs libzstd liblz4 liblzma zlib libdeflate)
+libs=$(pkg-config --libs libzstd liblz4 liblzma zlib libdeflate libxxhash)
 
 clang -g -O1 -std=c11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \

@@ -3,7 +3,8 @@
 #
 #   free_port                      print a TCP port nobody listens on
 #   make_test_ca DIR               DIR/ca.pem and a server cert DIR/server.{pem,key} for 127.0.0.1
-#   start_nginx DIR ROOT HTTP_PORT [HTTPS_PORT CERTDIR]   (NGINX_AUTOINDEX=1: directory listings, for rclone)
+#   start_nginx DIR ROOT HTTP_PORT [HTTPS_PORT CERTDIR]   (NGINX_AUTOINDEX=1: directory listings, for rclone;
+#                                  NGINX_EXTRA: more directives for the HTTP server)
 #   start_faultproxy PORT UPSTREAM FAULTS [ARGS...]
 #   stop_pid PID                   stop one process started here
 #   make_test_image DIR            DIR/tree and DIR/image.sqfs (several MiB, incompressible files)
@@ -53,7 +54,7 @@ http {
 	fastcgi_temp_path $d/tmp;
 	uwsgi_temp_path $d/tmp;
 	scgi_temp_path $d/tmp;
-	server { listen 127.0.0.1:$port; root $root; ${NGINX_AUTOINDEX:+autoindex on;} }
+	server { listen 127.0.0.1:$port; root $root; ${NGINX_AUTOINDEX:+autoindex on;} ${NGINX_EXTRA:-} }
 	$tls
 }
 CONF

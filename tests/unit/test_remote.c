@@ -69,6 +69,32 @@ static void test_display_name(void **state)
 	free(n);
 }
 
+/* The persistent cache's key: the object's name without what only authorises the request. */
+static void test_cache_key(void **state)
+{
+	static const char *const cases[][2] = {
+		{ "https://u:pw@h:8443/a.sqfs?v=1#frag", "https://h:8443/a.sqfs?v=1" },
+		{ "https://h/a.sqfs?v=2", "https://h/a.sqfs?v=2" },
+		{ "https://h/a.sqfs", "https://h/a.sqfs" },
+		{ "https://h/a.sqfs?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIA%2F20261203&"
+		  "X-Amz-Date=20261203T000000Z&X-Amz-Expires=3600&X-Amz-SignedHeaders=host&"
+		  "X-Amz-Signature=0123abcd&versionId=7", "https://h/a.sqfs?versionId=7" },
+		{ "https://h/a.sqfs?AWSAccessKeyId=AKIA&Expires=1&Signature=abc", "https://h/a.sqfs" },
+		{ "https://h/a.sqfs?sv=2022&sig=xyz&se=2026&sp=r&tag=b", "https://h/a.sqfs?tag=b" },
+		{ "https://h/a.sqfs?&&x-goog-signature=1&&b=2&", "https://h/a.sqfs?b=2" },
+		{ "https://h/a.sqfs?signatures=keep", "https://h/a.sqfs?signatures=keep" },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *k = remote_cache_key(cases[i][0]);
+
+		assert_non_null(k);
+		assert_string_equal(k, cases[i][1]);
+		free(k);
+	}
+}
+
 static void test_encode(void **state)
 {
 	char *s = strdup("http://h/b");
@@ -185,6 +211,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ini),
 		cmocka_unit_test(test_display_name),
+		cmocka_unit_test(test_cache_key),
 		cmocka_unit_test(test_encode),
 		cmocka_unit_test(test_s3_target),
 		cmocka_unit_test(test_disk_cache),
