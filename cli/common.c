@@ -90,6 +90,17 @@ int cli_common_option(struct cli_common *co, int opt, const char *arg)
 		if (cli_parse_size(arg, &co->source.cache_dir_limit))
 			return cli_usage(co->cmd, "invalid cache size '%s'", arg);
 		return CLI_CONTINUE;
+	case CLI_OPT_RETRY_SECONDS: {
+		char *end;
+		unsigned long n;
+
+		errno = 0;
+		n = strtoul(arg, &end, 10);
+		if (errno || end == arg || *end || n == 0 || n > UINT32_MAX)
+			return cli_usage(co->cmd, "invalid number of seconds '%s'", arg);
+		co->source.retry_seconds = (unsigned)n;
+		return CLI_CONTINUE;
+	}
 	case 'h':
 		cli_help(co->cmd);
 		return cli_finish_stdout(CLI_EXIT_OK);

@@ -47,7 +47,7 @@ struct cli_common {
 	const struct cli_command *cmd;
 	uint64_t offset;
 	bool offset_given;
-	struct qs_source_options source;    /* --endpoint, --region, --cache-dir, --cache-dir-limit */
+	struct qs_source_options source;    /* --endpoint, --region, --cache-dir, --cache-dir-limit, --retry-seconds */
 };
 
 /* Long-only options, past any character getopt could return. */
@@ -56,6 +56,7 @@ enum {
 	CLI_OPT_REGION,
 	CLI_OPT_CACHE_DIR,
 	CLI_OPT_CACHE_DIR_LIMIT,
+	CLI_OPT_RETRY_SECONDS,
 };
 
 #define CLI_COMMON_SHORTOPTS "ho:"
@@ -65,6 +66,7 @@ enum {
 	{ "region", required_argument, NULL, CLI_OPT_REGION }, \
 	{ "cache-dir", required_argument, NULL, CLI_OPT_CACHE_DIR }, \
 	{ "cache-dir-limit", required_argument, NULL, CLI_OPT_CACHE_DIR_LIMIT }, \
+	{ "retry-seconds", required_argument, NULL, CLI_OPT_RETRY_SECONDS }, \
 	{ "help", no_argument, NULL, 'h' }
 
 /* Options text for the help of every subcommand. */
@@ -78,6 +80,8 @@ enum {
 	"      --cache-dir DIR   keep fetched parts of remote images in DIR, shared safely\n" \
 	"                        with other quash processes and mounts\n" \
 	"      --cache-dir-limit SIZE  bound on DIR (suffix K, M or G)\n" \
+	"      --retry-seconds N  give up a remote request after N seconds in all,\n" \
+	"                        retries and transfers included (default 30)\n" \
 	"  -h, --help            show this help and exit\n"
 
 #define CLI_EXIT_STATUS_HELP \

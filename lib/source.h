@@ -18,6 +18,7 @@
 #ifndef QUASH_SOURCE_H
 #define QUASH_SOURCE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -72,6 +73,9 @@ struct qs_source_options {
  */
 int qs_source_open(const char *spec, const struct qs_source_options *opt, struct qs_source **out);
 
+/* Does 'spec' name a remote image (http://, https://, s3://)? */
+bool qs_source_spec_is_remote(const char *spec);
+
 /*
  * 'spec' as it may be shown to anyone: in messages, the mount table and
  * the process list.  A URL loses its user:password@ and its query string
@@ -79,6 +83,16 @@ int qs_source_open(const char *spec, const struct qs_source_options *opt, struct
  * Returns a string to free(), or NULL if out of memory.
  */
 char *qs_source_display_name(const char *spec);
+
+/*
+ * While *flag is true, remote requests made by the calling thread end
+ * within about 100 ms with -EINTR, backoff included; NULL stops watching.
+ * A FUSE daemon points it at a request's "interrupted" flag, so that a
+ * reader killed while it waits on a slow server is let go at once.
+ */
+void qs_source_set_interrupt(const bool *flag);
+/* Is the calling thread's flag set? */
+bool qs_source_interrupted(void);
 
 /* A local file, opened read-only. */
 int qs_source_open_file(const char *path, struct qs_source **out);

@@ -103,6 +103,7 @@ struct qm_fs {
 	uint64_t bytes_used;
 	uint32_t inode_count;
 	bool has_xattrs;
+	bool remote;                /* reads may wait on a server: they heed FUSE INTERRUPT */
 	struct qm_fill *fill;       /* NULL: no page-cache fill */
 	struct qm_nodes *nodes;     /* files and listings for requests without a handle */
 	bool no_open;               /* the kernel opens without asking (FUSE_CAP_NO_OPEN_SUPPORT) */

@@ -97,6 +97,7 @@ static int open_image(const struct qm_options *opt, struct qm_fs *fs)
 	fs->bytes_used = info->bytes_used;
 	fs->inode_count = info->inode_count;
 	fs->has_xattrs = info->xattr_id_table_start != SQFS_INVALID_TABLE && info->xattr_id_count > 0;
+	fs->remote = qs_source_spec_is_remote(opt->image);
 	return 0;
 }
 

@@ -321,6 +321,24 @@ static void read_file(struct qm_fs *fs, fuse_req_t req, fuse_ino_t nodeid, struc
 	}
 }
 
+/*
+ * A worker's "interrupted" flag, for reads of a remote image: the kernel
+ * sends INTERRUPT when the reader gets a signal, libfuse calls us from the
+ * thread that received it, and the library's requests made by this
+ * worker end at once (qs_source_set_interrupt).  A reader killed while a
+ * server drips would otherwise stay in D state until the request's
+ * deadline.  Per thread rather than per request: the callback may run
+ * just after the reply, when a request's stack is gone; a worker lives as
+ * long as the session, and its flag is cleared before each read.
+ */
+static __thread bool read_interrupted;
+
+static void on_interrupt(fuse_req_t req, void *flag)
+{
+	(void)req;
+	__atomic_store_n((bool *)flag, true, __ATOMIC_RELAXED);
+}
+
 static void op_read(fuse_req_t req, fuse_ino_t nodeid, size_t size, off_t off, struct fuse_file_info *fi)
 {
 	struct qm_fs *fs = fs_of(req);
@@ -337,7 +355,14 @@ static void op_read(fuse_req_t req, fuse_ino_t nodeid, size_t size, off_t off, s
 		}
 		file = qm_node_obj(node);
 	}
+	if (fs->remote) {
+		__atomic_store_n(&read_interrupted, false, __ATOMIC_RELAXED);
+		qs_source_set_interrupt(&read_interrupted);
+		fuse_req_interrupt_func(req, on_interrupt, &read_interrupted);
+	}
 	read_file(fs, req, nodeid, file, size, off);
+	if (fs->remote)
+		qs_source_set_interrupt(NULL);
 	if (node)
 		qm_nodes_put(node);
 }

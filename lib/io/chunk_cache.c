@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "chunk_cache.h"
 #include "disk_cache.h"
@@ -37,7 +38,15 @@
 #define HINT_MAX_CHUNKS      64u          /* one async prefetch hint queues at most this many */
 #define WORKERS              4            /* background fetch threads */
 #define QUEUE_LEN            256          /* pending background fetches; more are dropped */
+#define CHUNK_INTERRUPT_POLL_NS (100 * 1000000L) /* a reader waiting on another's fetch checks for an interrupt */
 #define MSG_MAX              256
+/*
+ * After a load fails (the server gave no answer within the whole retry
+ * budget, say), new loads fail at once for this long with the same error.
+ * The kernel follows a failed readahead with a read of the page itself:
+ * without the hold, one read(2) on a dead server waited two budgets.
+ */
+#define FAILURE_HOLD_MS      2000
 
 enum chunk_state { CHUNK_LOADING, CHUNK_READY, CHUNK_FAILED };
 
@@ -73,6 +82,9 @@ struct chunk_cache {
 
 	pthread_mutex_t lock;
 	pthread_cond_t loaded;          /* some chunk left CHUNK_LOADING */
+	uint64_t failed_until_ms;       /* CLOCK_MONOTONIC: new loads fail at once until then */
+	int failed_err;
+	char failed_msg[MSG_MAX];
 	struct chunk **table;           /* by index; NULL = not held */
 	struct chunk lru;               /* list head */
 	size_t lru_bytes, memory_limit;
@@ -182,6 +194,14 @@ static struct chunk *chunk_new_locked(struct chunk_cache *cc, uint32_t idx, bool
 	return c;
 }
 
+static uint64_t monotonic_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
 /* A load ended: publish the chunk or its failure, wake the waiters.  Keeps the caller's reference. */
 static void chunk_finish_locked(struct chunk_cache *cc, struct chunk *c, int err)
 {
@@ -189,6 +209,12 @@ static void chunk_finish_locked(struct chunk_cache *cc, struct chunk *c, int err
 		c->state = CHUNK_FAILED;
 		c->err = err;
 		c->msg = strdup(qs_last_error());
+		/* An interrupted reader or a short allocation says nothing about the server. */
+		if (err != -EINTR && err != -ENOMEM) {
+			cc->failed_until_ms = monotonic_ms() + FAILURE_HOLD_MS;
+			cc->failed_err = err;
+			snprintf(cc->failed_msg, sizeof(cc->failed_msg), "%s", qs_last_error());
+		}
 		if (err == -ESTALE && !cc->stale_err) {
 			cc->stale_err = err;
 			snprintf(cc->stale_msg, sizeof(cc->stale_msg), "%s", qs_last_error());
@@ -250,8 +276,22 @@ static int chunk_wait_locked(struct chunk_cache *cc, struct chunk *c)
 	int err;
 
 	c->refs++;
-	while (c->state == CHUNK_LOADING)
-		pthread_cond_wait(&cc->loaded, &cc->lock);
+	while (c->state == CHUNK_LOADING) {
+		struct timespec until;
+
+		/* The loader may be another thread, slowed by the server: heed an interrupt meanwhile. */
+		if (qs_source_interrupted()) {
+			chunk_put_locked(c);
+			return qs_set_error(-EINTR, "interrupted");
+		}
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += CHUNK_INTERRUPT_POLL_NS;
+		if (until.tv_nsec >= 1000000000) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&cc->loaded, &cc->lock, &until);
+	}
 	if (c->state == CHUNK_READY)
 		return 0;
 	err = qs_set_error(c->err, "%s", c->msg ? c->msg : "chunk load failed");
@@ -280,6 +320,11 @@ static int chunk_acquire(struct chunk_cache *cc, uint32_t idx, struct chunk **ou
 		}
 		pthread_mutex_unlock(&cc->lock);
 		*out = c;
+		return ret;
+	}
+	if (cc->failed_until_ms && monotonic_ms() < cc->failed_until_ms) {
+		ret = qs_set_error(cc->failed_err, "%s", cc->failed_msg);
+		pthread_mutex_unlock(&cc->lock);
 		return ret;
 	}
 	c = chunk_new_locked(cc, idx, false);

@@ -54,6 +54,19 @@ int qs_source_open(const char *spec, const struct qs_source_options *opt, struct
 	return qs_source_open_file(spec, out);
 }
 
+/* qs_source_set_interrupt(): this thread's remote requests end once *flag is true. */
+static __thread const bool *thread_interrupt;
+
+void qs_source_set_interrupt(const bool *flag)
+{
+	thread_interrupt = flag;
+}
+
+bool qs_source_interrupted(void)
+{
+	return thread_interrupt && __atomic_load_n(thread_interrupt, __ATOMIC_RELAXED);
+}
+
 char *qs_source_display_name(const char *spec)
 {
 	return strstr(spec, "://") ? remote_display_name(spec) : strdup(spec);

@@ -37,7 +37,19 @@
 #include "source_remote.h"
 
 #define REMOTE_CONNECT_TIMEOUT  10        /* seconds to establish a connection */
-#define REMOTE_STALL_SECONDS    15        /* a transfer with no byte for this long is retried */
+#define REMOTE_STALL_SECONDS    15        /* a transfer this long below REMOTE_MIN_RATE is retried */
+/*
+ * Bytes per second under which a transfer counts as stalled.  curl's own
+ * notion (1 byte/s) let a server that drips 4 bytes a second hold a read
+ * for ever; 1 KiB/s is far below any link an image is read over.
+ */
+#define REMOTE_MIN_RATE         1024
+/*
+ * Uploads (a multipart upload's 8 MiB parts) get at least the time to send
+ * their body at this rate, however little of the retry budget is left.
+ */
+#define REMOTE_UPLOAD_MIN_RATE  (256u << 10)
+#define REMOTE_INTERRUPT_POLL_MS 100      /* backoff sleeps check for an interrupt this often */
 #define REMOTE_BACKOFF_FIRST_MS 50
 #define REMOTE_BACKOFF_MAX_MS   4000
 #define REMOTE_POOL_MAX         16        /* idle connections kept */
@@ -63,7 +75,8 @@ struct response {
 	int iovcnt, cur;
 	size_t cur_off;
 	size_t capacity, got;
-	bool overflow;
+	bool overflow;                  /* more body than asked for, or than Content-Range announced */
+	bool cut;                       /* an error or non-206 body was cut at REMOTE_ERRBODY_MAX */
 	long status;
 	bool has_range;
 	uint64_t range_first, range_last, range_total;
@@ -74,6 +87,18 @@ struct response {
 };
 
 enum request_kind { REQUEST_OPEN, REQUEST_READ };
+
+static bool interrupted(void)
+{
+	return qs_source_interrupted();
+}
+
+/* curl's progress callback for reads: non-zero aborts the transfer. */
+static int read_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow)
+{
+	(void)arg, (void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
+	return interrupted();
+}
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static CURLcode curl_init_result;
@@ -292,6 +317,7 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
 	size_t len = size * nmemb, left = len;
 
 	if (r->status != 206) {
+		/* An error's text, or a whole object sent despite the Range: keep a little, never wait for more. */
 		size_t keep = REMOTE_ERRBODY_MAX - r->errlen;
 
 		if (keep > len)
@@ -299,8 +325,15 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
 		memcpy(r->errbody + r->errlen, data, keep);
 		r->errlen += keep;
 		r->errbody[r->errlen] = '\0';
+		if (keep < len) {
+			r->cut = true;
+			return 0;
+		}
 		return len;
 	}
+	/* Never more than Content-Range announced (nor than asked for): the rest is not data. */
+	if (r->has_range && r->range_last - r->range_first + 1 < r->capacity)
+		r->capacity = r->range_last - r->range_first + 1;
 	if (len > r->capacity - r->got) {
 		r->overflow = true;
 		return 0;       /* aborts the transfer: more bytes than asked for is never data */
@@ -333,7 +366,7 @@ static void handle_setup(CURL *h, const struct remote_target *t, long stall_seco
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, (long)REMOTE_CONNECT_TIMEOUT);
-	curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+	curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, (long)REMOTE_MIN_RATE);
 	curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, stall_seconds);
 	curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
 	ca = t->sigv4 ? getenv("AWS_CA_BUNDLE") : NULL;
@@ -373,6 +406,8 @@ static CURL *handle_get(struct remote *rm)
 	handle_setup(h, &rm->t, rm->stall_seconds);
 	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+	curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, read_progress);
 	return h;
 }
 
@@ -495,7 +530,12 @@ static int judge(struct remote *rm, CURLcode rc, const char *curl_msg, struct re
 
 	if (r->overflow)
 		return qs_set_error(-EIO, "server sent more bytes than the range asked for");
-	if (rc != CURLE_OK) {
+	if (rc == CURLE_ABORTED_BY_CALLBACK && interrupted())
+		return qs_set_error(-EINTR, "interrupted");
+	if (rc == CURLE_OPERATION_TIMEDOUT)
+		return qs_set_error(-EAGAIN, "%s", curl_msg[0] ? curl_msg : curl_easy_strerror(rc));
+	/* A body cut on purpose (r->cut) is judged by its status below. */
+	if (rc != CURLE_OK && !r->cut) {
 		int err = retryable_curl_error(rc) ? -EAGAIN : -EIO;
 
 		return qs_set_error(err, "%s",
@@ -539,14 +579,27 @@ static int judge(struct remote *rm, CURLcode rc, const char *curl_msg, struct re
 				    (unsigned long long)off, (unsigned long long)expect_last,
 				    (unsigned long long)r->range_first, (unsigned long long)r->range_last,
 				    (unsigned long long)r->range_total);
+	if (r->got > expect_last - off + 1)
+		return qs_set_error(-EIO, "answer longer than announced: %zu of %llu bytes", r->got,
+				    (unsigned long long)(expect_last - off + 1));
 	if (r->got != expect_last - off + 1)
 		return qs_set_error(-EAGAIN, "short answer: %zu of %llu bytes", r->got,
 				    (unsigned long long)(expect_last - off + 1));
 	return 0;
 }
 
+static uint64_t now_ms(void);
+
+/* Milliseconds left before 'deadline', at least 1 (0 would mean no limit to curl). */
+static long remaining_ms(uint64_t deadline)
+{
+	uint64_t now = now_ms();
+
+	return deadline > now ? (long)(deadline - now) : 1;
+}
+
 static int request_once(struct remote *rm, const struct iovec *iov, int iovcnt, uint64_t off, size_t len,
-			enum request_kind kind, struct response *r)
+			enum request_kind kind, uint64_t deadline_ms, struct response *r)
 {
 	char curl_msg[CURL_ERROR_SIZE] = "";
 	struct curl_slist *headers;
@@ -568,6 +621,8 @@ static int request_once(struct remote *rm, const struct iovec *iov, int iovcnt, 
 	curl_easy_setopt(h, CURLOPT_HEADERDATA, r);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, r);
 	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, curl_msg);
+	/* The whole transfer, not only the wait for its first byte, ends with the budget. */
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, remaining_ms(deadline_ms));
 	rc = curl_easy_perform(h);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
 	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, NULL);
@@ -598,13 +653,31 @@ static unsigned jitter(unsigned delay_ms)
 	return delay_ms / 2 + (unsigned)(nrand48(seed) % (delay_ms / 2 + 1));
 }
 
+/* Sleep 'ms', or less if this thread is interrupted: -EINTR then. */
+static int backoff_sleep(unsigned ms)
+{
+	while (ms > 0) {
+		unsigned step = ms < REMOTE_INTERRUPT_POLL_MS ? ms : REMOTE_INTERRUPT_POLL_MS;
+
+		if (interrupted())
+			return qs_set_error(-EINTR, "interrupted");
+		usleep(step * 1000u);
+		ms -= step;
+	}
+	return 0;
+}
+
 /*
- * Call once(arg) until it returns something other than -EAGAIN, backing off
- * between attempts, within 'retry_seconds'; 'max_attempts' 0 means as many
- * as the budget allows.  Running out gives -EIO (-EAGAIN when max_attempts
- * is 1, so that the caller can tell "unreachable" from other errors).
+ * Call once(arg, deadline) until it returns something other than -EAGAIN,
+ * backing off between attempts, within 'retry_seconds' in all: 'deadline'
+ * (CLOCK_MONOTONIC ms) bounds every attempt's whole transfer too, so the
+ * budget holds against a server that drips or never ends its answer.
+ * 'max_attempts' 0 means as many as the budget allows.  Running out gives
+ * -EIO (-EAGAIN when max_attempts is 1, so that the caller can tell
+ * "unreachable" from other errors).
  */
-static int with_retries(unsigned retry_seconds, unsigned max_attempts, int (*once)(void *arg), void *arg)
+static int with_retries(unsigned retry_seconds, unsigned max_attempts, int (*once)(void *arg, uint64_t deadline),
+			void *arg)
 {
 	uint64_t deadline = now_ms() + (uint64_t)retry_seconds * 1000;
 	unsigned delay = REMOTE_BACKOFF_FIRST_MS, attempt;
@@ -614,13 +687,14 @@ static int with_retries(unsigned retry_seconds, unsigned max_attempts, int (*onc
 	for (attempt = 1;; attempt++) {
 		unsigned wait;
 
-		ret = once(arg);
+		ret = once(arg, deadline);
 		if (ret != -EAGAIN)
 			return ret;
 		wait = jitter(delay);
-		if ((max_attempts && attempt >= max_attempts) || now_ms() + wait > deadline)
+		if ((max_attempts && attempt >= max_attempts) || now_ms() + wait >= deadline)
 			break;
-		usleep(wait * 1000u);
+		if (backoff_sleep(wait) < 0)
+			return -EINTR;
 		if (delay < REMOTE_BACKOFF_MAX_MS)
 			delay *= 2;
 	}
@@ -640,11 +714,11 @@ struct range_request {
 	struct response *r;
 };
 
-static int range_request_once(void *arg)
+static int range_request_once(void *arg, uint64_t deadline)
 {
 	struct range_request *q = arg;
 
-	return request_once(q->rm, q->iov, q->iovcnt, q->off, q->len, q->kind, q->r);
+	return request_once(q->rm, q->iov, q->iovcnt, q->off, q->len, q->kind, deadline, q->r);
 }
 
 /* A range request with retries; *r holds the last answer. */
@@ -711,6 +785,10 @@ static size_t call_write(char *data, size_t size, size_t nmemb, void *arg)
 	memcpy(r->body + r->body_len, data, keep);
 	r->body_len += keep;
 	r->body[r->body_len] = '\0';
+	if (keep < len) {
+		r->cut = true;      /* no answer of ours is this long: stop reading, judge by the status */
+		return 0;
+	}
 	return len;
 }
 
@@ -721,7 +799,7 @@ static int call_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_o
 	const struct call *c = arg;
 
 	(void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
-	return c->t->cancel && __atomic_load_n(c->t->cancel, __ATOMIC_RELAXED);
+	return (c->t->cancel && __atomic_load_n(c->t->cancel, __ATOMIC_RELAXED)) || interrupted();
 }
 
 static int call_judge(const struct call *c, CURLcode rc, const char *curl_msg)
@@ -730,8 +808,9 @@ static int call_judge(const struct call *c, CURLcode rc, const char *curl_msg)
 	char code[96];
 
 	if (rc == CURLE_ABORTED_BY_CALLBACK)
-		return qs_set_error(-ECANCELED, "%s cancelled", c->method);
-	if (rc != CURLE_OK)
+		return interrupted() ? qs_set_error(-EINTR, "%s interrupted", c->method)
+				     : qs_set_error(-ECANCELED, "%s cancelled", c->method);
+	if (rc != CURLE_OK && !c->reply->cut)
 		return qs_set_error(retryable_curl_error(rc) ? -EAGAIN : -EIO, "%s %s", c->method,
 				    curl_msg[0] ? curl_msg : curl_easy_strerror(rc));
 	if (st >= 200 && st < 300)
@@ -745,9 +824,10 @@ static int call_judge(const struct call *c, CURLcode rc, const char *curl_msg)
 			    c->method, st, code);
 }
 
-static int call_once(void *arg)
+static int call_once(void *arg, uint64_t deadline)
 {
 	struct call *c = arg;
+	long min_ms = (long)((uint64_t)c->body_len * 1000 / REMOTE_UPLOAD_MIN_RATE);
 	char curl_msg[CURL_ERROR_SIZE] = "";
 	struct curl_slist *headers;
 	CURL *h = curl_easy_init();
@@ -777,6 +857,7 @@ static int call_once(void *arg)
 	curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
 	curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, call_progress);
 	curl_easy_setopt(h, CURLOPT_XFERINFODATA, c);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, remaining_ms(deadline) > min_ms ? remaining_ms(deadline) : min_ms);
 	if (!strcmp(c->method, "PUT")) {
 		curl_easy_setopt(h, CURLOPT_EXPECT_100_TIMEOUT_MS, 0L);    /* no 100-continue round trip */
 		curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);

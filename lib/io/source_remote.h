@@ -17,8 +17,6 @@
 #define REMOTE_DEFAULT_RETRY_SECONDS 30
 #define REMOTE_VALIDATOR_MAX         256    /* longest ETag or Last-Modified accepted */
 
-/* Whether 'spec' names a remote image. */
-bool qs_source_spec_is_remote(const char *spec);
 
 int qs_source_open_remote(const char *spec, const struct qs_source_options *opt, struct qs_source **out);
 
@@ -59,6 +57,7 @@ struct remote_reply {
 	long status;
 	char *body;                 /* NUL-terminated, or NULL */
 	size_t body_len;
+	bool cut;                   /* the body went on past REMOTE_REPLY_MAX and was not read further */
 	char etag[REMOTE_VALIDATOR_MAX];
 };
 

@@ -12,8 +12,13 @@ Faults: reset (TCP reset, no answer), 500, 503, 429 (that status), truncate
 (half the body, then the connection closes), short (half the body with a
 matching Content-Length: a complete but short answer), badrange (the
 Content-Range start moved by one), stall (half the body, then silence for
---stall seconds), pass.  --log appends one line per request: method, Range
-and the fault applied.  Python 3 standard library only.
+--stall seconds), drip (the headers, then the body at --drip bytes a
+second), endless200 and endless500 (that status and a body that never
+ends), overlong (the body, then 4 KiB more than Content-Range announced,
+with a Content-Length that covers them), fullbody (the request without its
+Range: a server that ignores ranges, 200 and the whole object), pass.
+--log appends one line per request: method, Range and the fault applied.
+Python 3 standard library only.
 """
 import argparse
 import http.client
@@ -79,6 +84,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.reset()
         if fault in ("500", "503", "429"):
             return self.send_status(int(fault))
+        if fault in ("endless200", "endless500"):
+            return self.endless(int(fault[len("endless"):]))
         length = int(self.headers.get("Content-Length") or 0)
         payload = self.rfile.read(length) if length else b""
         if fault == "stall" and method not in ("GET", "HEAD"):
@@ -87,6 +94,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         up = self.server.upstream
         conn = http.client.HTTPConnection(up.hostname, up.port, timeout=30)
         headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_HEADERS}
+        if fault == "fullbody":
+            headers = {k: v for k, v in headers.items() if k.lower() != "range"}
         conn.putrequest(method, self.path, skip_host=True, skip_accept_encoding=True)
         for k, v in headers.items():
             conn.putheader(k, v)
@@ -105,11 +114,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 first, _, tail = rest.partition("-")
                 v = "%s %d-%s" % (unit, int(first) + 1, tail)
             self.send_header(k, v)
-        length = len(half) if fault == "short" else len(body)
+        extra = b"\xee" * 4096 if fault == "overlong" else b""
+        length = len(half) if fault == "short" else len(body) + len(extra)
         self.send_header("Content-Length", str(length))
         self.end_headers()
         if method == "HEAD":
             return
+        if fault == "drip":
+            return self.drip(body)
         if fault in ("truncate", "stall", "short"):
             self.wfile.write(half)
             self.wfile.flush()
@@ -119,7 +131,32 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 self.close_connection = True
                 self.connection.shutdown(socket.SHUT_RDWR)
             return
-        self.wfile.write(body)
+        self.wfile.write(body + extra)
+
+    def drip(self, body):
+        """The body a few bytes a second: just fast enough for curl's own stall limit."""
+        try:
+            for i in range(len(body)):
+                self.wfile.write(body[i:i + 1])
+                self.wfile.flush()
+                time.sleep(1.0 / self.server.drip)
+        except OSError:
+            pass
+        self.close_connection = True
+
+    def endless(self, status):
+        """That status and a body with no length that never ends."""
+        self.close_connection = True
+        self.send_response(status)
+        self.send_header("Connection", "close")
+        self.send_header("Content-Type", "application/octet-stream")
+        self.end_headers()
+        chunk = b"\0" * 65536
+        try:
+            while True:
+                self.wfile.write(chunk)
+        except OSError:
+            pass
 
     def do_GET(self):
         self.forward("GET")
@@ -144,6 +181,7 @@ def main():
     ap.add_argument("--skip", type=int, default=1)
     ap.add_argument("--faults", default="")
     ap.add_argument("--stall", type=float, default=30)
+    ap.add_argument("--drip", type=float, default=4, help="bytes a second for the drip fault")
     ap.add_argument("--log")
     a = ap.parse_args()
     faults = [f for f in a.faults.split(",") if f]
@@ -153,6 +191,7 @@ def main():
     srv.state = State(a.skip, faults, always)
     srv.upstream = urllib.parse.urlsplit(a.upstream)
     srv.stall = a.stall
+    srv.drip = a.drip
     srv.log = a.log
     print("faultproxy: listening on 127.0.0.1:%d" % a.port, file=sys.stderr, flush=True)
     srv.serve_forever()

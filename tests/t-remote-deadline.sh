@@ -1,0 +1,110 @@
+#!/bin/bash
+# t-remote-deadline.sh - a remote read ends within its budget whatever the
+# server does: drips bytes just above curl's own stall limit, sends a body
+# that never ends (200 or 500), sends more than it announced, or ignores
+# the Range.  Each case is one line and a non-zero exit within the budget
+# (--retry-seconds), or at once where no retry can help.  On a mount, the
+# read gets EIO within the budget, and a reader killed while it waits is
+# gone at once (FUSE INTERRUPT), not left in D state.  Servers: nginx
+# behind tests/lib/faultproxy.py.
+. "$(dirname "$0")/lib/tap.sh"
+. "$(dirname "$0")/lib/remote.sh"
+. "$(dirname "$0")/lib/mount.sh"
+
+W=$WORK/remote-deadline
+rm -rf "$W" && mkdir -p "$W/www"
+trap 'unmount_all; remote_cleanup' EXIT
+make_test_image "$W"
+cp "$W/image.sqfs" "$W/www/image.sqfs"
+HTTP=$(free_port)
+start_nginx "$W/nginx" "$W/www" "$HTTP" || not_ok "nginx starts" "$(tail -3 "$W/nginx/error.log")"
+BUDGET=3
+
+# within NAME MAX PATTERN CMD...: exit 1, one line matching PATTERN, in under MAX seconds.
+within() {
+	local name=$1 max=$2 pattern=$3 st t0 dt; shift 3
+	t0=$(date +%s.%N)
+	timeout -s KILL 60 "$@" >/dev/null 2>"$W/err"; st=$?
+	dt=$(echo "$(date +%s.%N) - $t0" | bc)
+	if [ $st -eq 1 ] && [ "$(echo "$dt < $max" | bc)" = 1 ] && [ "$(wc -l <"$W/err")" -eq 1 ] &&
+	   grep -q -- "$pattern" "$W/err"; then
+		ok "$name (${dt%??????} s)"
+	else
+		not_ok "$name" "exit $st after $dt s: $(head -c 300 "$W/err")"
+	fi
+}
+
+# proxy FAULT SKIP: a fault proxy in front of nginx; every request after the first SKIP gets FAULT.
+proxy() {
+	[ -n "${PROXY_PID:-}" ] && stop_pid "$PROXY_PID"
+	PROXY=$(free_port)
+	start_faultproxy "$PROXY" "http://127.0.0.1:$HTTP" "always:$1" --skip "$2"
+	URL=http://127.0.0.1:$PROXY/image.sqfs
+}
+
+LIMIT=$((BUDGET + 3))   # the budget, plus start-up and a loaded machine's slack
+proxy drip 0
+within "a dripping server: ls ends within the budget" $LIMIT "gave up after" \
+	"$QUASH_ASAN" ls --retry-seconds $BUDGET "$URL"
+proxy drip 2     # opening takes two requests: the first chunk, then the metadata tables
+within "a dripping server: cat of a file ends within the budget" $LIMIT "gave up after" \
+	"$QUASH_ASAN" cat --retry-seconds $BUDGET "$URL" /sub/deeper/big
+proxy endless200 0
+within "an endless 200 body: one error at once" 2 "ignores range requests" \
+	"$QUASH_ASAN" ls --retry-seconds $BUDGET "$URL"
+proxy endless500 0
+within "an endless 500 body: retried, then one error within the budget" $LIMIT "HTTP 500" \
+	"$QUASH_ASAN" ls --retry-seconds $BUDGET "$URL"
+proxy fullbody 2
+within "a server that ignores Range: one error at once" 2 "ignores range requests" \
+	"$QUASH_ASAN" cat --retry-seconds $BUDGET "$URL" /sub/deeper/big
+proxy overlong 0
+within "a body longer than announced: one error at once, not retried" 2 "more bytes than\|longer than announced" \
+	"$QUASH_ASAN" ls --retry-seconds $BUDGET "$URL"
+check "the default budget is 30 s" grep -q "default 30" <("$QUASH" ls --help)
+
+# The mount: open passes, reads drip.
+proxy drip 2
+mkdir -p "$W/m"
+if qmount "$W/m" "$QUASH" mount -o retry_seconds=$BUDGET "$URL" "$W/m"; then
+	t0=$(date +%s.%N)
+	timeout -s KILL 60 cat "$W/m/sub/deeper/big" >/dev/null 2>"$W/err"; st=$?
+	dt=$(echo "$(date +%s.%N) - $t0" | bc)
+	if [ $st -eq 1 ] && grep -q "Input/output error" "$W/err" && [ "$(echo "$dt < $LIMIT" | bc)" = 1 ]; then
+		ok "mount, dripping server: the read fails with EIO within the budget (${dt%??????} s)"
+	else
+		not_ok "mount, dripping server: the read fails with EIO within the budget" "exit $st after $dt s: $(cat "$W/err")"
+	fi
+	fusermount3 -u -z "$W/m"
+else
+	not_ok "mount through the proxy"
+fi
+
+# A reader killed while it waits: gone at once, though the budget is long.
+proxy drip 2
+if qmount "$W/m" "$QUASH" mount -o retry_seconds=120 "$URL" "$W/m"; then
+	cat "$W/m/file12" >/dev/null 2>&1 &
+	reader=$!
+	for _ in $(seq 100); do     # until the reader waits on the mount (D state)
+		[ "$(awk '{print $3}' /proc/$reader/stat 2>/dev/null)" = D ] && break
+		sleep 0.05
+	done
+	state=$(awk '{print $3}' /proc/$reader/stat 2>/dev/null)
+	t0=$(date +%s.%N)
+	kill -KILL $reader
+	for _ in $(seq 100); do     # 10 s at most
+		kill -0 $reader 2>/dev/null || break
+		sleep 0.1
+	done
+	dt=$(echo "$(date +%s.%N) - $t0" | bc)
+	if [ "$state" = D ] && ! kill -0 $reader 2>/dev/null && [ "$(echo "$dt < 3" | bc)" = 1 ]; then
+		ok "mount, dripping server: a reader killed in D state is gone at once (${dt%??????} s)"
+	else
+		not_ok "mount, dripping server: a reader killed in D state is gone at once" \
+			"state was '$state'; after $dt s it is $(kill -0 $reader 2>/dev/null && echo alive || echo gone)"
+	fi
+	fusermount3 -u -z "$W/m"
+	wait $reader 2>/dev/null || true
+else
+	not_ok "mount through the proxy, long budget"
+fi
