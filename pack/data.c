@@ -23,6 +23,7 @@
 #include "sink.h"
 #include "pack_util.h"
 #include "progress.h"
+#include "scan.h"
 #include "srcdir.h"
 
 struct data_writer {
@@ -296,9 +297,13 @@ int data_write_file(struct data_writer *w, struct pack_inode *file)
 	if (file->u.file.data_done || size == 0)
 		return 0;
 	file->u.file.data_done = true;
-	file->u.file.block_count = (uint32_t)(size / w->cfg.block_size + (size % w->cfg.block_size && !frag));
-	if (size / w->cfg.block_size >= UINT32_MAX)
+	if (!scan_size_fits(size, w->cfg.block_size)) {
+		pack_error("%s: %llu bytes is more than a squashfs file of %u-byte blocks can hold",
+			   file->u.file.content.dir ? file->u.file.content.name : "archive entry",
+			   (unsigned long long)size, w->cfg.block_size);
 		return -EFBIG;
+	}
+	file->u.file.block_count = (uint32_t)(size / w->cfg.block_size + (size % w->cfg.block_size && !frag));
 
 	candidate = w->dedup && dedup_size_shared(w->dedup, size);
 	if (candidate) {

@@ -22,8 +22,18 @@ struct scan_options {
 	bool xattrs;
 	bool skip_unreadable;
 	int64_t implicit_mtime;     /* for directories an archive implies but does not list */
+	uint32_t block_size;        /* of the image: bounds the file size it can hold */
 	struct spool *spool;
 };
+
+/*
+ * Can a squashfs file hold 'size' bytes in blocks of 'bs'?  Its inode
+ * lists one 32-bit size word per block, at most UINT32_MAX - 1 of them.
+ */
+static inline bool scan_size_fits(uint64_t size, uint32_t bs)
+{
+	return size / bs < UINT32_MAX - 1;
+}
 
 /* Is 'relpath' (relative to its source's root) excluded?  Patterns with a '/' match the whole path. */
 bool scan_excluded(const struct scan_options *o, const char *relpath);

@@ -131,6 +131,12 @@ static int spool_data(struct archive_scan *s, struct pack_inode *inode, int64_t 
 
 	if (err)
 		return err;
+	/* Refused before a byte is spooled: a few KiB of sparse tar can declare any size. */
+	if (!scan_size_fits((uint64_t)size, s->opt->block_size)) {
+		pack_error("%s: %s: %llu bytes is more than a squashfs file of %u-byte blocks can hold", s->name,
+			   entry, (unsigned long long)size, s->opt->block_size);
+		return -EFBIG;
+	}
 	base = sp->end;
 	inode->u.file.content.spool_offset = base;
 	inode->u.file.size = (uint64_t)size;
@@ -288,6 +294,16 @@ static bool name_ok(struct archive_scan *s, const char *path)
 	return true;
 }
 
+/* Directories above the last component of a cleaned path. */
+static size_t path_depth(const char *clean)
+{
+	size_t n = 0;
+
+	for (; *clean; clean++)
+		n += *clean == '/';
+	return n;
+}
+
 static int add_entry(struct archive_scan *s, struct archive_entry *e)
 {
 	const char *path = archive_entry_pathname(e);
@@ -328,9 +344,12 @@ static int add_entry(struct archive_scan *s, struct archive_entry *e)
 		}
 		goto out;
 	}
+	if (path_depth(clean) > PACK_DEPTH_MAX) {
+		pack_warn("%s: %.200s...: more than %d directory levels (skipped)", s->name, path, PACK_DEPTH_MAX);
+		goto out;
+	}
 	dir = tree_walk_parent(s->tree, clean, &implicit, &leaf, &leaf_len);
 	if (!dir) {
-		pack_error("%s: %s: too deep, or out of memory", s->name, path);
 		err = -ENOMEM;
 		goto out;
 	}

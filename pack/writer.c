@@ -33,6 +33,7 @@ static int read_sources(const struct pack_options *o, struct pack_tree *t, struc
 		.xattrs = !o->overrides.no_xattrs,
 		.skip_unreadable = o->skip_unreadable,
 		.implicit_mtime = o->overrides.mtime >= 0 ? o->overrides.mtime : 0,
+		.block_size = o->block_size,
 		.spool = spool,
 	};
 	int err = 0;

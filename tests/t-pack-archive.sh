@@ -81,3 +81,58 @@ if $QUASH pack -q "$T/evil.tar" "$T/evil.sqfs" 2>"$T/evil.log"; then
 else
 	not_ok "pack an archive with hostile paths" "$(head -3 "$T/evil.log")"
 fi
+
+# One entry nested deeper than the writer takes (2048 levels): that entry is
+# left out with one warning naming it, the rest packs.  It used to abort the
+# pack as "out of memory".
+python3 - "$T/deep.tar" <<'PY'
+import io, sys, tarfile
+with tarfile.open(sys.argv[1], "w", format=tarfile.PAX_FORMAT) as t:
+    for name in ("deep/" + "d/" * 3000 + "leaf", "ok"):
+        info = tarfile.TarInfo(name)
+        info.size = 3
+        t.addfile(info, io.BytesIO(b"ok\n"))
+PY
+if $QUASH_ASAN pack -q "$T/deep.tar" "$T/deep.sqfs" 2>"$T/deep.log"; then
+	check "an over-deep entry: one warning naming it and the limit" \
+		test "$(grep -c 'deep/d/d/.*more than 2048 directory levels (skipped)' "$T/deep.log")" = 1 -a \
+		"$(wc -l <"$T/deep.log")" = 1
+	check "an over-deep entry: the rest of the archive is packed" \
+		test "$(unsquashfs -cat "$T/deep.sqfs" ok 2>/dev/null)" = ok
+else
+	not_ok "an over-deep entry does not abort the pack" "$(head -c 300 "$T/deep.log")"
+fi
+
+# A sparse entry (GNU sparse 1.0 in pax) declares its size; a few hundred
+# bytes can declare any.  Beyond what a squashfs file can list (2^32 - 2
+# blocks: 16 TiB at 4 KiB) it is refused up front with one line naming the
+# entry; a 64 GiB one packs, holes as holes, and reads back.
+sparse_tar() {   # sparse_tar FILE SIZE: one entry "big", SIZE bytes, "tail\n" at its end
+	python3 - "$1" "$2" <<'PY'
+import io, sys, tarfile
+path, size = sys.argv[1], int(sys.argv[2])
+data = b"tail\n"
+sparse_map = ("1\n%d\n%d\n" % (size - len(data), len(data))).encode()
+sparse_map += b"\0" * (-len(sparse_map) % 512)
+with tarfile.open(path, "w", format=tarfile.PAX_FORMAT) as t:
+    info = tarfile.TarInfo("GNUSparseFile.0/big")
+    info.size = len(sparse_map) + len(data)
+    info.pax_headers = {"GNU.sparse.major": "1", "GNU.sparse.minor": "0",
+                        "GNU.sparse.name": "big", "GNU.sparse.realsize": str(size)}
+    t.addfile(info, io.BytesIO(sparse_map + data))
+PY
+}
+sparse_tar "$T/huge.tar" $((20 << 40))
+st=0; $QUASH_ASAN pack -q -b 4K "$T/huge.tar" "$T/huge.sqfs" 2>"$T/huge.log" || st=$?
+check "a 20 TiB sparse entry at 4 KiB blocks: refused with one line naming it" \
+	test $st = 1 -a "$(wc -l <"$T/huge.log")" = 1 -a ! -e "$T/huge.sqfs" -a \
+	"$(grep -c 'huge.tar: big: 21990232555520 bytes is more than a squashfs file of 4096-byte blocks can hold' "$T/huge.log")" = 1
+sparse_tar "$T/sparse.tar" $((64 << 30))
+if $QUASH pack -q "$T/sparse.tar" "$T/sparse.sqfs" 2>"$T/sparse.log"; then
+	check "a 64 GiB sparse entry packs into a small image" test "$(stat -c %s "$T/sparse.sqfs")" -lt 1048576
+	kmount "$T/sparse.sqfs" "$T/sparse-k"
+	check "and the kernel reads it back: size and tail" test "$(stat -c %s "$T/sparse-k/big")" = \
+		"$((64 << 30))" -a "$(tail -c 5 "$T/sparse-k/big")" = tail
+else
+	not_ok "a 64 GiB sparse entry packs" "$(head -c 300 "$T/sparse.log")"
+fi
