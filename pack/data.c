@@ -239,9 +239,13 @@ static int write_blocks(struct data_writer *w, struct pack_inode *file, struct c
 		if (data < off)
 			data = next_data(c, off, size);
 		if (data >= off + len) {
-			file->u.file.block_sizes[i] = 0;
-			file->u.file.sparse += len;
-			progress_add(len, 0);
+			/* Every block before the one the next data is in is a hole: skip them at once. */
+			uint32_t next = data / bs < file->u.file.block_count ? (uint32_t)(data / bs) : file->u.file.block_count;
+			uint64_t end = (uint64_t)next * bs < size ? (uint64_t)next * bs : size;
+
+			file->u.file.sparse += end - off;
+			progress_add(end - off, 0);
+			i = next - 1;
 			continue;
 		}
 		job = pipeline_get(w->pipe);
@@ -251,13 +255,15 @@ static int write_blocks(struct data_writer *w, struct pack_inode *file, struct c
 		if (err)
 			return err;
 		if (all_zero(job->in, len)) {
-			file->u.file.block_sizes[i] = 0;
+			/* The slot taken is simply reused by the next pipeline_get(). */
 			file->u.file.sparse += len;
 			progress_add(len, 0);
 			continue;
 		}
 		job->len = len;
-		job->size_slot = &file->u.file.block_sizes[i];
+		job->size_slot = block_list_slot(&file->u.file.blocks, i);
+		if (!job->size_slot)
+			return -ENOMEM;
 		if (!positioned)
 			job->pos_slot = &file->u.file.blocks_start;
 		positioned = true;
@@ -323,9 +329,9 @@ int data_write_file(struct data_writer *w, struct pack_inode *file)
 		}
 	}
 
-	file->u.file.block_sizes = calloc(file->u.file.block_count + 1, sizeof(uint32_t));
-	if (!file->u.file.block_sizes)
-		return -ENOMEM;
+	err = block_list_init(&file->u.file.blocks, file->u.file.block_count);
+	if (err)
+		return err;
 	err = content_open(w, file, &c);
 	if (err)
 		return err;

@@ -111,7 +111,7 @@ static int write_file(struct image_writer *iw, struct pack_inode *inode, uint8_t
 	uint32_t frag_off = frag == SQFS_INVALID_FRAG ? 0 : data->u.file.frag_offset;
 	uint32_t count = size ? data->u.file.block_count : 0;
 	size_t fixed;
-	uint8_t *list;
+	uint8_t list[4 * BLOCK_LIST_PAGE];
 	int err;
 
 	if (inode->nlink == 1 && start <= UINT32_MAX && size <= UINT32_MAX && !has_xattr &&
@@ -138,13 +138,20 @@ static int write_file(struct image_writer *iw, struct pack_inode *inode, uint8_t
 	err = meta_write(&iw->inodes, p, fixed);
 	if (err || count == 0)
 		return err;
-	list = malloc((size_t)count * 4);
-	if (!list)
-		return -ENOMEM;
-	for (uint32_t i = 0; i < count; i++)
-		sqfs_put32(list + 4 * i, data->u.file.block_sizes[i]);
-	err = meta_write(&iw->inodes, list, (size_t)count * 4);
-	free(list);
+	/* Page by page: a page of holes is a run of zero words, written without memory. */
+	for (uint32_t pg = 0; !err && pg <= (count - 1) / BLOCK_LIST_PAGE; pg++) {
+		const uint32_t *page = block_list_page(&data->u.file.blocks, pg);
+		uint32_t first = pg * BLOCK_LIST_PAGE;
+		uint32_t n = count - first < BLOCK_LIST_PAGE ? count - first : BLOCK_LIST_PAGE;
+
+		if (!page) {
+			err = meta_write_zeros(&iw->inodes, (uint64_t)n * 4);
+			continue;
+		}
+		for (uint32_t i = 0; i < n; i++)
+			sqfs_put32(list + 4 * i, page[i]);
+		err = meta_write(&iw->inodes, list, (size_t)n * 4);
+	}
 	return err;
 }
 

@@ -43,11 +43,14 @@ void meta_init(struct meta_writer *w, const struct qs_compressor *comp, const st
 
 void meta_free(struct meta_writer *w)
 {
+	for (size_t b = 0; b < w->raw_cap; b++)
+		free(w->raw[b]);
 	free(w->raw);
 	free(w->patches);
 	free(w->out);
 	free(w->starts);
 	w->raw = NULL;
+	w->raw_cap = 0;
 	w->patches = NULL;
 	w->out = NULL;
 	w->starts = NULL;
@@ -70,11 +73,51 @@ static int reserve(void **buf, size_t *cap, size_t need, size_t elem)
 	return 0;
 }
 
+static bool all_zero(const uint8_t *p, size_t len)
+{
+	return len == 0 || (p[0] == 0 && memcmp(p, p + 1, len - 1) == 0);
+}
+
+/* Room in raw for the blocks up to byte 'end' (the new entries are NULL: zeros). */
+static int reserve_blocks(struct meta_writer *w, uint64_t end)
+{
+	uint64_t need = (end + SQFS_META_SIZE - 1) / SQFS_META_SIZE;
+	size_t old = w->raw_cap;
+
+	if (need > SIZE_MAX / sizeof(*w->raw))
+		return -ENOMEM;
+	if (reserve((void **)&w->raw, &w->raw_cap, (size_t)need, sizeof(*w->raw)) < 0)
+		return -ENOMEM;
+	memset(w->raw + old, 0, (w->raw_cap - old) * sizeof(*w->raw));
+	return 0;
+}
+
 int meta_write(struct meta_writer *w, const void *data, size_t len)
 {
-	if (reserve((void **)&w->raw, &w->raw_cap, w->raw_len + len, 1) < 0)
+	const uint8_t *src = data;
+
+	if (reserve_blocks(w, w->raw_len + len) < 0)
 		return -ENOMEM;
-	memcpy(w->raw + w->raw_len, data, len);
+	while (len > 0) {
+		size_t b = (size_t)(w->raw_len / SQFS_META_SIZE), at = (size_t)(w->raw_len % SQFS_META_SIZE);
+		size_t n = SQFS_META_SIZE - at < len ? SQFS_META_SIZE - at : len;
+
+		if (!w->raw[b] && !all_zero(src, n) && !(w->raw[b] = calloc(1, SQFS_META_SIZE)))
+			return -ENOMEM;
+		if (w->raw[b])
+			memcpy(w->raw[b] + at, src, n);
+		src += n;
+		len -= n;
+		w->raw_len += n;
+	}
+	return 0;
+}
+
+int meta_write_zeros(struct meta_writer *w, uint64_t len)
+{
+	if (reserve_blocks(w, w->raw_len + len) < 0)
+		return -ENOMEM;
+	/* Allocated blocks start zeroed, and a block is never written twice. */
 	w->raw_len += len;
 	return 0;
 }
@@ -101,8 +144,10 @@ struct meta_job {
 	bool *finished;
 	uint32_t *need;             /* per block: target blocks that must be done first */
 	size_t *first_patch;        /* per block: its first patch (they may straddle blocks) */
-	uint8_t *slots;             /* per block: META_SLOT bytes, the stored block */
+	uint8_t **slots;            /* per block: the stored block, header included */
 	uint16_t *stored;           /* per block: bytes stored, header included */
+	const uint8_t *zero_slot;   /* a full block of zeros without patches, stored (shared) */
+	uint16_t zero_stored;
 };
 
 struct meta_run {
@@ -123,7 +168,7 @@ static int job_init(struct meta_job *j)
 	j->finished = calloc(j->blocks + 1, sizeof(*j->finished));
 	j->need = calloc(j->blocks + 1, sizeof(*j->need));
 	j->first_patch = calloc(j->blocks + 1, sizeof(*j->first_patch));
-	j->slots = malloc(j->blocks * META_SLOT + 1);
+	j->slots = calloc(j->blocks + 1, sizeof(*j->slots));
 	j->stored = calloc(j->blocks + 1, sizeof(*j->stored));
 	w->starts = calloc(j->blocks + 1, sizeof(*w->starts));
 	if (!j->finished || !j->need || !j->first_patch || !j->slots || !j->stored || !w->starts)
@@ -147,6 +192,9 @@ static void job_free(struct meta_job *j)
 	free(j->finished);
 	free(j->need);
 	free(j->first_patch);
+	for (size_t b = 0; j->slots && b < j->blocks; b++)
+		if (j->slots[b] != j->zero_slot)
+			free(j->slots[b]);
 	free(j->slots);
 	free(j->stored);
 }
@@ -163,25 +211,20 @@ static struct meta_job *ready_job(struct meta_run *r)
 	return NULL;
 }
 
-/* Patch and compress block b of j into its slot (no lock held: its inputs are final). */
-static int compress_block(struct meta_job *j, size_t b, uint8_t *buf)
+/* Does any patch touch the 'len' bytes of the stream from 'lo'? */
+static bool patched(const struct meta_job *j, size_t b, uint64_t lo, size_t len)
 {
-	struct meta_writer *w = j->w;
-	uint64_t lo = (uint64_t)b * SQFS_META_SIZE;
-	size_t len = w->raw_len - lo < SQFS_META_SIZE ? (size_t)(w->raw_len - lo) : SQFS_META_SIZE;
-	uint8_t *slot = j->slots + b * META_SLOT;
-	ssize_t n;
+	size_t q = j->first_patch[b];
 
-	memcpy(buf, w->raw + lo, len);
-	for (size_t q = j->first_patch[b]; q < w->patch_count && w->patches[q].pos < lo + len; q++) {
-		uint8_t field[4];
+	return q < j->w->patch_count && j->w->patches[q].pos < lo + len;
+}
 
-		sqfs_put32(field, (uint32_t)j->target->w->starts[w->patches[q].block]);
-		for (unsigned k = 0; k < 4; k++)
-			if (w->patches[q].pos + k >= lo && w->patches[q].pos + k < lo + len)
-				buf[w->patches[q].pos + k - lo] = field[k];
-	}
-	n = w->comp->compress(w->params, buf, len, slot + 2, SQFS_META_SIZE);
+/* Compress 'len' bytes of buf into a fresh stored block (header and data) at *out. */
+static int store_block(const struct meta_writer *w, const uint8_t *buf, size_t len, uint8_t **out, uint16_t *stored)
+{
+	uint8_t slot[META_SLOT];
+	ssize_t n = w->comp->compress(w->params, buf, len, slot + 2, SQFS_META_SIZE);
+
 	if (n < 0) {
 		pack_error("metadata compression failed: %s", qs_last_error());
 		return (int)n;
@@ -193,7 +236,55 @@ static int compress_block(struct meta_job *j, size_t b, uint8_t *buf)
 	} else {
 		sqfs_put16(slot, (uint16_t)n);
 	}
-	j->stored[b] = (uint16_t)(2 + n);
+	*stored = (uint16_t)(2 + n);
+	*out = malloc(*stored);
+	if (!*out)
+		return -ENOMEM;
+	memcpy(*out, slot, *stored);
+	return 0;
+}
+
+/* Patch and compress block b of j into its slot (no lock held: its inputs are final). */
+static int compress_block(struct meta_job *j, size_t b, uint8_t *buf)
+{
+	struct meta_writer *w = j->w;
+	uint64_t lo = (uint64_t)b * SQFS_META_SIZE;
+	size_t len = w->raw_len - lo < SQFS_META_SIZE ? (size_t)(w->raw_len - lo) : SQFS_META_SIZE;
+
+	if (!w->raw[b] && len == SQFS_META_SIZE && j->zero_slot && !patched(j, b, lo, len)) {
+		j->slots[b] = (uint8_t *)j->zero_slot;
+		j->stored[b] = j->zero_stored;
+		return 0;
+	}
+	if (w->raw[b])
+		memcpy(buf, w->raw[b], len);
+	else
+		memset(buf, 0, len);
+	for (size_t q = j->first_patch[b]; q < w->patch_count && w->patches[q].pos < lo + len; q++) {
+		uint8_t field[4];
+
+		sqfs_put32(field, (uint32_t)j->target->w->starts[w->patches[q].block]);
+		for (unsigned k = 0; k < 4; k++)
+			if (w->patches[q].pos + k >= lo && w->patches[q].pos + k < lo + len)
+				buf[w->patches[q].pos + k - lo] = field[k];
+	}
+	return store_block(w, buf, len, &j->slots[b], &j->stored[b]);
+}
+
+/* Runs of zero blocks (sparse files' block lists) are compressed once, not once per block. */
+static int prepare_zero_slot(struct meta_job *j)
+{
+	static const uint8_t zeros[SQFS_META_SIZE];
+	uint8_t *slot;
+	size_t absent = 0;
+
+	for (size_t b = 0; b + 1 < j->blocks; b++)
+		absent += !j->w->raw[b];
+	if (absent < 2)
+		return 0;
+	if (store_block(j->w, zeros, SQFS_META_SIZE, &slot, &j->zero_stored) < 0)
+		return -ENOMEM;
+	j->zero_slot = slot;
 	return 0;
 }
 
@@ -267,7 +358,7 @@ static int gather(struct meta_job *j)
 	if (!w->out)
 		return -ENOMEM;
 	for (size_t b = 0; b < j->blocks; b++)
-		memcpy(w->out + w->starts[b], j->slots + b * META_SLOT, j->stored[b]);
+		memcpy(w->out + w->starts[b], j->slots[b], j->stored[b]);
 	return 0;
 }
 
@@ -283,6 +374,8 @@ int meta_compress(struct meta_writer *const *ws, size_t n, unsigned jobs)
 		r.jobs[i].w = ws[i];
 	for (size_t i = 0; !err && i < n; i++) {
 		err = job_init(&r.jobs[i]);
+		if (!err)
+			err = prepare_zero_slot(&r.jobs[i]);
 		r.remaining += r.jobs[i].blocks;
 		for (size_t k = 0; !err && ws[i]->target && k <= n; k++) {
 			if (k == n)
@@ -302,8 +395,10 @@ int meta_compress(struct meta_writer *const *ws, size_t n, unsigned jobs)
 	}
 	for (size_t i = 0; !err && i < n; i++)
 		err = gather(&r.jobs[i]);
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		job_free(&r.jobs[i]);
+		free((void *)r.jobs[i].zero_slot);
+	}
 	free(r.jobs);
 	return err;
 }

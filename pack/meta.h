@@ -3,7 +3,10 @@
  * directories and the lookup tables are stored in.
  *
  * A table is first written as its whole uncompressed byte stream; block n
- * is bytes [n * 8 KiB, (n + 1) * 8 KiB) of it.  Until meta_compress() has
+ * is bytes [n * 8 KiB, (n + 1) * 8 KiB) of it.  The stream is kept one
+ * block per allocation, and a block nothing but zeros was written to is
+ * never allocated: the block list of a sparse file is mostly zero words
+ * (4 per hole), and a tar of a few KiB may declare terabytes of holes.  Until meta_compress() has
  * run, references name a block by its number, not by where it will
  * start; a field that must hold where a block of another table starts is
  * written with meta_write_start(), which leaves a patch.  meta_compress()
@@ -32,8 +35,9 @@ struct meta_patch {
 struct meta_writer {
 	const struct qs_compressor *comp;
 	const struct qs_compress_params *params;
-	uint8_t *raw;               /* the uncompressed stream */
-	size_t raw_len, raw_cap;
+	uint8_t **raw;              /* the uncompressed stream, SQFS_META_SIZE bytes each; NULL = zeros */
+	uint64_t raw_len;
+	size_t raw_cap;             /* entries in raw */
 	struct meta_patch *patches; /* in stream order */
 	size_t patch_count, patch_cap;
 	const struct meta_writer *target;   /* the table the patches point into */
@@ -49,6 +53,8 @@ void meta_free(struct meta_writer *w);
 
 /* Append bytes; they may span blocks.  0 or -errno. */
 int meta_write(struct meta_writer *w, const void *data, size_t len);
+/* Append len zero bytes; blocks that hold nothing else cost no memory.  0 or -errno. */
+int meta_write_zeros(struct meta_writer *w, uint64_t len);
 /* Append a 32-bit field that will hold where block 'block' of 'target' starts (one target per table). */
 int meta_write_start(struct meta_writer *w, const struct meta_writer *target, uint32_t block);
 

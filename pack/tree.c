@@ -111,7 +111,7 @@ void tree_inode_put(struct pack_tree *t, struct pack_inode *inode)
 		free(inode->u.dir.index);
 	} else if (tree_is_reg(inode)) {
 		free(inode->u.file.content.name);
-		free(inode->u.file.block_sizes);
+		block_list_free(&inode->u.file.blocks);
 	} else if (tree_is_symlink(inode)) {
 		free(inode->u.symlink.target);
 	}
@@ -435,4 +435,28 @@ static int walk(struct pack_inode *dir, tree_visit_fn fn, void *arg)
 int tree_walk_files(struct pack_inode *dir, tree_visit_fn fn, void *arg)
 {
 	return walk(dir, fn, arg);
+}
+
+int block_list_init(struct pack_block_list *l, uint32_t count)
+{
+	l->count = count;
+	l->pages = calloc(count / BLOCK_LIST_PAGE + 1, sizeof(*l->pages));
+	return l->pages ? 0 : -ENOMEM;
+}
+
+void block_list_free(struct pack_block_list *l)
+{
+	for (uint32_t p = 0; l->pages && p <= l->count / BLOCK_LIST_PAGE; p++)
+		free(l->pages[p]);
+	free(l->pages);
+	l->pages = NULL;
+}
+
+uint32_t *block_list_slot(struct pack_block_list *l, uint32_t i)
+{
+	uint32_t **page = &l->pages[i / BLOCK_LIST_PAGE];
+
+	if (!*page && !(*page = calloc(BLOCK_LIST_PAGE, sizeof(**page))))
+		return NULL;
+	return &(*page)[i % BLOCK_LIST_PAGE];
 }

@@ -41,6 +41,30 @@ struct pack_content {
 	uint64_t spool_offset;      /* else: bytes at this offset of the archive spool */
 };
 
+/*
+ * A regular file's block size words, the list its inode ends with, kept in
+ * pages of BLOCK_LIST_PAGE words.  A page no data block fell in is never
+ * allocated: holes are size 0, and a sparse file costs nothing for them
+ * (a 10 KiB tar may declare a file of terabytes).
+ */
+#define BLOCK_LIST_PAGE 1024u
+
+struct pack_block_list {
+	uint32_t **pages;           /* NULL = every word 0 */
+	uint32_t count;             /* words */
+};
+
+/* 0 or -ENOMEM. */
+int block_list_init(struct pack_block_list *l, uint32_t count);
+void block_list_free(struct pack_block_list *l);
+/* Where word i is stored, allocating its page; NULL when out of memory. */
+uint32_t *block_list_slot(struct pack_block_list *l, uint32_t i);
+/* Page p (words p * BLOCK_LIST_PAGE on), or NULL when all of it is 0. */
+static inline const uint32_t *block_list_page(const struct pack_block_list *l, uint32_t p)
+{
+	return l->pages ? l->pages[p] : NULL;
+}
+
 struct pack_xattr {
 	char *name;                 /* full name, "user.foo" */
 	uint8_t *value;
@@ -74,7 +98,7 @@ struct pack_inode {
 			struct pack_content content;
 			uint64_t size;
 			uint64_t blocks_start;      /* image offset of the first block */
-			uint32_t *block_sizes;      /* on-disk size words, one per block */
+			struct pack_block_list blocks;  /* on-disk size words, one per block */
 			uint32_t block_count;
 			uint32_t fragment;          /* SQFS_INVALID_FRAG if none */
 			uint32_t frag_offset;
