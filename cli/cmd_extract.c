@@ -347,11 +347,18 @@ static void extract_entry(struct extractor *ex, int dfd, const char *name, const
 			  unsigned depth);
 
 /* Create (or reuse) directory 'name' in dfd and open it, refusing symlinks. */
-static int open_new_dir(struct extractor *ex, int dfd, const char *name)
+/*
+ * Open directory 'name', creating it if missing; *created says which.  A
+ * directory that was already there keeps its owner, mode and times (its
+ * mtime moves only as entries are added to it): like
+ * unsquashfs without -f, extract never changes what it did not write.
+ */
+static int open_new_dir(struct extractor *ex, int dfd, const char *name, bool *created)
 {
 	int fd;
 
-	if (mkdirat(dfd, name, 0700) < 0 && errno != EEXIST) {
+	*created = mkdirat(dfd, name, 0700) == 0;
+	if (!*created && errno != EEXIST) {
 		fail(ex, "cannot create directory: %s", strerror(errno));
 		return -1;
 	}
@@ -412,15 +419,17 @@ static void extract_contents(struct extractor *ex, int fd, const struct qs_inode
 static void make_dir(struct extractor *ex, int dfd, const char *name, const struct qs_inode *inode,
 		     unsigned depth)
 {
+	bool created;
 	int fd;
 
 	if (!may_enter(ex, inode, depth))
 		return;
-	fd = open_new_dir(ex, dfd, name);
+	fd = open_new_dir(ex, dfd, name, &created);
 	if (fd < 0)
 		return;
 	extract_contents(ex, fd, inode, depth);
-	restore_fd(ex, fd, dfd, name, inode);
+	if (created)
+		restore_fd(ex, fd, dfd, name, inode);
 	close(fd);
 }
 
@@ -489,25 +498,26 @@ static void extract_along(struct extractor *ex, int fd, const struct qs_inode *d
 	} else if (child.type != QS_DIR) {
 		fail(ex, "not a directory");
 	} else if (may_enter(ex, &child, depth + 1)) {
-		int cfd = open_new_dir(ex, fd, name);
+		bool created;
+		int cfd = open_new_dir(ex, fd, name, &created);
 
 		if (cfd >= 0) {
 			extract_along(ex, cfd, &child, rest, depth + 1);
-			restore_fd(ex, cfd, fd, name, &child);
+			if (created)
+				restore_fd(ex, cfd, fd, name, &child);
 			close(cfd);
 		}
 	}
 	cli_path_pop(&ex->path, (size_t)back);
 }
 
-static int open_target_dir(const char *dir)
+/* DIR, created if missing (*created says which); the user named it, so a symlink to a directory is fine. */
+static int open_target_dir(const char *dir, bool *created)
 {
-	int fd;
-
-	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+	*created = mkdir(dir, 0700) == 0;
+	if (!*created && errno != EEXIST)
 		return -1;
-	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	return fd;
+	return open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 }
 
 static void free_value(void *p)
@@ -518,10 +528,11 @@ static void free_value(void *p)
 static int extract(struct extractor *ex, const char *dir, const char *path)
 {
 	struct qs_inode root;
+	bool created;
 
 	ex->block_size = qs_image_info(ex->img)->block_size;
 	ex->as_root = geteuid() == 0;
-	ex->root_fd = open_target_dir(dir);
+	ex->root_fd = open_target_dir(dir, &created);
 	if (ex->root_fd < 0) {
 		fprintf(stderr, "quash: %s: %s\n", dir, strerror(errno));
 		return CLI_EXIT_ERROR;
@@ -532,9 +543,10 @@ static int extract(struct extractor *ex, const char *dir, const char *path)
 		fail(ex, "the root inode is not a directory");
 	} else if (may_enter(ex, &root, 0)) {
 		extract_along(ex, ex->root_fd, &root, path, 0);
-		/* DIR stands for the image's root, and takes its metadata like unsquashfs -d. */
+		/* A DIR made here stands for the image's root and takes its metadata, like unsquashfs -d. */
 		cli_path_set_image(&ex->path, "/");
-		restore_fd(ex, ex->root_fd, AT_FDCWD, dir, &root);
+		if (created)
+			restore_fd(ex, ex->root_fd, AT_FDCWD, dir, &root);
 	}
 	close(ex->root_fd);
 	return ex->status;
@@ -601,7 +613,8 @@ const struct cli_command cmd_extract = {
 		"\n"
 		"Nothing is ever written outside DIR: names with '/' and the names '.' and '..'\n"
 		"are refused, no symbolic link is followed while writing, and existing files in\n"
-		"DIR are never overwritten.  A problem with one entry is reported and the rest is\n"
+		"DIR are never overwritten; a directory that already exists (DIR itself\n"
+		"included) keeps its owner and mode.  A problem with one entry is reported and the rest is\n"
 		"still extracted; the exit status is then 1.\n"
 		"\n"
 		"Options:\n"

@@ -88,6 +88,23 @@ if [ $st -eq 1 ] && [ "$(cat "$out/q/random")" = keep ] && grep -q '^quash: .*sm
 then ok "extract does not overwrite an existing file"
 else not_ok "extract does not overwrite an existing file" "exit $st: $(head -c 300 "$out/err")"; fi
 
+# A directory that was already there, DIR itself or one inside it, keeps
+# its owner and mode: unsquashfs changes them only with -f.  One
+# that extract creates takes the image's, as unsquashfs -d gives it.
+rm -rf "$out/q" && mkdir -p "$out/q/files" && chown nobody:nogroup "$out/q" "$out/q/files"
+chmod 0750 "$out/q" && chmod 0705 "$out/q/files"
+
+before=$(stat -c '%U:%G %a' "$out/q" "$out/q/files")
+"$QUASH_ASAN" extract "$FIX_DIR/img/gzip-4k.sqfs" -C "$out/q" >/dev/null 2>"$out/err"
+after=$(stat -c '%U:%G %a' "$out/q" "$out/q/files")
+check "extract into an existing DIR keeps its owner and mode, and those of an existing directory in it" \
+	test "$before" = "$after" -a -s "$out/q/files/dup-a"
+rm -rf "$out/u" "$out/q"
+unsquashfs -q -n -d "$out/u" "$FIX_DIR/img/gzip-4k.sqfs" >/dev/null 2>&1
+"$QUASH_ASAN" extract "$FIX_DIR/img/gzip-4k.sqfs" -C "$out/q" >/dev/null 2>&1
+check "a DIR extract creates takes the image root's owner, mode and time, as unsquashfs -d" \
+	test "$(stat -c '%U:%G %a %Y' "$out/u")" = "$(stat -c '%U:%G %a %Y' "$out/q")"
+
 # As an ordinary user: no owners, devices or trusted.* xattrs, no setuid or
 # setgid bits, the umask on files; unsquashfs run as that user is the oracle.
 as_nobody() { setpriv --reuid=nobody --regid=nogroup --clear-groups "$@"; }
