@@ -7,7 +7,8 @@
  *   dir.c       directory listings
  *   nodes.c     open files and listings by node id, for the kernel's handle-less opens
  *   fill.c      the threads that push decompressed blocks into the page cache
- *   session.c   the session: worker threads, signals, idle timeout, unmount
+ *   session.c   the session: the /dev/fuse loop, signals, idle timeout, unmount
+ *   uring.c     the other transport: FUSE over io_uring, one queue per CPU
  *   mount_main.c  entry points, daemonizing, readiness
  */
 #ifndef QUASH_MOUNT_INT_H
@@ -22,6 +23,7 @@
 #include <sys/types.h>
 
 #include "quash.h"
+#include "uring.h"
 
 /* Worker threads by default: the fio runs of bench/mount.sh on 2 cores. */
 #define QM_DEFAULT_THREADS 2
@@ -52,6 +54,7 @@ struct qm_options {
 	bool squashfuse_compat;
 	unsigned threads;           /* 0: QM_DEFAULT_THREADS */
 	bool notify_store;          /* push whole blocks into the page cache */
+	bool uring;                 /* serve over FUSE io_uring where offered (uring.h: not yet faster here) */
 	size_t cache_bytes;         /* 0: the library's default */
 	uint64_t offset;
 	bool offset_given;
@@ -122,6 +125,12 @@ struct qm_fs {
 	bool use_syslog;            /* daemonized: stderr is gone */
 	atomic_bool unmounting;
 	char mountpoint[4096];      /* absolute */
+	/* transport (uring.c): INIT as the kernel sent it, the queues, what was served */
+	uint64_t init_unique;
+	uint32_t init_in_flags, init_in_flags2;
+	bool init_error;
+	struct qm_uring *uring;     /* NULL: /dev/fuse only */
+	struct qm_counters counters;
 };
 
 extern const struct fuse_lowlevel_ops qm_ops;

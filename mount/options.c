@@ -116,6 +116,10 @@ static int parse_one(struct qm_options *opt, char *o)
 			opt->notify_store = true;
 		else if (strcmp(o, "nonotify_store") == 0)
 			opt->notify_store = false;
+		else if (strcmp(o, "uring") == 0)
+			opt->uring = true;
+		else if (strcmp(o, "nouring") == 0)
+			opt->uring = false;
 		else
 			goto unknown;
 		return 0;
@@ -298,6 +302,7 @@ void qm_usage(const struct qm_options *opt)
 		"    -o cache_size=SIZE     bytes of decompressed blocks held (K, M, G suffixes)\n"
 		"    -o threads=N           worker threads (default %d)\n"
 		"    -o [no]notify_store    push whole decompressed blocks into the page cache (default on)\n"
+		"    -o [no]uring           serve over FUSE io_uring where the kernel offers it (default off)\n"
 		"    -o readahead=KB        the mount's readahead (default: the kernel's, 128; root only)\n"
 		"    -o endpoint=URL        S3 endpoint for s3:// images (else AWS_ENDPOINT_URL)\n"
 		"    -o region=NAME         S3 region (else AWS_REGION)\n"

@@ -121,8 +121,13 @@ static void *signal_waiter(void *arg)
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGHUP);
-	while (sigwait(&set, &sig) == 0)
-		qm_request_unmount(fs);
+	sigaddset(&set, SIGUSR1);
+	while (sigwait(&set, &sig) == 0) {
+		if (sig == SIGUSR1)
+			qm_counters_report(fs);     /* one line: requests by transport and opcode */
+		else
+			qm_request_unmount(fs);
+	}
 	return NULL;
 }
 
@@ -265,10 +270,13 @@ int qm_session_run(struct qm_fs *fs, int ready_fd, void (*on_ready)(struct qm_fs
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGUSR1);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	if (fs->opt->notify_store && !(fs->fill = qm_fill_start(fs->se, fs->img)))
+	err = qm_transport_install(fs);
+
+	if (!err && fs->opt->notify_store && !(fs->fill = qm_fill_start(fs->se, fs->img)))
 		err = -ENOMEM;
 	for (; !err && started < n; started++)
 		err = -pthread_create(&workers[started], NULL, worker, fs);
@@ -300,6 +308,7 @@ int qm_session_run(struct qm_fs *fs, int ready_fd, void (*on_ready)(struct qm_fs
 
 	for (unsigned i = 0; i < started; i++)
 		pthread_join(workers[i], NULL);
+	qm_transport_stop(fs);
 	qm_fill_stop(fs->fill, fs->opt->debug || getenv("QUASH_FILL_STATS"));
 	fs->fill = NULL;
 	fuse_session_unmount(fs->se);

@@ -80,10 +80,11 @@ PY
 }
 
 run_case() {   # run_case NAME SECONDS MOUNT-OPTIONS...
-	local name=$1 seconds=$2 pid st; shift 2
+	local name=$1 seconds=$2 pid st tr=(); shift 2
+	[ "${QM_TRANSPORT:-}" = uring ] && tr=(-o uring)
 	sync && echo 3 >/proc/sys/vm/drop_caches
 	mkdir -p "$M/q"
-	"$QUASH_ASAN" mount -f "$@" "$M/img.sqfs" "$M/q" 2>"$M/$name.log" &
+	"$QUASH_ASAN" mount -f "${tr[@]}" "$@" "$M/img.sqfs" "$M/q" 2>"$M/$name.log" &
 	pid=$!
 	QM_MOUNTS+=("f:$M/q")
 	if ! wait_mounted "$M/q"; then

@@ -2,6 +2,7 @@
 # image, and the comparison of two mounted trees.
 #
 #   kmount IMAGE DIR [OPTS]     the kernel's own squashfs mount (loop)
+#   qmount DIR BINARY ARGS...   a quash mount (QM_TRANSPORT=uring: over io_uring)
 #   unmount_all                 every mount these helpers made (for trap EXIT)
 #   compare_trees A B           python3: every path's lstat fields, content,
 #                               symlink target, xattrs and listings; prints
@@ -20,9 +21,13 @@ kmount() {
 	mount -t squashfs -o "loop,ro${3:+,$3}" "$1" "$2" && QM_MOUNTS+=("k:$2")
 }
 
+# QM_TRANSPORT=uring: every "BINARY mount ..." is served over FUSE io_uring.
 qmount() {   # qmount DIR BINARY ARGS... : a quash mount to unmount at exit
 	local dir=$1; shift
 	mkdir -p "$dir"
+	if [ "${QM_TRANSPORT:-}" = uring ] && [ "${2:-}" = mount ]; then
+		set -- "$1" mount -o uring "${@:3}"
+	fi
 	"$@" && QM_MOUNTS+=("f:$dir")
 }
 
