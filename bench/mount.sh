@@ -10,6 +10,11 @@
 #       installation with its site-packages), cold (caches dropped, fresh
 #       mount) and warm (again, same mount)
 #   mount, run /bin/true from the image, unmount: CYCLES times
+#   latency (LAT_MOUNTERS, default with quash over io_uring as well): ls -lR
+#       cold and warm; Python started from the tree image with a heavy
+#       import set, cold (one run) and warm (median of 5); and one FUSE
+#       round trip: the mean time of a stat() of a name not in the image,
+#       20,000 different names (each one LOOKUP; the kernel answers in VFS)
 #
 # Every measurement starts from a fresh mount after `echo 3 > drop_caches`.
 # For fio the image file itself is then read once, so that the disk is out
@@ -24,6 +29,7 @@
 #   MOUNTERS="kernel quash quash,threads=3" bench/mount.sh fio
 #                                       quash,OPTS is quash with -o OPTS
 #   bench/mount.sh fio cycle            only the fio rows and the cycle
+#   bench/mount.sh latency              only the latency rows (about 3 minutes)
 # Why 30 s: each fio job reads every 4 KiB of the file once per pass and
 # drops the file's cached pages when a pass ends (fio's invalidate=1), so a
 # time-based run alternates cold warm-ups, bound by decompression, with warm
@@ -46,6 +52,7 @@ COLD_IO=${COLD_IO:-64M}
 CYCLES=${CYCLES:-20}
 REPEAT=${REPEAT:-3}
 MOUNTERS=${MOUNTERS:-kernel squashfuse_ll quash}
+LAT_MOUNTERS=${LAT_MOUNTERS:-kernel squashfuse_ll quash quash,uring}
 DATA=${DATA:-random compressible}
 RWS=${RWS:-randread:4k read:64k coldread:4k}
 TREE=${TREE:-/root/.pyenv/versions/3.11.7}
@@ -117,14 +124,20 @@ unmount_as() {   # unmount_as MOUNTER DIR
 	for _ in $(seq 100); do mountpoint -q "$2" || break; sleep 0.05; done
 }
 
+# quash,uring needs the kernel's switch on for the run (root); it is put back after.
+URING_SWITCH=/sys/module/fuse/parameters/enable_uring
+URING_WAS=$(cat "$URING_SWITCH" 2>/dev/null)
+[ -n "$URING_WAS" ] && echo 1 >"$URING_SWITCH"
+
 cleanup() {
 	mountpoint -q "$MNT" && { fusermount3 -u -z "$MNT" 2>/dev/null || umount -l "$MNT"; }
+	[ -n "$URING_WAS" ] && echo "$URING_WAS" >"$URING_SWITCH"
 }
 trap cleanup EXIT
 
-turns() {   # the mounters REPEAT times over, taking turns
+turns() {   # turns [MOUNTERS]: the mounters REPEAT times over, taking turns
 	local _
-	for _ in $(seq "$REPEAT"); do echo $MOUNTERS; done
+	for _ in $(seq "$REPEAT"); do echo ${1:-$MOUNTERS}; done
 }
 
 drop_caches() {
@@ -225,12 +238,58 @@ bench_cycle() {
 	done
 }
 
+# Python from the tree image: its own interpreter when TREE is an
+# installation (bin/python3, its libpython from the image too), else the
+# system's with the image's modules first on sys.path.
+PY_IMPORTS=${PY_IMPORTS:-json, email.mime.multipart, http.client, asyncio, decimal, argparse, logging, csv, zipfile}
+python_startup() {
+	local imports=$PY_IMPORTS
+	if [ -x "$MNT/bin/python3" ]; then
+		compgen -G "$MNT/lib/python3*/site-packages/boto3" >/dev/null && imports="boto3, $imports"
+		LD_LIBRARY_PATH=$MNT/lib "$MNT/bin/python3" -c "import $imports"
+	else
+		python3 -I -S -c "import sys; sys.path[:0] = ['$MNT']; import $imports"
+	fi
+}
+
+stat_round_trip() {   # microseconds per stat() of a name that is not there
+	python3 - "$MNT" <<'PY'
+import os, sys, time
+n = 20000
+t = time.perf_counter()
+for i in range(n):
+    try:
+        os.stat(f"{sys.argv[1]}/no-such-name-{i}")
+    except FileNotFoundError:
+        pass
+print(f"{(time.perf_counter() - t) / n * 1e6:.1f}")
+PY
+}
+
+bench_latency() {
+	local who v
+	for who in $(turns "$LAT_MOUNTERS"); do
+		mount_as "$who" "$B/tree.sqfs" "$MNT" || die "$who: mount failed"
+		drop_caches
+		record "latency: ls -lR cold" "$who" "$(timed ls -lR "$MNT")" s lower
+		record "latency: ls -lR warm" "$who" "$(timed ls -lR "$MNT")" s lower
+		unmount_as "$who" "$MNT"
+		mount_as "$who" "$B/tree.sqfs" "$MNT" || die "$who: mount failed"
+		drop_caches
+		record "Python start-up cold" "$who" "$(timed python_startup)" s lower
+		v=$(for _ in 1 2 3 4 5; do timed python_startup; done | sort -n | sed -n 3p)
+		record "Python start-up warm (median of 5)" "$who" "$v" s lower
+		record "one round trip: stat of a missing name" "$who" "$(stat_round_trip)" us lower
+		unmount_as "$who" "$MNT"
+	done
+}
+
 # ---- the table ---------------------------------------------------------
 
 # table: the markdown table on stdout; the ratios (test,mounter,ratio,value,
 # unit) to the CSV file named by its first argument
 table() {
-	python3 - "$RESULTS" "$MOUNTERS" "$1" <<'PY'
+	python3 - "$RESULTS" "$(echo $MOUNTERS $LAT_MOUNTERS | tr ' ' '\n' | awk '!seen[$0]++' | tr '\n' ' ')" "$1" <<'PY'
 import csv, statistics, sys
 rows, order = {}, []
 for line in open(sys.argv[1]):
@@ -273,11 +332,12 @@ make_images
 echo "kernel $(uname -r), $(nproc) cores; quash $("$QUASH" --version); $(dpkg-query -W -f '${Package} ${Version}' squashfuse 2>/dev/null)"
 for what in $WHAT; do
 	case $what in
-	all) bench_fio; bench_tree; bench_cycle ;;
+	all) bench_fio; bench_tree; bench_cycle; bench_latency ;;
 	fio) bench_fio ;;
 	tree) bench_tree ;;
 	cycle) bench_cycle ;;
-	*) die "what to run: all, or some of fio, tree and cycle" ;;
+	latency) bench_latency ;;
+	*) die "what to run: all, or some of fio, tree, cycle and latency" ;;
 	esac
 done
 echo
