@@ -204,14 +204,18 @@ md5_all() {
 	find "$1" -type f -print0 | xargs -0 -P1 md5sum
 }
 
+ls_rows() {   # ls_rows MOUNTER PREFIX: ls -lR of the tree, cold (fresh mount, caches dropped), then warm
+	mount_as "$1" "$B/tree.sqfs" "$MNT" || die "$1: mount failed"
+	drop_caches
+	record "${2}ls -lR cold" "$1" "$(timed ls -lR "$MNT")" s lower
+	record "${2}ls -lR warm" "$1" "$(timed ls -lR "$MNT")" s lower
+	unmount_as "$1" "$MNT"
+}
+
 bench_tree() {
 	local who
 	for who in $(turns); do
-		mount_as "$who" "$B/tree.sqfs" "$MNT" || die "$who: mount failed"
-		drop_caches
-		record "ls -lR cold" "$who" "$(timed ls -lR "$MNT")" s lower
-		record "ls -lR warm" "$who" "$(timed ls -lR "$MNT")" s lower
-		unmount_as "$who" "$MNT"
+		ls_rows "$who" ""
 		mount_as "$who" "$B/tree.sqfs" "$MNT" || die "$who: mount failed"
 		drop_caches
 		record "md5sum all files cold" "$who" "$(timed md5_all "$MNT")" s lower
@@ -269,11 +273,7 @@ PY
 bench_latency() {
 	local who v
 	for who in $(turns "$LAT_MOUNTERS"); do
-		mount_as "$who" "$B/tree.sqfs" "$MNT" || die "$who: mount failed"
-		drop_caches
-		record "latency: ls -lR cold" "$who" "$(timed ls -lR "$MNT")" s lower
-		record "latency: ls -lR warm" "$who" "$(timed ls -lR "$MNT")" s lower
-		unmount_as "$who" "$MNT"
+		ls_rows "$who" "latency: "
 		mount_as "$who" "$B/tree.sqfs" "$MNT" || die "$who: mount failed"
 		drop_caches
 		record "Python start-up cold" "$who" "$(timed python_startup)" s lower

@@ -161,6 +161,8 @@ void qm_nodes_put(struct qm_node *node);
 
 /* One line to stderr (foreground) or syslog; rate-limited by QM_LOG_MAX. */
 void qm_log(struct qm_fs *fs, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* One line of information (not an error, not rate-limited): to stderr in the foreground, else syslog. */
+void qm_info(struct qm_fs *fs, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* fill.c */
 struct qm_fill *qm_fill_start(struct fuse_session *se, struct qs_image *img);

@@ -50,6 +50,21 @@ void qm_log(struct qm_fs *fs, const char *fmt, ...)
 		fprintf(stderr, "%s: %s: %s\n", fs->opt->progname, fs->name, msg);
 }
 
+void qm_info(struct qm_fs *fs, const char *fmt, ...)
+{
+	char msg[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	/* a daemon's stderr is its caller's terminal until it detaches: syslog from the start */
+	if (fs->use_syslog || !fs->opt->foreground)
+		syslog(LOG_INFO, "%s: %s", fs->name, msg);
+	else
+		fprintf(stderr, "%s: %s: %s\n", fs->opt->progname, fs->name, msg);
+}
+
 static void *worker(void *arg)
 {
 	struct qm_fs *fs = arg;

@@ -26,12 +26,10 @@
 #include <liburing.h>
 #include <pthread.h>
 #include <sched.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
-#include <syslog.h>
 #include <unistd.h>
 
 #include "mount_int.h"
@@ -132,22 +130,6 @@ struct qm_uring {
 
 /* The entry the calling thread is serving, if any: its reply goes back there. */
 static __thread struct qm_ur_thread *current_ent;
-
-static void info(struct qm_fs *fs, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void info(struct qm_fs *fs, const char *fmt, ...)
-{
-	char msg[256];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	/* a daemon's stderr is its caller's terminal until it detaches: use syslog at once */
-	if (fs->use_syslog || !fs->opt->foreground)
-		syslog(LOG_INFO, "%s: %s", fs->name, msg);
-	else
-		fprintf(stderr, "%s: %s: %s\n", fs->opt->progname, fs->name, msg);
-}
 
 /* ---- one queue thread --------------------------------------------------- */
 
@@ -435,13 +417,13 @@ static void uring_start(struct qm_fs *fs)
 		pthread_cond_wait(&u->cond, &u->lock);
 	pthread_mutex_unlock(&u->lock);
 	if (started < u->nthreads || u->failed) {
-		info(fs, "FUSE over io_uring: %u of %u queue threads failed to start; serving /dev/fuse",
+		qm_info(fs, "FUSE over io_uring: %u of %u queue threads failed to start; serving /dev/fuse",
 		     u->nthreads - started + u->failed, u->nthreads);
 		give_up(u);
 		return;
 	}
 	if (fs->opt->debug)
-		info(fs, "FUSE over io_uring: %u threads on %ld CPU queues, %zu-byte payloads",
+		qm_info(fs, "FUSE over io_uring: %u threads on %ld CPU queues, %zu-byte payloads",
 		     u->nthreads, sysconf(_SC_NPROCESSORS_CONF), u->payload_size);
 }
 
@@ -482,7 +464,7 @@ static ssize_t answer_init(struct qm_fs *fs, int fd, const struct iovec *iov, in
 	}
 	if (!on) {
 		if (fs->opt->uring)
-			info(fs, "FUSE over io_uring: not used (%s); serving /dev/fuse",
+			qm_info(fs, "FUSE over io_uring: not used (%s); serving /dev/fuse",
 			     offered ? "cannot set up the queues" : why_not(fs->init_in_flags));
 		goto plain;
 	}
@@ -587,5 +569,5 @@ void qm_counters_report(struct qm_fs *fs)
 		else
 			n += (size_t)snprintf(line + n, sizeof(line) - n, " op%d %llu", op, (unsigned long long)c);
 	}
-	info(fs, "%s", line);
+	qm_info(fs, "%s", line);
 }
