@@ -131,6 +131,15 @@ struct qm_uring {
 /* The entry the calling thread is serving, if any: its reply goes back there. */
 static __thread struct qm_ur_thread *current_ent;
 
+/* One request served, by transport and opcode (opcodes past the table count as "op0"). */
+static void count_request(struct qm_fs *fs, _Atomic uint64_t *transport, uint32_t opcode)
+{
+	size_t n = sizeof(fs->counters.by_opcode) / sizeof(fs->counters.by_opcode[0]);
+
+	atomic_fetch_add_explicit(transport, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&fs->counters.by_opcode[opcode < n ? opcode : 0], 1, memory_order_relaxed);
+}
+
 /* ---- one queue thread --------------------------------------------------- */
 
 static struct io_uring_sqe *prep_cmd(struct qm_ur_thread *t, uint32_t cmd_op, uint64_t commit_id,
@@ -209,8 +218,7 @@ static void serve(struct qm_ur_thread *t)
 		uint32_t opcode;
 
 		memcpy(&opcode, t->flat + 4, sizeof(opcode));
-		atomic_fetch_add_explicit(&fs->counters.ring, 1, memory_order_relaxed);
-		atomic_fetch_add_explicit(&fs->counters.by_opcode[opcode & 63], 1, memory_order_relaxed);
+		count_request(fs, &fs->counters.ring, opcode);
 		current_ent = t;
 		fuse_session_process_buf(fs->se, &buf);
 		current_ent = NULL;
@@ -510,8 +518,7 @@ static ssize_t hook_read(int fd, void *buf, size_t len, void *userdata)
 	if (n < (ssize_t)sizeof(in))
 		return n;
 	memcpy(&in, buf, sizeof(in));
-	atomic_fetch_add_explicit(&fs->counters.dev, 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&fs->counters.by_opcode[in.opcode & 63], 1, memory_order_relaxed);
+	count_request(fs, &fs->counters.dev, in.opcode);
 	if (in.opcode == QM_FUSE_INIT && (size_t)n >= sizeof(in) + INIT_IN_FLAGS2 + 4) {
 		memcpy(&fs->init_in_flags, (uint8_t *)buf + sizeof(in) + INIT_IN_FLAGS, 4);
 		memcpy(&fs->init_in_flags2, (uint8_t *)buf + sizeof(in) + INIT_IN_FLAGS2, 4);
