@@ -42,6 +42,9 @@ struct extractor {
 	struct inomap visited;          /* directory inodes entered */
 	struct inomap links;            /* inode number -> path of its first copy, for nlink > 1 */
 	char *target;                   /* QS_SYMLINK_MAX + 1 bytes */
+	bool force;                     /* -f: replace what is in the way */
+	unsigned long long existing;    /* entries left alone because they exist (no -f) */
+	char *first_existing;           /* the first of them, for the one message */
 	int status;
 };
 
@@ -363,6 +366,10 @@ static int open_new_dir(struct extractor *ex, int dfd, const char *name, bool *c
 		return -1;
 	}
 	fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && (errno == ENOTDIR || errno == ELOOP) && ex->force && unlinkat(dfd, name, 0) == 0) {
+		*created = mkdirat(dfd, name, 0700) == 0;
+		fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	}
 	if (fd < 0)
 		fail(ex, "cannot open directory: %s", strerror(errno));
 	return fd;
@@ -433,9 +440,39 @@ static void make_dir(struct extractor *ex, int dfd, const char *name, const stru
 	close(fd);
 }
 
+/*
+ * Make room for a new non-directory 'name' in dfd.  Without -f an existing
+ * entry is left alone and counted, for one message at the end (a second
+ * extract into the same DIR says so once, not once per file); with -f it is
+ * removed (a symlink itself, never what it points to) unless it is a
+ * directory.
+ */
+static bool clear_way(struct extractor *ex, int dfd, const char *name)
+{
+	struct stat st;
+
+	if (!ex->force) {
+		if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			return true;
+		if (ex->existing++ == 0)
+			ex->first_existing = strdup(ex->path.buf);
+		ex->status = CLI_EXIT_ERROR;
+		return false;
+	}
+	if (unlinkat(dfd, name, 0) == 0 || errno == ENOENT)
+		return true;
+	if (errno == EISDIR)
+		fail(ex, "a directory is in the way");
+	else
+		fail(ex, "cannot replace: %s", strerror(errno));
+	return false;
+}
+
 static void extract_entry(struct extractor *ex, int dfd, const char *name, const struct qs_inode *inode,
 			  unsigned depth)
 {
+	if (inode->type != QS_DIR && !clear_way(ex, dfd, name))
+		return;
 	if (inode->type != QS_DIR && inode->nlink > 1 && link_earlier_copy(ex, dfd, name, inode))
 		return;
 	switch (inode->type) {
@@ -549,6 +586,10 @@ static int extract(struct extractor *ex, const char *dir, const char *path)
 			restore_fd(ex, ex->root_fd, AT_FDCWD, dir, &root);
 	}
 	close(ex->root_fd);
+	if (ex->existing)
+		cli_error(ex->image, NULL, "%llu entr%s already in %s left alone (the first: %s); use -f to overwrite",
+			  ex->existing, ex->existing == 1 ? "y" : "ies", dir,
+			  ex->first_existing ? ex->first_existing : "?");
 	return ex->status;
 }
 
@@ -556,6 +597,7 @@ static int extract_main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "directory", required_argument, NULL, 'C' },
+		{ "force", no_argument, NULL, 'f' },
 		CLI_COMMON_LONGOPTS,
 		{ 0 }
 	};
@@ -564,9 +606,13 @@ static int extract_main(int argc, char **argv)
 	const char *dir = NULL;
 	int opt, st;
 
-	while ((opt = getopt_long(argc, argv, CLI_COMMON_SHORTOPTS "C:", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, CLI_COMMON_SHORTOPTS "C:f", longopts, NULL)) != -1) {
 		if (opt == 'C') {
 			dir = optarg;
+			continue;
+		}
+		if (opt == 'f') {
+			ex.force = true;
 			continue;
 		}
 		st = cli_common_option(&co, opt, optarg);
@@ -594,12 +640,13 @@ static int extract_main(int argc, char **argv)
 	inomap_free(&ex.links, free_value);
 	cli_path_free(&ex.path);
 	free(ex.target);
+	free(ex.first_existing);
 	return st;
 }
 
 const struct cli_command cmd_extract = {
 	.name = "extract",
-	.usage = "quash extract [--offset N] IMAGE [PATH] -C DIR",
+	.usage = "quash extract [-f] [--offset N] IMAGE [PATH] -C DIR",
 	.summary = "recreate an image's files, or those below PATH, in a directory",
 	.help =
 		"Recreates the tree of IMAGE (or only PATH and what is below it, with the\n"
@@ -612,13 +659,16 @@ const struct cli_command cmd_extract = {
 		"skips device nodes with a message.  Sparse files are written with holes.\n"
 		"\n"
 		"Nothing is ever written outside DIR: names with '/' and the names '.' and '..'\n"
-		"are refused, no symbolic link is followed while writing, and existing files in\n"
-		"DIR are never overwritten; a directory that already exists (DIR itself\n"
-		"included) keeps its owner and mode.  A problem with one entry is reported and the rest is\n"
+		"are refused, and no symbolic link is followed while writing.  Entries that\n"
+		"already exist in DIR are left alone and counted in one message (exit status 1)\n"
+		"unless -f is given; a directory that already exists (DIR itself included)\n"
+		"keeps its owner and mode.  A problem with one entry is reported and the rest is\n"
 		"still extracted; the exit status is then 1.\n"
 		"\n"
 		"Options:\n"
 		"  -C, --directory DIR   where to extract (required)\n"
+		"  -f, --force           replace files, links and nodes already in DIR (a symbolic\n"
+		"                        link is replaced, never followed; directories stay)\n"
 		CLI_COMMON_HELP
 		"\n"
 		CLI_EXIT_STATUS_HELP

@@ -147,7 +147,10 @@ static void print_text(const char *image, const struct qs_info *in)
 	printf("%-22s 0x%llx\n", "root inode:", (unsigned long long)in->root_inode_ref);
 	print_table("inode table:", in->inode_table_start);
 	print_table("directory table:", in->directory_table_start);
-	print_table("fragment table:", in->fragment_table_start);
+	if (in->fragment_table_start != SQFS_INVALID_TABLE && in->fragment_count == 0)
+		printf("%-22s %llu (0 fragments)\n", "fragment table:", (unsigned long long)in->fragment_table_start);
+	else
+		print_table("fragment table:", in->fragment_table_start);
 	print_table("export table:", in->export_table_start);
 	print_table("id table:", in->id_table_start);
 	print_table("xattr id table:", in->xattr_id_table_start);

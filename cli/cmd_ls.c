@@ -19,7 +19,8 @@
 struct lister {
 	struct qs_image *img;
 	const char *image;
-	bool long_format, recursive;
+	bool long_format, recursive, json;
+	bool listed_one;                /* for the commas between JSON entries */
 	struct cli_path path;           /* of the entry being listed, from the root */
 	struct inomap visited;          /* directories listed already */
 	char *target;                   /* QS_SYMLINK_MAX + 1 bytes for symlink targets */
@@ -53,9 +54,32 @@ static void print_long(struct lister *l, const struct qs_inode *inode, const cha
 	putchar('\n');
 }
 
+/* One element of the JSON array: the full path, the name and the inode's fields. */
+static void print_json(struct lister *l, const struct qs_inode *inode, const char *name)
+{
+	const char *target = NULL;
+
+	if (inode->type == QS_SYMLINK) {
+		if (qs_readlink(l->img, inode, l->target, QS_SYMLINK_MAX + 1) < 0) {
+			cli_error(l->image, l->path.buf, "%s", qs_last_error());
+			l->status = CLI_EXIT_ERROR;
+			return;
+		}
+		target = l->target;
+	}
+	fputs(l->listed_one ? ",\n" : "\n", stdout);
+	l->listed_one = true;
+	cli_print_json_inode(stdout, l->path.buf, inode, target);
+	fputs(", \"name\": ", stdout);
+	cli_print_json_string(stdout, name);
+	putchar('}');
+}
+
 static void print_entry(struct lister *l, const struct qs_inode *inode, const char *name)
 {
-	if (l->long_format)
+	if (l->json)
+		print_json(l, inode, name);
+	else if (l->long_format)
 		print_long(l, inode, name);
 	else
 		puts(name);
@@ -102,7 +126,7 @@ static void list_dir(struct lister *l, const struct qs_inode *dir, unsigned dept
 			cli_error(l->image, l->path.buf, "%s", qs_last_error());
 			l->status = CLI_EXIT_ERROR;
 		} else {
-			print_entry(l, &inode, l->recursive ? l->path.buf : ent.name);
+			print_entry(l, &inode, l->recursive && !l->json ? l->path.buf : ent.name);
 			if (l->recursive && inode.type == QS_DIR)
 				list_subdir(l, &inode, depth + 1);
 		}
@@ -112,6 +136,13 @@ static void list_dir(struct lister *l, const struct qs_inode *dir, unsigned dept
 		cli_error(l->image, l->path.buf, "%s", qs_last_error());
 		l->status = CLI_EXIT_ERROR;
 	}
+}
+
+static const char *base_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash && slash[1] ? slash + 1 : path;
 }
 
 static int ls_path(struct lister *l, const char *path)
@@ -127,7 +158,7 @@ static int ls_path(struct lister *l, const char *path)
 	if (inode.type == QS_DIR)
 		list_dir(l, &inode, 0);
 	else
-		print_entry(l, &inode, path);
+		print_entry(l, &inode, l->json ? base_name(l->path.buf) : path);
 	return l->status;
 }
 
@@ -136,6 +167,7 @@ static int ls_main(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "long", no_argument, NULL, 'l' },
 		{ "recursive", no_argument, NULL, 'R' },
+		{ "json", no_argument, NULL, 'j' },
 		CLI_COMMON_LONGOPTS,
 		{ 0 }
 	};
@@ -143,9 +175,11 @@ static int ls_main(int argc, char **argv)
 	struct lister l = { 0 };
 	int opt, st;
 
-	while ((opt = getopt_long(argc, argv, CLI_COMMON_SHORTOPTS "lR", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, CLI_COMMON_SHORTOPTS "lRj", longopts, NULL)) != -1) {
 		if (opt == 'l') {
 			l.long_format = true;
+		} else if (opt == 'j') {
+			l.json = true;
 		} else if (opt == 'R') {
 			l.recursive = true;
 		} else {
@@ -164,7 +198,11 @@ static int ls_main(int argc, char **argv)
 	}
 	st = cli_open_image(&co, l.image, &l.img);
 	if (st == CLI_EXIT_OK) {
+		if (l.json)
+			putchar('[');
 		st = ls_path(&l, argc - optind == 2 ? argv[optind + 1] : "/");
+		if (l.json)
+			fputs(l.listed_one ? "\n]\n" : "]\n", stdout);
 		qs_image_close(l.img);
 	}
 	inomap_free(&l.visited, NULL);
@@ -175,7 +213,7 @@ static int ls_main(int argc, char **argv)
 
 const struct cli_command cmd_ls = {
 	.name = "ls",
-	.usage = "quash ls [-l] [-R] [--offset N] IMAGE [PATH]",
+	.usage = "quash ls [-l] [-R] [--json] [--offset N] IMAGE [PATH]",
 	.summary = "list the entries of a directory in an image",
 	.help =
 		"Lists the directory PATH of IMAGE (default: the root), or shows PATH itself if it\n"
@@ -187,6 +225,10 @@ const struct cli_command cmd_ls = {
 		"                        time, name, and '-> target' for symbolic links\n"
 		"  -R, --recursive       list the whole tree below PATH, one full path per line,\n"
 		"                        each directory before its contents\n"
+		"  -j, --json            one JSON array, an object per entry: path, name, type,\n"
+		"                        inode, mode, nlink, uid, gid, size, mtime, and target,\n"
+		"                        major, minor where they apply (bytes of a name that are\n"
+		"                        not UTF-8 come as U+DC80..U+DCFF, Python's surrogateescape)\n"
 		CLI_COMMON_HELP
 		"\n"
 		"Times are local times; set TZ=UTC for UTC.\n"
@@ -195,6 +237,7 @@ const struct cli_command cmd_ls = {
 		"\n"
 		"Examples:\n"
 		"  quash ls image.sqfs /etc\n"
-		"  quash ls -lR image.sqfs\n",
+		"  quash ls -lR image.sqfs\n"
+		"  quash ls --json -R image.sqfs | jq -r '.[] | select(.size > 1000000) | .path'\n",
 	.run = ls_main,
 };

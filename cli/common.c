@@ -19,7 +19,7 @@ int cli_usage(const struct cli_command *cmd, const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "quash %s: ", cmd->name);
+	fprintf(stderr, "quash: %s: ", cmd->name);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
@@ -73,6 +73,9 @@ int cli_common_option(struct cli_common *co, int opt, const char *arg)
 {
 	switch (opt) {
 	case 'o':
+		/* unsquashfs's "-o N" and mount's "-o offset=N" mean the same. */
+		if (strncmp(arg, "offset=", 7) == 0)
+			arg += 7;
 		if (cli_parse_size(arg, &co->offset))
 			return cli_usage(co->cmd, "invalid offset '%s'", arg);
 		co->offset_given = true;
@@ -104,6 +107,8 @@ int cli_common_option(struct cli_common *co, int opt, const char *arg)
 	case 'h':
 		cli_help(co->cmd);
 		return cli_finish_stdout(CLI_EXIT_OK);
+	case 'V':
+		return cli_print_version();
 	default:
 		/* getopt has said what is wrong with the option. */
 		fprintf(stderr, "Try 'quash %s --help' for more information.\n", co->cmd->name);
@@ -122,6 +127,12 @@ int cli_parse_common_only(struct cli_common *co, int argc, char **argv)
 			return st;
 	}
 	return CLI_CONTINUE;
+}
+
+int cli_print_version(void)
+{
+	printf("quash %s\n", QUASH_VERSION);
+	return cli_finish_stdout(CLI_EXIT_OK);
 }
 
 int cli_parse_size(const char *s, uint64_t *out)
@@ -281,20 +292,34 @@ void cli_print_xattr_value(FILE *f, const void *value, size_t len)
 		fprintf(f, "%02x", v[i]);
 }
 
-void cli_print_json_string(FILE *f, const char *s)
+static const char *json_type_name(enum qs_type type)
 {
-	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
+	switch (type) {
+	case QS_DIR:     return "directory";
+	case QS_FILE:    return "file";
+	case QS_SYMLINK: return "symlink";
+	case QS_BLKDEV:  return "block-device";
+	case QS_CHRDEV:  return "char-device";
+	case QS_FIFO:    return "fifo";
+	case QS_SOCKET:  return "socket";
 	}
-	fputc('"', f);
+	return "unknown";
+}
+
+void cli_print_json_inode(FILE *f, const char *path, const struct qs_inode *in, const char *target)
+{
+	fputs("{\"path\": ", f);
+	cli_print_json_string(f, path);
+	fprintf(f, ", \"type\": \"%s\", \"inode\": %u, \"mode\": %u, \"nlink\": %u, \"uid\": %u, \"gid\": %u"
+		", \"size\": %llu, \"mtime\": %u",
+		json_type_name(in->type), in->ino, in->mode & 07777, in->nlink, in->uid, in->gid,
+		(unsigned long long)in->size, in->mtime);
+	if (in->type == QS_BLKDEV || in->type == QS_CHRDEV)
+		fprintf(f, ", \"major\": %u, \"minor\": %u", cli_dev_major(in->rdev), cli_dev_minor(in->rdev));
+	if (target) {
+		fputs(", \"target\": ", f);
+		cli_print_json_string(f, target);
+	}
 }
 
 /* ---- paths being walked ----------------------------------------------- */

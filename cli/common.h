@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "json.h"
 #include "quash.h"
 
 #define CLI_EXIT_OK    0
@@ -59,7 +60,7 @@ enum {
 	CLI_OPT_RETRY_SECONDS,
 };
 
-#define CLI_COMMON_SHORTOPTS "ho:"
+#define CLI_COMMON_SHORTOPTS "hVo:"
 #define CLI_COMMON_LONGOPTS \
 	{ "offset", required_argument, NULL, 'o' }, \
 	{ "endpoint", required_argument, NULL, CLI_OPT_ENDPOINT }, \
@@ -67,13 +68,15 @@ enum {
 	{ "cache-dir", required_argument, NULL, CLI_OPT_CACHE_DIR }, \
 	{ "cache-dir-limit", required_argument, NULL, CLI_OPT_CACHE_DIR_LIMIT }, \
 	{ "retry-seconds", required_argument, NULL, CLI_OPT_RETRY_SECONDS }, \
-	{ "help", no_argument, NULL, 'h' }
+	{ "help", no_argument, NULL, 'h' }, \
+	{ "version", no_argument, NULL, 'V' }
 
 /* Options text for the help of every subcommand. */
 #define CLI_COMMON_HELP \
 	"  -o, --offset N        the image starts N bytes into the file (suffix K, M or G\n" \
-	"                        for KiB, MiB, GiB; 0x for hexadecimal); without it a\n" \
-	"                        SIF container's squashfs partition is found by itself\n" \
+	"                        for KiB, MiB, GiB; 0x for hexadecimal; -o offset=N as\n" \
+	"                        mount takes it works too); without it a SIF\n" \
+	"                        container's squashfs partition is found by itself\n" \
 	"      --endpoint URL    S3 endpoint for s3:// images (MinIO, Ceph RGW, ...; else\n" \
 	"                        AWS_ENDPOINT_URL), addressed path-style\n" \
 	"      --region NAME     S3 region (else AWS_REGION or AWS_DEFAULT_REGION)\n" \
@@ -82,7 +85,8 @@ enum {
 	"      --cache-dir-limit SIZE  bound on DIR (suffix K, M or G)\n" \
 	"      --retry-seconds N  give up a remote request after N seconds in all,\n" \
 	"                        retries and transfers included (default 30)\n" \
-	"  -h, --help            show this help and exit\n"
+	"  -h, --help            show this help and exit\n" \
+	"  -V, --version         show the version and exit\n"
 
 #define CLI_EXIT_STATUS_HELP \
 	"Exit status:\n" \
@@ -119,6 +123,9 @@ int cli_finish_stdout(int status);
 /* Parse "123", "0x7b", "4K", "1M", "2G". */
 int cli_parse_size(const char *s, uint64_t *out);
 
+/* "quash VERSION" on stdout; returns the exit status. */
+int cli_print_version(void);
+
 /* ---- formatting -------------------------------------------------------- */
 
 #define CLI_MODE_STRING_LEN 11   /* "drwxr-xr-x" and the NUL */
@@ -136,8 +143,10 @@ static inline unsigned cli_dev_minor(uint32_t rdev) { return (rdev & 0xff) | ((r
 /* An xattr value the way getfattr shows it: "text" when printable, else 0xHEX. */
 void cli_print_xattr_value(FILE *f, const void *value, size_t len);
 
-/* A JSON string literal. */
-void cli_print_json_string(FILE *f, const char *s);
+
+/* The fields ls --json and stat --json share, as an open JSON object: "{...", without
+ * the closing brace, so that the caller can add its own.  target: a symlink's, or NULL. */
+void cli_print_json_inode(FILE *f, const char *path, const struct qs_inode *in, const char *target);
 
 /* ---- paths being walked ----------------------------------------------- */
 

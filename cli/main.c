@@ -60,7 +60,7 @@ static int run_offline(const struct cli_command *cmd, int argc, char **argv)
 {
 	static char progname[CLI_PROGNAME_MAX];
 
-	snprintf(progname, sizeof(progname), "quash %s", cmd->name);
+	snprintf(progname, sizeof(progname), "quash: %s", cmd->name);
 	argv[0] = progname;
 	return cmd->run(argc, argv);
 }

@@ -43,11 +43,19 @@
  */
 #define QM_DEFAULT_READAHEAD_KB 0
 
+/* Where fusermount3 opens the device and reads user_allow_other. */
+#define QM_FUSE_DEVICE "/dev/fuse"
+#define QM_FUSE_CONF   "/etc/fuse.conf"
+
 /* Failures logged before the daemon falls silent (a scan of a corrupt image). */
 #define QM_LOG_MAX 100
 
 struct qm_options {
-	const char *progname;       /* for messages: "quash" or "squashfuse_ll" */
+	const char *progname;       /* "quash" or "squashfuse_ll": syslog's name for the daemon */
+	const char *msgname;        /* what messages start with: "quash: mount" or "squashfuse_ll" */
+	const char *fsname;         /* -o fsname=: the mount table's source (else the image, secrets hidden) */
+	bool readahead_given;       /* -o readahead= was given, not defaulted */
+	unsigned max_read;          /* -o max_read=: 0 for the kernel's */
 	const char *image;
 	const char *mountpoint;
 	bool foreground, debug, single_thread;
@@ -74,6 +82,9 @@ struct qm_options {
 enum qm_parse_result { QM_PARSE_OK, QM_PARSE_ERROR, QM_PARSE_HELP };
 
 enum qm_parse_result qm_parse_args(int argc, char **argv, bool squashfuse_compat, struct qm_options *opt);
+
+/* Is 'name' among the kernel mount flags given (-o allow_other, ...)? */
+bool qm_has_kernel_opt(const struct qm_options *opt, const char *name);
 void qm_usage(const struct qm_options *opt);
 
 struct qm_fill;

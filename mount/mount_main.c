@@ -33,7 +33,7 @@ static void notify_failure(const struct qm_options *opt)
 	fd = open(opt->notify_pipe, O_WRONLY | O_CLOEXEC);
 	if (fd >= 0) {
 		if (write(fd, "f", 1) != 1)
-			fprintf(stderr, "%s: notify_pipe %s: %s\n", opt->progname, opt->notify_pipe, strerror(errno));
+			fprintf(stderr, "%s: notify_pipe %s: %s\n", opt->msgname, opt->notify_pipe, strerror(errno));
 		close(fd);
 	}
 }
@@ -47,18 +47,64 @@ static int check_mountpoint(const struct qm_options *opt, struct qm_fs *fs)
 	if (!realpath(opt->mountpoint, fs->mountpoint) || stat(fs->mountpoint, &st) != 0) {
 		int err = errno;
 
-		fprintf(stderr, "%s: %s: %s\n", opt->progname, opt->mountpoint, strerror(err));
+		fprintf(stderr, "%s: mount point %s: %s\n", opt->msgname, opt->mountpoint, strerror(err));
 		return -err;
 	}
 	if (!S_ISDIR(st.st_mode)) {
-		fprintf(stderr, "%s: %s: not a directory\n", opt->progname, opt->mountpoint);
+		fprintf(stderr, "%s: mount point %s: not a directory\n", opt->msgname, opt->mountpoint);
 		return -ENOTDIR;
 	}
 	snprintf(parent, sizeof(parent), "%s/..", fs->mountpoint);
 	if (strcmp(fs->mountpoint, "/") == 0 || (stat(parent, &pst) == 0 && pst.st_dev != st.st_dev)) {
-		fprintf(stderr, "%s: %s: busy: something is mounted there already\n", opt->progname,
-			opt->mountpoint);
+		fprintf(stderr, "%s: mount point %s: busy: something is mounted there already; unmount it first\n",
+			opt->msgname, opt->mountpoint);
 		return -EBUSY;
+	}
+	return 0;
+}
+
+/* Is "user_allow_other" set in /etc/fuse.conf, as fusermount3 reads it? */
+static bool user_allow_other(void)
+{
+	FILE *f = fopen(QM_FUSE_CONF, "re");
+	char line[256];
+	bool set = false;
+
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f)) {
+		char *p = line + strspn(line, " \t");
+
+		if (strncmp(p, "user_allow_other", 16) == 0 && strchr(" \t\r\n", p[16]))
+			set = true;
+	}
+	fclose(f);
+	return set;
+}
+
+/*
+ * What fusermount3 would refuse, said before trying, with the fix: libfuse
+ * and fusermount3 print their own lines and then only "cannot mount".
+ */
+static int check_fuse_access(const struct qm_options *opt)
+{
+	if (access(QM_FUSE_DEVICE, R_OK | W_OK) != 0) {
+		int err = errno;
+
+		if (err == ENOENT)
+			fprintf(stderr, "%s: %s is missing; load the fuse module (modprobe fuse), or give a "
+				"container the device (--device /dev/fuse)\n", opt->msgname, QM_FUSE_DEVICE);
+		else
+			fprintf(stderr, "%s: no access to %s (%s); it is usually crw-rw-rw-: ask an "
+				"administrator to allow it\n", opt->msgname, QM_FUSE_DEVICE, strerror(err));
+		return -err;
+	}
+	if (geteuid() != 0 && (qm_has_kernel_opt(opt, "allow_other") || qm_has_kernel_opt(opt, "allow_root")) &&
+	    !user_allow_other()) {
+		fprintf(stderr, "%s: -o %s needs 'user_allow_other' in %s; root can add it, or mount "
+			"without it\n", opt->msgname, qm_has_kernel_opt(opt, "allow_other") ? "allow_other" :
+			"allow_root", QM_FUSE_CONF);
+		return -EPERM;
 	}
 	return 0;
 }
@@ -75,17 +121,21 @@ static int open_image(const struct qm_options *opt, struct qm_fs *fs)
 
 	err = qs_source_open(opt->image, &opt->source, &src);
 	if (!err && src->notice)
-		fprintf(stderr, "%s: %s: %s\n", opt->progname, fs->name, src->notice);
+		fprintf(stderr, "%s: %s: %s\n", opt->msgname, fs->name, src->notice);
 	if (!err)
 		err = qs_image_open(src, &io, &fs->img);
-	if (!err && opt->subdir)
+	if (!err && opt->subdir) {
 		err = qs_lookup_path(fs->img, opt->subdir, &root);
-	else if (!err)
+		/* The image is fine; what is missing is the subdir inside it. */
+		if (err == -ENOENT)
+			err = qs_set_error(err, "-o subdir=%s: no such directory in the image", opt->subdir);
+	} else if (!err) {
 		err = qs_inode_root(fs->img, &root);
+	}
 	if (!err && root.type != QS_DIR)
-		err = qs_set_error(-ENOTDIR, "subdir %s: not a directory", opt->subdir);
+		err = qs_set_error(-ENOTDIR, "-o subdir=%s: not a directory in the image", opt->subdir);
 	if (err) {
-		fprintf(stderr, "%s: %s: %s\n", opt->progname, fs->name, qs_last_error());
+		fprintf(stderr, "%s: %s: %s\n", opt->msgname, fs->name, qs_last_error());
 		if (fs->img)
 			qs_image_close(fs->img);
 		fs->img = NULL;
@@ -119,6 +169,20 @@ static void detach_stdio(struct qm_fs *fs)
 		qm_log(fs, "chdir /: %s", strerror(errno));
 }
 
+/*
+ * The image as messages and the mount table show it: secrets hidden, and a
+ * local path made absolute (as mount(8) does), so that /proc/mounts names
+ * the file whatever directory the mount was made from.
+ */
+static char *display_name(const char *image)
+{
+	char abs[PATH_MAX];
+
+	if (!qs_source_spec_is_remote(image) && image[0] != '/' && realpath(image, abs))
+		return qs_source_display_name(abs);
+	return qs_source_display_name(image);
+}
+
 static int serve(const struct qm_options *opt, int ready_fd)
 {
 	struct qm_fs *fs = calloc(1, sizeof(*fs));
@@ -128,14 +192,16 @@ static int serve(const struct qm_options *opt, int ready_fd)
 		return -ENOMEM;
 	fs->opt = opt;
 	/* Messages and the mount table (fsname) show the image without its secrets. */
-	fs->name = qs_source_display_name(opt->image);
+	fs->name = display_name(opt->image);
 	if (!fs->name) {
 		free(fs);
 		return -ENOMEM;
 	}
 	pthread_mutex_init(&fs->ready_lock, NULL);
 	pthread_cond_init(&fs->ready_cond, NULL);
-	err = check_mountpoint(opt, fs);
+	err = check_fuse_access(opt);
+	if (!err)
+		err = check_mountpoint(opt, fs);
 	if (!err)
 		err = open_image(opt, fs);
 	if (!err && !(fs->nodes = qm_nodes_create()))
@@ -210,22 +276,4 @@ int mount_main(int argc, char **argv, bool squashfuse_compat)
 			return status;
 	}
 	return serve(&opt, ready_fd) ? 1 : 0;
-}
-
-/* quash umount [-z] MOUNTPOINT: fusermount3 does it, for root and users alike. */
-int umount_main(int argc, char **argv)
-{
-	bool lazy = argc == 3 && strcmp(argv[1], "-z") == 0;
-	const char *mp = argv[argc - 1];
-
-	if (argc != 2 && !lazy) {
-		fprintf(stderr, "usage: quash umount [-z] MOUNTPOINT\n");
-		return 2;
-	}
-	if (lazy)
-		execlp("fusermount3", "fusermount3", "-u", "-z", "--", mp, (char *)NULL);
-	else
-		execlp("fusermount3", "fusermount3", "-u", "--", mp, (char *)NULL);
-	fprintf(stderr, "quash: cannot run fusermount3: %s\n", strerror(errno));
-	return 1;
 }

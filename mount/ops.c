@@ -120,6 +120,9 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	struct qm_fs *fs = userdata;
 
 	conn->want |= FUSE_CAP_ASYNC_READ;
+	/* libfuse insists that init() agrees with -o max_read= (it passes that to the kernel). */
+	if (fs->opt->max_read)
+		conn->max_read = fs->opt->max_read;
 	if (conn->capable & FUSE_CAP_CACHE_SYMLINKS)
 		conn->want |= FUSE_CAP_CACHE_SYMLINKS;
 	if (conn->capable & FUSE_CAP_READDIRPLUS)

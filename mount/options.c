@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "mount_int.h"
 
@@ -32,11 +33,12 @@ static const char *const ignored[] = {
 	"rw", "defaults", "auto", "noauto", "user", "nouser", "users", "_netdev", "nofail",
 	"atime", "noatime", "relatime", "norelatime", "strictatime", "nodiratime", "diratime",
 	"async", "sync", "clone_fd", "max_idle_threads", "max_threads", "lazytime", "nolazytime",
+	"default_permissions",      /* always on: the image's modes are enforced by the kernel */
 };
 
-static const char *progname_of(const struct qm_options *opt)
+static const char *msgname_of(const struct qm_options *opt)
 {
-	return opt->progname ? opt->progname : "quash";
+	return opt->msgname ? opt->msgname : "quash: mount";
 }
 
 static bool in_list(const char *name, const char *const *list, size_t n)
@@ -58,17 +60,18 @@ static int parse_u64(const char *s, uint64_t *out)
 	return errno || *end ? -EINVAL : 0;
 }
 
-/* "64M", "1G", "4096": bytes. */
+/* "64M", "1G", "4096", "0x1000": bytes, spelled as the offline tools' --offset. */
 static int parse_size(const char *s, uint64_t *out)
 {
 	char *end;
 	uint64_t mult = 1;
+	int base = s[0] == '0' && (s[1] == 'x' || s[1] == 'X') ? 16 : 10;
 
 	if (*s < '0' || *s > '9')
 		return -EINVAL;
 	errno = 0;
-	*out = strtoull(s, &end, 10);
-	if (errno)
+	*out = strtoull(s, &end, base);
+	if (errno || end == s)
 		return -EINVAL;
 	switch (*end) {
 	case 'k': case 'K': mult = 1ull << 10; end++; break;
@@ -91,16 +94,27 @@ static int add_kernel_opt(struct qm_options *opt, const char *o)
 	return 0;
 }
 
+bool qm_has_kernel_opt(const struct qm_options *opt, const char *name)
+{
+	size_t len = strlen(name);
+
+	for (const char *p = opt->kernel_opts; (p = strstr(p, name)); p += len) {
+		if ((p == opt->kernel_opts || p[-1] == ',') && (p[len] == ',' || p[len] == '\0'))
+			return true;
+	}
+	return false;
+}
+
 static int bad_value(const struct qm_options *opt, const char *name, const char *value)
 {
-	fprintf(stderr, "%s: bad value in mount option '%s=%s'\n", progname_of(opt), name, value);
+	fprintf(stderr, "%s: bad value in mount option '%s=%s'\n", msgname_of(opt), name, value);
 	return -EINVAL;
 }
 
 /* One "name" or "name=value" from a -o list.  'o' is writable and ours. */
 static int parse_one(struct qm_options *opt, char *o)
 {
-	char *value = strchr(o, '=');
+	char *value = strchr(o, '='), kopt[32];
 	uint64_t n;
 
 	if (value)
@@ -125,7 +139,7 @@ static int parse_one(struct qm_options *opt, char *o)
 		return 0;
 	}
 	if (strcmp(o, "offset") == 0) {
-		if (parse_u64(value, &opt->offset))
+		if (parse_size(value, &opt->offset))
 			return bad_value(opt, o, value);
 		opt->offset_given = true;
 	} else if (strcmp(o, "cache_size") == 0) {
@@ -154,6 +168,18 @@ static int parse_one(struct qm_options *opt, char *o)
 		if (parse_u64(value, &n) || n > QM_MAX_READAHEAD_KB)
 			return bad_value(opt, o, value);
 		opt->readahead_kb = (int)n;
+		opt->readahead_given = true;
+	} else if (strcmp(o, "max_read") == 0) {
+		/* squashfuse_ll passes it to the kernel; so do we, checked. */
+		if (parse_size(value, &n) || n < 4096 || n > UINT32_MAX)
+			return bad_value(opt, o, value);
+		opt->max_read = (unsigned)n;
+		snprintf(kopt, sizeof(kopt), "max_read=%u", opt->max_read);
+		return add_kernel_opt(opt, kopt);
+	} else if (strcmp(o, "fsname") == 0) {
+		if (!*value)
+			return bad_value(opt, o, value);
+		opt->fsname = value;
 	} else if (strcmp(o, "subdir") == 0) {
 		opt->subdir = value;
 	} else if (strcmp(o, "notify_pipe") == 0) {
@@ -184,7 +210,7 @@ static int parse_one(struct qm_options *opt, char *o)
 	}
 	return 0;
 unknown:
-	fprintf(stderr, "%s: unknown mount option '%s%s%s'\n", progname_of(opt), o, value ? "=" : "",
+	fprintf(stderr, "%s: unknown mount option '%s%s%s'\n", msgname_of(opt), o, value ? "=" : "",
 		value ? value : "");
 	return -EINVAL;
 }
@@ -196,7 +222,7 @@ static int parse_list(struct qm_options *opt, const char *list)
 	char *copy = opt->strings + opt->strings_used, *o, *save = NULL;
 
 	if (len > sizeof(opt->strings) - opt->strings_used) {
-		fprintf(stderr, "%s: mount options too long\n", progname_of(opt));
+		fprintf(stderr, "%s: mount options too long\n", msgname_of(opt));
 		return -E2BIG;
 	}
 	memcpy(copy, list, len);
@@ -217,7 +243,7 @@ static int add_path(struct qm_options *opt, const char *arg)
 	} else if (!opt->mountpoint) {
 		opt->mountpoint = arg;
 	} else {
-		fprintf(stderr, "%s: unexpected argument '%s'\n", progname_of(opt), arg);
+		fprintf(stderr, "%s: unexpected argument '%s'\n", msgname_of(opt), arg);
 		return -EINVAL;
 	}
 	return 0;
@@ -231,6 +257,7 @@ enum qm_parse_result qm_parse_args(int argc, char **argv, bool squashfuse_compat
 	memset(opt, 0, sizeof(*opt));
 	opt->squashfuse_compat = squashfuse_compat;
 	opt->progname = squashfuse_compat ? (base ? base + 1 : argv[0]) : "quash";
+	opt->msgname = squashfuse_compat ? opt->progname : "quash: mount";
 	opt->notify_store = true;
 	opt->readahead_kb = QM_DEFAULT_READAHEAD_KB;
 
@@ -245,7 +272,10 @@ enum qm_parse_result qm_parse_args(int argc, char **argv, bool squashfuse_compat
 		} else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
 			return QM_PARSE_HELP;
 		} else if (strcmp(a, "-V") == 0 || strcmp(a, "--version") == 0) {
-			printf("%s (quash %s)\n", opt->progname, QUASH_VERSION);
+			if (squashfuse_compat)
+				printf("%s (quash %s)\n", opt->progname, QUASH_VERSION);
+			else
+				printf("quash %s\n", QUASH_VERSION);
 			exit(0);
 		} else if (strcmp(a, "-f") == 0) {
 			opt->foreground = true;
@@ -257,24 +287,30 @@ enum qm_parse_result qm_parse_args(int argc, char **argv, bool squashfuse_compat
 			const char *list = a[2] ? a + 2 : (i + 1 < argc ? argv[++i] : NULL);
 
 			if (!list) {
-				fprintf(stderr, "%s: -o needs a list of options\n", opt->progname);
+				fprintf(stderr, "%s: -o needs a list of options\n", opt->msgname);
 				return QM_PARSE_ERROR;
 			}
 			if (parse_list(opt, list))
 				return QM_PARSE_ERROR;
 		} else {
-			fprintf(stderr, "%s: unknown option '%s'\n", opt->progname, a);
+			fprintf(stderr, "%s: unknown option '%s'\nTry '%s --help' for more information.\n",
+				opt->msgname, a, opt->squashfuse_compat ? opt->progname : "quash mount");
 			return QM_PARSE_ERROR;
 		}
 	}
 	if (!opt->image || !opt->mountpoint) {
-		fprintf(stderr, "%s: need an IMAGE and a MOUNTPOINT (see --help)\n", opt->progname);
+		fprintf(stderr, "%s: need an IMAGE and a MOUNTPOINT\nTry '%s --help' for more information.\n",
+			opt->msgname, opt->squashfuse_compat ? opt->progname : "quash mount");
 		return QM_PARSE_ERROR;
 	}
 	if (add_kernel_opt(opt, "ro") || add_kernel_opt(opt, "default_permissions")) {
-		fprintf(stderr, "%s: mount options too long\n", opt->progname);
+		fprintf(stderr, "%s: mount options too long\n", opt->msgname);
 		return QM_PARSE_ERROR;
 	}
+	/* Only root may write a mount's readahead (/sys/class/bdi): say so, not ignore it. */
+	if (opt->readahead_given && geteuid() != 0)
+		fprintf(stderr, "%s: -o readahead=%d needs root; the kernel's default (128 KiB) stays\n",
+			opt->msgname, opt->readahead_kb);
 	return QM_PARSE_OK;
 }
 
@@ -292,7 +328,8 @@ void qm_usage(const struct qm_options *opt)
 		"    -f                     foreground operation\n"
 		"    -d   -o debug          enable debug output (implies -f)\n"
 		"    -s                     one worker thread\n"
-		"    -o offset=N            offset N bytes into ARCHIVE to mount\n"
+		"    -o offset=N            offset N bytes into ARCHIVE to mount (suffix K, M, G;\n"
+		"                           0x for hexadecimal)\n"
 		"    -o subdir=PATH         mount subdirectory PATH of ARCHIVE\n"
 		"    -o notify_pipe=PATH    named pipe that will receive 's' (success)\n"
 		"                           or 'f' (failure) when the mountpoint is ready\n"
@@ -311,6 +348,13 @@ void qm_usage(const struct qm_options *opt)
 		"    -o chunk_size=SIZE     remote fetch size (default 4M)\n"
 		"    -o remote_cache=SIZE   remote chunks held in memory (default 256M)\n"
 		"    -o retry_seconds=N     give up a remote read after N seconds of retries\n"
-		"    -o allow_other,allow_root,dev,suid,exec,...  kernel mount flags\n",
+		"    -o fsname=NAME         the mount table's source (default: the image, secrets hidden)\n"
+		"    -o max_read=N          largest read the kernel sends (a kernel mount option)\n"
+		"    -o default_permissions accepted; always on (the kernel checks the image's modes)\n"
+		"    -o allow_other,allow_root,dev,suid,exec,...  kernel mount flags (allow_other and\n"
+		"                           allow_root need user_allow_other in /etc/fuse.conf\n"
+		"                           unless you are root)\n"
+		"    -V, --version          show the version and exit\n"
+		"    -h, --help             show this help and exit\n",
 		QM_DEFAULT_THREADS);
 }

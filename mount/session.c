@@ -47,7 +47,7 @@ void qm_log(struct qm_fs *fs, const char *fmt, ...)
 	if (fs->use_syslog)
 		syslog(LOG_ERR, "%s: %s", fs->name, msg);
 	else
-		fprintf(stderr, "%s: %s: %s\n", fs->opt->progname, fs->name, msg);
+		fprintf(stderr, "%s: %s: %s\n", fs->opt->msgname, fs->name, msg);
 }
 
 void qm_info(struct qm_fs *fs, const char *fmt, ...)
@@ -62,7 +62,7 @@ void qm_info(struct qm_fs *fs, const char *fmt, ...)
 	if (fs->use_syslog || !fs->opt->foreground)
 		syslog(LOG_INFO, "%s: %s", fs->name, msg);
 	else
-		fprintf(stderr, "%s: %s: %s\n", fs->opt->progname, fs->name, msg);
+		fprintf(stderr, "%s: %s: %s\n", fs->opt->msgname, fs->name, msg);
 }
 
 static void *worker(void *arg)
@@ -198,7 +198,7 @@ static int session_args(struct qm_fs *fs, struct fuse_args *args)
 	char opts[sizeof(fs->opt->kernel_opts) + 2 * 4096 + 64];
 	size_t n = (size_t)snprintf(opts, sizeof(opts), "%s,subtype=quash,fsname=", fs->opt->kernel_opts);
 
-	for (const char *p = fs->name; *p && n + 3 < sizeof(opts); p++) {
+	for (const char *p = fs->opt->fsname ? fs->opt->fsname : fs->name; *p && n + 3 < sizeof(opts); p++) {
 		if (*p == ',' || *p == '\\')
 			opts[n++] = '\\';
 		opts[n++] = *p;
@@ -252,6 +252,66 @@ static bool wait_ready(struct qm_fs *fs)
 	return ready;
 }
 
+/* Longest message of libfuse or fusermount3 kept for the one line. */
+#define QM_MOUNT_MSG_MAX 512
+
+/* The last line in buf (trailing newlines dropped), without a "fusermount3: " or "fuse: " prefix. */
+static const char *last_line(char *buf)
+{
+	size_t len = strlen(buf);
+	char *line;
+
+	while (len && (buf[len - 1] == '\n' || buf[len - 1] == '\r'))
+		buf[--len] = '\0';
+	line = strrchr(buf, '\n');
+	line = line ? line + 1 : buf;
+	if (strncmp(line, "fusermount3: ", 13) == 0)
+		line += 13;
+	else if (strncmp(line, "fuse: ", 6) == 0)
+		line += 6;
+	return line;
+}
+
+/*
+ * fuse_session_mount(), with what libfuse and the fusermount3 it runs print
+ * to stderr caught in a pipe, so that a failure is one line of ours that
+ * carries their reason.  Nothing else writes to stderr at this point: no
+ * thread has started.  The pipe holds far more than those few lines.
+ */
+static int mount_quietly(struct qm_fs *fs)
+{
+	char msg[QM_MOUNT_MSG_MAX];
+	int p[2], saved, rc;
+	ssize_t n;
+
+	/* With auto_unmount fusermount3 stays, holding its stderr: it must not be our pipe. */
+	fflush(stderr);
+	saved = qm_has_kernel_opt(fs->opt, "auto_unmount") ? -1 : dup(STDERR_FILENO);
+	if (saved < 0 || pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0) {
+		if (saved >= 0)
+			close(saved);
+		rc = fuse_session_mount(fs->se, fs->mountpoint);
+		if (rc != 0)
+			fprintf(stderr, "%s: %s: cannot mount\n", fs->opt->msgname, fs->mountpoint);
+		return rc;
+	}
+	dup2(p[1], STDERR_FILENO);
+	rc = fuse_session_mount(fs->se, fs->mountpoint);
+	fflush(stderr);
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	close(p[1]);
+	n = read(p[0], msg, sizeof(msg) - 1);
+	close(p[0]);
+	msg[n > 0 ? n : 0] = '\0';
+	if (rc != 0)
+		fprintf(stderr, "%s: %s: cannot mount: %s\n", fs->opt->msgname, fs->mountpoint,
+			msg[0] ? last_line(msg) : "the kernel refused");
+	else if (msg[0])
+		fprintf(stderr, "%s: %s: %s\n", fs->opt->msgname, fs->mountpoint, last_line(msg));
+	return rc;
+}
+
 /*
  * Mount, serve until the kernel ends the connection, clean up.  Once the
  * kernel's INIT is answered a byte goes to ready_fd (if >= 0) and on_ready
@@ -271,11 +331,10 @@ int qm_session_run(struct qm_fs *fs, int ready_fd, void (*on_ready)(struct qm_fs
 	fs->se = fuse_session_new(&args, &qm_ops, sizeof(qm_ops), fs);
 	fuse_opt_free_args(&args);
 	if (!fs->se) {
-		fprintf(stderr, "%s: cannot start a FUSE session\n", fs->opt->progname);
+		fprintf(stderr, "%s: cannot start a FUSE session\n", fs->opt->msgname);
 		return -EIO;
 	}
-	if (fuse_session_mount(fs->se, fs->mountpoint) != 0) {
-		fprintf(stderr, "%s: %s: cannot mount here\n", fs->opt->progname, fs->mountpoint);
+	if (mount_quietly(fs) != 0) {
 		fuse_session_destroy(fs->se);
 		return -EIO;
 	}
@@ -298,11 +357,11 @@ int qm_session_run(struct qm_fs *fs, int ready_fd, void (*on_ready)(struct qm_fs
 	if (!err)
 		err = start_detached(signal_waiter, fs);
 	if (err) {
-		fprintf(stderr, "%s: cannot start threads: %s\n", fs->opt->progname, strerror(-err));
+		fprintf(stderr, "%s: cannot start threads: %s\n", fs->opt->msgname, strerror(-err));
 		qm_request_unmount(fs);
 	} else if (!wait_ready(fs)) {
 		fprintf(stderr, "%s: %s: the kernel ended the mount before it was ready\n",
-			fs->opt->progname, fs->mountpoint);
+			fs->opt->msgname, fs->mountpoint);
 		err = -EIO;
 	} else {
 		if (fs->opt->idle_timeout) {

@@ -33,7 +33,7 @@ struct data_writer {
 	struct frag_packer frags;
 	struct dedup_index *dedup;
 	uint8_t *buf_a, *buf_b;     /* for hashing and comparing */
-	uint64_t dedup_bytes;
+	uint64_t dedup_bytes, dedup_files;
 	int error;
 };
 
@@ -324,6 +324,7 @@ int data_write_file(struct data_writer *w, struct pack_inode *file)
 		if (same) {
 			file->u.file.dup_of = same;
 			w->dedup_bytes += size;
+			w->dedup_files++;
 			progress_add(size, 0);
 			return 0;
 		}
@@ -365,6 +366,11 @@ const struct sqfs_fragment_entry *data_fragments(const struct data_writer *w)
 uint64_t data_dedup_bytes(const struct data_writer *w)
 {
 	return w->dedup_bytes;
+}
+
+uint64_t data_dedup_files(const struct data_writer *w)
+{
+	return w->dedup_files;
 }
 
 void data_writer_free(struct data_writer *w)

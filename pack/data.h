@@ -49,6 +49,8 @@ const struct sqfs_fragment_entry *data_fragments(const struct data_writer *w);
 
 /* Statistics for the summary. */
 uint64_t data_dedup_bytes(const struct data_writer *w);
+/* Files whose contents were found already written. */
+uint64_t data_dedup_files(const struct data_writer *w);
 
 void data_writer_free(struct data_writer *w);
 

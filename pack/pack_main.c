@@ -28,11 +28,12 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: quash pack [OPTIONS] SOURCE... IMAGE\n"
+		"Usage: quash pack [OPTIONS] SOURCE... IMAGE\n"
 		"  SOURCE is a directory, an archive (tar, cpio, zip; gzip/bzip2/xz/zstd/lz4), or - for\n"
 		"  an archive on standard input.  Later sources win where paths collide.\n"
 		"  -c, --compression NAME  zstd (default), gzip, xz, lz4, lzo\n"
-		"  -l, --level N           compression level (compressor's scale; zstd default 9)\n"
+		"  -l, --level N           compression level (compressor's scale: zstd 1..22, default 9;\n"
+		"                          gzip 1..9; xz 1..9; lz4 1..12, high compression; lzo 1..9)\n"
 		"  -b, --block-size SIZE   4K .. 1M, a power of two (default 64K)\n"
 		"  -j, --jobs N            compression threads (default: every core)\n"
 		"      --no-fragments      store small files and tails in blocks of their own\n"
@@ -48,16 +49,23 @@ static void usage(FILE *f)
 		"      --exclude PATTERN   leave out matching paths (repeatable; a pattern with '/'\n"
 		"                          matches the path from the source root, else the name)\n"
 		"      --skip-unreadable   warn about unreadable files instead of failing\n"
-		"      --no-progress       no progress bar\n"
+		"      --no-progress       no progress bar (it shows only on a terminal)\n"
 		"      --endpoint URL      S3 endpoint when IMAGE is s3://BUCKET/KEY\n"
 		"                          (else $AWS_ENDPOINT_URL)\n"
-		"  -q, --quiet             no summary line\n");
+		"  -q, --quiet             no summary line (the progress bar stays: --no-progress)\n"
+		"      --json              the summary as one JSON object on stdout: sizes, ratio,\n"
+		"                          counts by type, duplicates, fragments, ids, seconds\n"
+		"  -h, --help              show this help and exit\n"
+		"  -V, --version           show the version and exit\n"
+		"\n"
+		"Exit status: 0 the image is written; 1 it could not be (nothing is left\n"
+		"behind); 2 the command line is wrong.\n");
 }
 
 enum {
 	OPT_NO_FRAGMENTS = 256, OPT_NO_TAIL, OPT_NO_DEDUP, OPT_NO_EXPORTS, OPT_NO_XATTRS, OPT_ALL_ROOT,
 	OPT_UID, OPT_GID, OPT_MODE, OPT_MTIME, OPT_EXCLUDE, OPT_SKIP_UNREADABLE, OPT_NO_PROGRESS,
-	OPT_ENDPOINT,
+	OPT_ENDPOINT, OPT_JSON,
 };
 
 static const struct option long_options[] = {
@@ -80,7 +88,9 @@ static const struct option long_options[] = {
 	{ "no-progress", no_argument, NULL, OPT_NO_PROGRESS },
 	{ "endpoint", required_argument, NULL, OPT_ENDPOINT },
 	{ "quiet", no_argument, NULL, 'q' },
+	{ "json", no_argument, NULL, OPT_JSON },
 	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -136,6 +146,13 @@ static int bad_option(const char *opt, const char *value)
 	return 2;
 }
 
+/* One line and a pointer to --help, as every command says it. */
+static int usage_error(const char *what)
+{
+	fprintf(stderr, "quash: pack: %s\nTry 'quash pack --help' for more information.\n", what);
+	return 2;
+}
+
 #define PARSE_HELP (-1)      /* parse_args: --help was answered */
 
 /* Fill *o from the command line; 0 to go on, else the exit status. */
@@ -159,14 +176,18 @@ static int parse_args(int argc, char **argv, struct pack_options *o_out)
 	defaults.excludes = o.excludes;
 	o = defaults;
 	o.jobs = cores > 0 ? (unsigned)cores : 1;
-	while ((c = getopt_long(argc, argv, "c:l:b:j:qh", long_options, NULL)) != -1) {
+	/* getopt names the program as argv[0] in its messages. */
+	argv[0] = "quash: pack";
+	while ((c = getopt_long(argc, argv, "c:l:b:j:qhV", long_options, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			comp_name = optarg;
 			break;
 		case 'l':
-			if (!parse_number(optarg, 10, 1, 22, &v))
-				return bad_option("--level", optarg);
+			/* The compressor checks its own range below (settings_work), naming it. */
+			if (!parse_number(optarg, 10, 1, INT32_MAX, &v))
+				return bad_option("--level (a whole number; zstd 1..22, gzip 1..9, xz 1..9, "
+						  "lz4 1..12, lzo 1..9)", optarg);
 			o.params.level = (int)v;
 			break;
 		case 'b':
@@ -206,11 +227,16 @@ static int parse_args(int argc, char **argv, struct pack_options *o_out)
 		case OPT_NO_PROGRESS: o.progress = false; break;
 		case OPT_ENDPOINT: o.endpoint = optarg; break;
 		case 'q': o.quiet = true; break;
+		case OPT_JSON: o.json = true; break;
 		case 'h':
 			usage(stdout);
 			return PARSE_HELP;
+		case 'V':
+			printf("quash %s\n", QUASH_VERSION);
+			return PARSE_HELP;
 		default:
-			usage(stderr);
+			/* getopt has said what is wrong. */
+			fprintf(stderr, "Try 'quash pack --help' for more information.\n");
 			return 2;
 		}
 	}
@@ -220,13 +246,11 @@ static int parse_args(int argc, char **argv, struct pack_options *o_out)
 			return bad_option("SOURCE_DATE_EPOCH", epoch);
 	}
 	o.mkfs_time = o.overrides.mtime;
-	if (argc - optind < 2) {
-		usage(stderr);
-		return 2;
-	}
+	if (argc - optind < 2)
+		return usage_error(argc == optind ? "missing SOURCE and IMAGE" : "missing IMAGE (the last operand)");
 	o.comp = qs_compressor_by_name(comp_name);
 	if (!o.comp || !o.comp->compress) {
-		fprintf(stderr, "quash: pack: unknown compressor '%s'\n", comp_name);
+		fprintf(stderr, "quash: pack: unknown compressor '%s' (zstd, gzip, xz, lz4 or lzo)\n", comp_name);
 		return 2;
 	}
 	if (o.params.level < 0)

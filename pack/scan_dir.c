@@ -325,6 +325,8 @@ fail:
 	}
 	if (err == -ESTALE)
 		pack_error("%s: replaced while being scanned", path);
+	else if (err == -EACCES || err == -EPERM || err == -EIO)
+		pack_error("%s: %s; --skip-unreadable leaves such files out", path, strerror(-err));
 	else
 		pack_error("%s: %s", path, strerror(-err));
 	return err;

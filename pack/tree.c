@@ -381,9 +381,16 @@ static void count_inode(struct pack_tree *t, struct pack_inode *inode, const str
 	t->inode_count++;
 	if (inode->mtime > t->newest_mtime)
 		t->newest_mtime = inode->mtime;
-	if (tree_is_reg(inode)) {
+	switch (inode->mode & 0170000) {
+	case 0100000:
 		t->file_count++;
 		t->data_bytes += inode->u.file.size;
+		break;
+	case 0040000: t->dir_count++; break;
+	case 0120000: t->symlink_count++; break;
+	case 0020000: case 0060000: t->device_count++; break;
+	case 0010000: t->fifo_count++; break;
+	case 0140000: t->socket_count++; break;
 	}
 }
 
@@ -402,6 +409,8 @@ static void finish_dir(struct pack_tree *t, struct pack_inode *dir, const struct
 			finish_dir(t, inode, o);
 		} else if (inode->nlink++ == 0) {
 			count_inode(t, inode, o);
+		} else if (inode->nlink == 2) {
+			t->hardlinked++;
 		}
 	}
 	dir->nlink = 2 + subdirs;
@@ -410,6 +419,8 @@ static void finish_dir(struct pack_tree *t, struct pack_inode *dir, const struct
 int tree_finish(struct pack_tree *t, const struct pack_overrides *o)
 {
 	t->inode_count = t->file_count = t->data_bytes = 0;
+	t->dir_count = t->symlink_count = t->device_count = t->fifo_count = t->socket_count = 0;
+	t->hardlinked = 0;
 	t->newest_mtime = 0;
 	count_inode(t, t->root, o);
 	finish_dir(t, t->root, o);

@@ -155,6 +155,8 @@ struct pack_tree {
 	uint64_t file_count;        /* regular-file inodes in the final tree */
 	uint64_t inode_count;
 	uint64_t data_bytes;        /* sum of regular-file sizes */
+	uint64_t dir_count, symlink_count, device_count, fifo_count, socket_count;
+	uint64_t hardlinked;        /* inodes with more than one name */
 	int64_t newest_mtime;
 	struct pack_srcdir *srcdirs; /* every source directory scanned */
 };

@@ -19,7 +19,7 @@ void pack_error(const char *fmt, ...)
 
 	progress_lock();
 	va_start(ap, fmt);
-	fputs("quash: ", stderr);
+	fputs("quash: pack: ", stderr);
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
 	va_end(ap);
@@ -32,7 +32,7 @@ void pack_warn(const char *fmt, ...)
 
 	progress_lock();
 	va_start(ap, fmt);
-	fputs("quash: warning: ", stderr);
+	fputs("quash: pack: warning: ", stderr);
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
 	va_end(ap);

@@ -17,6 +17,7 @@
 #include "writer.h"
 #include "data.h"
 #include "image.h"
+#include "json.h"
 #include "progress.h"
 #include "scan.h"
 #include "sink.h"
@@ -62,6 +63,13 @@ struct data_pass {
 	struct data_writer *w;
 };
 
+/* What the summary reports beyond the tree's own counts. */
+struct pack_stats {
+	uint64_t image_size;
+	uint64_t dedup_files, dedup_bytes;
+	uint32_t fragments, ids;
+};
+
 static int write_one(struct pack_inode *inode, void *arg)
 {
 	struct data_pass *dp = arg;
@@ -75,7 +83,7 @@ static int write_one(struct pack_inode *inode, void *arg)
 }
 
 static int write_data(const struct pack_options *o, struct pack_tree *t, struct pack_sink *sink, int spool_fd,
-		      struct sqfs_super *sb, uint8_t **frag_table, uint32_t *frag_count)
+		      struct sqfs_super *sb, uint8_t **frag_table, uint32_t *frag_count, struct pack_stats *stats)
 {
 	struct data_config cfg = {
 		.comp = o->comp,
@@ -111,6 +119,8 @@ static int write_data(const struct pack_options *o, struct pack_tree *t, struct 
 		}
 	}
 	sb->fragment_count = *frag_count;
+	stats->dedup_files = data_dedup_files(dp.w);
+	stats->dedup_bytes = data_dedup_bytes(dp.w);
 	data_writer_free(dp.w);
 	return err;
 }
@@ -191,11 +201,34 @@ static void print_summary(const struct pack_tree *t, uint64_t image_size)
 	       progress_seconds());
 }
 
+/* --json: one object, for scripts; sizes in bytes, counts by type as mksquashfs reports them. */
+static void print_summary_json(const struct pack_options *o, const struct pack_tree *t,
+			       const struct pack_stats *s)
+{
+	fputs("{\"image\": ", stdout);
+	cli_print_json_string(stdout, o->image);
+	printf(", \"image_bytes\": %llu, \"data_bytes\": %llu, \"ratio\": %.4f",
+	       (unsigned long long)s->image_size, (unsigned long long)t->data_bytes,
+	       t->data_bytes ? (double)s->image_size / (double)t->data_bytes : 0.0);
+	printf(", \"compressor\": \"%s\", \"level\": %d, \"block_size\": %u", o->comp->name, o->params.level,
+	       o->block_size);
+	printf(", \"inodes\": %llu, \"files\": %llu, \"directories\": %llu, \"symlinks\": %llu"
+	       ", \"devices\": %llu, \"fifos\": %llu, \"sockets\": %llu, \"hard_linked\": %llu",
+	       (unsigned long long)t->inode_count, (unsigned long long)t->file_count,
+	       (unsigned long long)t->dir_count, (unsigned long long)t->symlink_count,
+	       (unsigned long long)t->device_count, (unsigned long long)t->fifo_count,
+	       (unsigned long long)t->socket_count, (unsigned long long)t->hardlinked);
+	printf(", \"duplicate_files\": %llu, \"duplicate_bytes\": %llu, \"fragments\": %u, \"ids\": %u"
+	       ", \"seconds\": %.3f}\n",
+	       (unsigned long long)s->dedup_files, (unsigned long long)s->dedup_bytes, s->fragments, s->ids,
+	       progress_seconds());
+}
+
 #define HEAD_MAX (SQFS_SUPER_SIZE + 2 + QS_COMP_OPTIONS_MAX)
 
 /* Everything but the head, which is returned for the sink's finish. */
 static int pack_image(const struct pack_options *o, struct pack_tree *t, struct pack_sink *sink, int spool_fd,
-		      uint8_t head[HEAD_MAX], size_t *head_len_out)
+		      uint8_t head[HEAD_MAX], size_t *head_len_out, struct pack_stats *stats)
 {
 	uint8_t options[QS_COMP_OPTIONS_MAX];
 	size_t options_len = o->comp->write_options(&o->params, options);
@@ -208,13 +241,15 @@ static int pack_image(const struct pack_options *o, struct pack_tree *t, struct 
 	memset(head, 0, HEAD_MAX);
 	err = sink_append(sink, head, head_len);
 	if (!err)
-		err = write_data(o, t, sink, spool_fd, &sb, &frag_table, &frag_count);
+		err = write_data(o, t, sink, spool_fd, &sb, &frag_table, &frag_count, stats);
 	if (!err)
 		err = write_tables(o, t, sink, &sb, frag_table, frag_count);
 	free(frag_table);
 	if (err)
 		return err;
 
+	stats->fragments = sb.fragment_count;
+	stats->ids = sb.id_count;
 	sb.magic = SQFS_MAGIC;
 	sb.mkfs_time = (uint32_t)(o->mkfs_time >= 0 ? o->mkfs_time : t->newest_mtime);
 	sb.block_size = o->block_size;
@@ -242,7 +277,7 @@ int pack_run(const struct pack_options *o)
 	struct spool spool = { .fd = -1, .dir = "." };
 	uint8_t head[HEAD_MAX];
 	size_t head_len = 0;
-	uint64_t image_size = 0;
+	struct pack_stats stats = { 0 };
 	bool is_s3 = strncmp(o->image, "s3://", 5) == 0;
 	int err;
 
@@ -265,17 +300,19 @@ int pack_run(const struct pack_options *o)
 	if (!err)
 		err = is_s3 ? sink_s3_open(o->image, o->endpoint, &sink) : sink_file_open(o->image, &sink);
 	if (!err) {
-		progress_start(o->progress && !o->quiet, tree.data_bytes, tree.file_count);
-		err = pack_image(o, &tree, sink, spool.fd, head, &head_len);
+		progress_start(o->progress, tree.data_bytes, tree.file_count);
+		err = pack_image(o, &tree, sink, spool.fd, head, &head_len, &stats);
 		progress_end();
-		image_size = sink->written;
+		stats.image_size = sink->written;
 		if (err)
 			sink->ops->abort(sink);
 		else
 			err = sink->ops->finish(sink, head, head_len);
 	}
-	if (!err && !o->quiet)
-		print_summary(&tree, image_size);
+	if (!err && o->json)
+		print_summary_json(o, &tree, &stats);
+	else if (!err && !o->quiet)
+		print_summary(&tree, stats.image_size);
 	spool_close(&spool);
 	tree_free(&tree);
 	free(dir);

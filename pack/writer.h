@@ -27,7 +27,9 @@ struct pack_options {
 	size_t exclude_count;
 	bool skip_unreadable;
 	int64_t mkfs_time;          /* -1: the newest mtime in the tree */
-	bool progress, quiet;
+	bool progress;              /* the bar on a terminal (--no-progress: off) */
+	bool quiet;                 /* -q: no summary */
+	bool json;                  /* --json: the summary as one JSON object on stdout */
 };
 
 /* 0, or -errno after printing what went wrong; no image is left on failure. */

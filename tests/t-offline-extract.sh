@@ -79,14 +79,35 @@ done
 check_fails "extract of the embedded image without --offset fails" \
 	"$QUASH_ASAN" extract "$out/embedded.bin" -C "$out/none"
 
-# Existing files in DIR are never overwritten, and extraction says so.
+# Existing files in DIR are not overwritten without -f, and extraction says
+# so in one line however many there are (unsquashfs prints one per file).
 rm -rf "$out/q" && mkdir -p "$out/q"
 echo keep >"$out/q/random"
 "$QUASH_ASAN" extract "$FIX_DIR/img/small-gzip-4k.sqfs" -C "$out/q" >/dev/null 2>"$out/err"
 st=$?
-if [ $st -eq 1 ] && [ "$(cat "$out/q/random")" = keep ] && grep -q '^quash: .*small-gzip-4k.sqfs: /random: ' "$out/err"
-then ok "extract does not overwrite an existing file"
-else not_ok "extract does not overwrite an existing file" "exit $st: $(head -c 300 "$out/err")"; fi
+if [ $st -eq 1 ] && [ "$(cat "$out/q/random")" = keep ] && [ "$(wc -l <"$out/err")" -eq 1 ] &&
+   grep -q "^quash: .*small-gzip-4k.sqfs: 1 entry already in $out/q left alone (the first: /random); use -f to overwrite\$" "$out/err"
+then ok "extract does not overwrite an existing file, and says so once"
+else not_ok "extract does not overwrite an existing file, and says so once" "exit $st: $(head -c 300 "$out/err")"; fi
+"$QUASH_ASAN" extract "$FIX_DIR/img/small-gzip-4k.sqfs" -C "$out/q" >/dev/null 2>"$out/err"
+st=$?
+n=$(find "$out/q" ! -type d | wc -l)
+if [ $st -eq 1 ] && [ "$(wc -l <"$out/err")" -eq 1 ] && grep -q ": $n entries already in " "$out/err"
+then ok "a second extract into the same DIR: one line counting all $n entries"
+else not_ok "a second extract into the same DIR: one line" "exit $st: $(head -c 300 "$out/err")"; fi
+
+# -f replaces files, and symbolic links in the way without following them.
+rm -rf "$out/q" "$out/u" && mkdir -p "$out/q"
+unsquashfs -q -n -d "$out/u" "$FIX_DIR/img/small-gzip-4k.sqfs" >/dev/null 2>&1
+echo keep >"$out/victim"
+echo stale >"$out/q/random"
+ln -s "$out/victim" "$out/q/$(cd "$out/u" && find . -maxdepth 1 -type f ! -name random | head -1 | cut -c3-)"
+if "$QUASH_ASAN" extract -f "$FIX_DIR/img/small-gzip-4k.sqfs" -C "$out/q" >/dev/null 2>"$out/err" &&
+   [ "$(cat "$out/victim")" = keep ] && [ ! -s "$out/err" ] &&
+   chmod --reference="$out/u" "$out/q" && touch -r "$out/u" "$out/q" &&
+   python3 "$top/tests/lib/treecmp.py" "$out/u" "$out/q" >"$out/diff.log" 2>&1
+then ok "extract -f replaces existing files and links (never writing through a link)"
+else not_ok "extract -f replaces existing files and links" "$(head -c 300 "$out/err" "$out/diff.log")"; fi
 
 # A directory that was already there, DIR itself or one inside it, keeps
 # its owner and mode: unsquashfs changes them only with -f.  One

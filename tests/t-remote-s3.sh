@@ -53,6 +53,21 @@ rm -rf "$HOME/.aws"
 check "s3: anonymous read of a public object" $NOENV $RR s3://quash-test/public.sqfs "$IMG"
 check_fails "s3: anonymous read of a private object is refused" $NOENV $RR -r 1 "$U" "$IMG"
 
+# Refusals say what to fix, in one line (the first-hour issue).
+$NOENV "$QUASH_ASAN" info --retry-seconds 1 "$U" >/dev/null 2>"$W/anon.err"; st=$?
+check "s3: an unsigned read that is refused says no credentials were found" \
+	bash -c "[ $st = 1 ] && [ \$(wc -l <'$W/anon.err') = 1 ] && grep -q '^quash: $U: access denied: HTTP 403 (AccessDenied); no AWS credentials were found' '$W/anon.err'"
+mkdir -p "$W/small" && echo hi >"$W/small/f"
+$NOENV "$QUASH_ASAN" pack --no-progress "$W/small" s3://quash-test/anon.sqfs >/dev/null 2>"$W/anonput.err"; st=$?
+check "s3: an unsigned upload that is refused says no credentials were found" \
+	bash -c "[ $st = 1 ] && [ \$(wc -l <'$W/anonput.err') = 1 ] && grep -q 'access denied: HTTP 403 (AccessDenied); no AWS credentials were found' '$W/anonput.err'"
+"$QUASH_ASAN" info s3://quash-no-such-bucket/x.sqfs >/dev/null 2>"$W/nobucket.err"; st=$?
+check "s3: a missing bucket is said in words" \
+	bash -c "[ $st = 1 ] && grep -qx 'quash: s3://quash-no-such-bucket/x.sqfs: no such bucket (S3 NoSuchBucket)' '$W/nobucket.err'"
+"$QUASH_ASAN" info s3://quash-test/images/none.sqfs >/dev/null 2>"$W/nokey.err"; st=$?
+check "s3: a missing object is said in words" \
+	bash -c "[ $st = 1 ] && grep -qx 'quash: s3://quash-test/images/none.sqfs: no such object in the bucket (S3 NoSuchKey)' '$W/nokey.err'"
+
 # Faults between quash and the store; signatures survive the proxy.
 start_faultproxy "$PROXY" "$EP" reset,503,500,429,truncate,short,stall --stall 20
 check "s3 faults: retried, the bytes still match" \

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #define SQFS_MAGIC              0x73717368u  /* "hsqs" read as little-endian */
+#define SQFS_MAGIC_SWAPPED      0x68737173u  /* "sqsh": a big-endian squashfs 1.x-3.x */
 #define SQFS_VERSION_MAJOR      4
 #define SQFS_VERSION_MINOR      0
 #define SQFS_SUPER_SIZE         96

@@ -9,6 +9,7 @@
  * keeps its tables in this order after the data:
  *   inode table < directory table < fragment, export, id, xattr tables.
  */
+#include <byteswap.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,10 +36,19 @@ static int check_super(const struct sqfs_super *sb, uint64_t room)
 {
 	int err;
 
+	/*
+	 * Squashfs 1.x-3.x could be written in either byte order (old embedded
+	 * firmware is big-endian: "sqsh" on disk); every version keeps the
+	 * magic at 0 and the major and minor version at 28 and 30, so an old
+	 * image can be named rather than called garbage.
+	 */
+	if (sb->magic == SQFS_MAGIC_SWAPPED)
+		return qs_set_error(-EINVAL, "squashfs %u.%u, big-endian: not supported (only 4.0)",
+				    bswap_16(sb->version_major), bswap_16(sb->version_minor));
 	if (sb->magic != SQFS_MAGIC)
 		return qs_set_error(-EINVAL, "not a squashfs image (bad magic)");
 	if (sb->version_major != SQFS_VERSION_MAJOR || sb->version_minor != SQFS_VERSION_MINOR)
-		return qs_set_error(-EINVAL, "squashfs version %u.%u is not supported (only 4.0)",
+		return qs_set_error(-EINVAL, "squashfs %u.%u: not supported (only 4.0)",
 				    sb->version_major, sb->version_minor);
 	if (sb->block_log < SQFS_BLOCK_LOG_MIN || sb->block_log > SQFS_BLOCK_LOG_MAX ||
 	    sb->block_size != 1u << sb->block_log)
@@ -103,7 +113,8 @@ static void fill_info(struct qs_image *img, uint64_t offset)
 	i->root_inode_ref = sb->root_inode_ref;
 	i->inode_table_start = sb->inode_table_start;
 	i->directory_table_start = sb->directory_table_start;
-	i->fragment_table_start = sb->fragment_count ? sb->fragment_table_start : SQFS_INVALID_TABLE;
+	/* As the superblock says it: -no-fragments images record a start with 0 fragments. */
+	i->fragment_table_start = sb->fragment_table_start;
 	i->export_table_start = sb->export_table_start;
 	i->id_table_start = sb->id_table_start;
 	i->xattr_id_table_start = sb->xattr_id_table_start;

@@ -484,6 +484,30 @@ static void s3_error_code(const char *body, char *code, size_t size)
 }
 
 /*
+ * A refusal (401, 403) or a 404, said so that the fix is plain: an S3
+ * request that went unsigned because no credentials were found says that,
+ * since "access denied" alone sends people to the bucket policy; S3's
+ * NoSuchBucket and NoSuchKey are said in words.  prefix: "" or "PUT: ".
+ */
+static int refusal_error(const struct remote_target *t, const char *prefix, long status, const char *body)
+{
+	char code[96];
+
+	s3_error_code(body, code, sizeof(code));
+	if (status == 404 && strcmp(code, " (NoSuchBucket)") == 0)
+		return qs_set_error(-ENOENT, "%sno such bucket (S3 NoSuchBucket)", prefix);
+	if (status == 404 && strcmp(code, " (NoSuchKey)") == 0)
+		return qs_set_error(-ENOENT, "%sno such object in the bucket (S3 NoSuchKey)", prefix);
+	if (status == 404)
+		return qs_set_error(-ENOENT, "%snot found: HTTP 404%s", prefix, code);
+	if (t->sigv4 && (!t->creds || !t->creds->access_key))
+		return qs_set_error(-EACCES, "%saccess denied: HTTP %ld%s; no AWS credentials were found "
+				    "(AWS_ACCESS_KEY_ID, AWS_PROFILE, ~/.aws/credentials), so the request "
+				    "went unsigned", prefix, status, code);
+	return qs_set_error(-EACCES, "%saccess denied: HTTP %ld%s", prefix, status, code);
+}
+
+/*
  * Whether waiting can fix it: a refused or reset connection, a timeout, a
  * cut answer may be gone on the next attempt.  A host name that does not
  * resolve, a certificate that does not verify, a bad URL will not: those
@@ -554,9 +578,8 @@ static int judge(struct remote *rm, CURLcode rc, const char *curl_msg, struct re
 		return qs_set_error(-EIO, "range not satisfiable (empty object?)");
 	case 401:
 	case 403:
-		return qs_set_error(-EACCES, "access denied: HTTP %ld%s", r->status, code);
 	case 404:
-		return qs_set_error(-ENOENT, "not found: HTTP 404%s", code);
+		return refusal_error(&rm->t, "", r->status, r->errbody);
 	case 408:
 	case 429:
 		return qs_set_error(-EAGAIN, "HTTP %ld%s", r->status, code);
@@ -815,11 +838,13 @@ static int call_judge(const struct call *c, CURLcode rc, const char *curl_msg)
 				    curl_msg[0] ? curl_msg : curl_easy_strerror(rc));
 	if (st >= 200 && st < 300)
 		return 0;
+	if (st == 401 || st == 403 || st == 404) {
+		char prefix[16];
+
+		snprintf(prefix, sizeof(prefix), "%s: ", c->method);
+		return refusal_error(c->t, prefix, st, c->reply->body ? c->reply->body : "");
+	}
 	s3_error_code(c->reply->body ? c->reply->body : "", code, sizeof(code));
-	if (st == 401 || st == 403)
-		return qs_set_error(-EACCES, "%s: access denied: HTTP %ld%s", c->method, st, code);
-	if (st == 404)
-		return qs_set_error(-ENOENT, "%s: not found: HTTP 404%s", c->method, code);
 	return qs_set_error(st >= 500 || st == 408 || st == 429 ? -EAGAIN : -EIO, "%s: HTTP %ld%s",
 			    c->method, st, code);
 }
