@@ -6,8 +6,8 @@
  * 31 round trips (4 KiB random reads of compressed data: ~2k IOPS without,
  * ~100k with, on 2 cores).  The push must not come from a request worker: the store
  * waits for the page locks of reads still queued for the workers, and with
- * every worker waiting so, nothing serves them (shared/probes/
- * page-cache-fill-probe.c shows the deadlock).  So workers queue the block,
+ * every worker waiting so, nothing serves them (a test daemon that pushed
+ * from its workers deadlocked under fio).  So workers queue the block,
  * with the cache reference they hold, and one filler thread stores it.
  *
  * A full queue drops the push: the kernel asks again, nothing is lost.  A

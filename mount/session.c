@@ -5,7 +5,8 @@
  * The loop is our own: N worker threads each call fuse_session_receive_buf()
  * and fuse_session_process_buf() on the one /dev/fuse descriptor.  libfuse's
  * fuse_session_loop_mt() serves a tenth of the requests per second on this
- * kind of machine (shared/probes/fuse-loop-probe.c).
+ * kind of machine (a daemon serving a file from memory, fio 4 KiB random
+ * reads: about 20k requests/s against 180k for two plain threads).
  *
  * A mount ends when the kernel ends the connection: fusermount3 -u, umount,
  * or our own lazy unmount on SIGTERM/SIGINT/SIGHUP or after timeout= idle
