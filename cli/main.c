@@ -3,7 +3,8 @@
  *
  * Invoked as squashfuse_ll (or squashfuse) through a link, it is the FUSE
  * mount with squashfuse's command line, so scripts written for squashfuse
- * work unchanged.  Invoked by mount.fuse3 (mount -t fuse.quash, fstab), it
+ * work unchanged.  Invoked as mksquashfs, it takes mksquashfs's command
+ * line (pack/mksquashfs_cli.c).  Invoked by mount.fuse3 (mount -t fuse.quash, fstab), it
  * is given "quash IMAGE MOUNTPOINT -o OPTIONS" and mounts too.
  */
 #include <stdio.h>
@@ -31,6 +32,7 @@ static void usage(FILE *f)
 		"\n"
 		"Commands:\n"
 		"  pack      build an image from directories or archives\n"
+		"  mksquashfs  the same with mksquashfs's command line (also as a link named mksquashfs)\n"
 		"  mount     mount an image (local file, HTTP(S) or S3) through FUSE\n"
 		"  umount    unmount it again\n");
 	for (size_t i = 0; i < N_OFFLINE_COMMANDS; i++)
@@ -74,6 +76,8 @@ int main(int argc, char **argv)
 	cli_hide_secrets(argc, argv);
 	if (strcmp(base, "squashfuse_ll") == 0 || strcmp(base, "squashfuse") == 0)
 		return mount_main(argc, argv, true);
+	if (strcmp(base, "mksquashfs") == 0)
+		return mksquashfs_main(argc, argv);
 	if (argc < 2) {
 		usage(stderr);
 		return CLI_EXIT_USAGE;
@@ -85,6 +89,8 @@ int main(int argc, char **argv)
 		return umount_main(argc - 1, argv + 1);
 	if (strcmp(name, "pack") == 0)
 		return pack_main(argc - 1, argv + 1);
+	if (strcmp(name, "mksquashfs") == 0)
+		return mksquashfs_main(argc - 1, argv + 1);
 	for (size_t i = 0; i < N_OFFLINE_COMMANDS; i++) {
 		if (strcmp(name, offline_commands[i]->name) == 0)
 			return run_offline(offline_commands[i], argc - 1, argv + 1);

@@ -7,4 +7,7 @@
 /* quash pack [OPTIONS] SOURCE... IMAGE; argv[0] is "pack". */
 int pack_main(int argc, char **argv);
 
+/* mksquashfs SOURCE... DEST [OPTIONS]: its command line (quash linked as mksquashfs). */
+int mksquashfs_main(int argc, char **argv);
+
 #endif

@@ -165,8 +165,9 @@ static int parse_args(int argc, char **argv, struct pack_options *o_out)
 		.block_size = PACK_DEFAULT_BLOCK_SIZE,
 		.params.level = -1,
 		.fragments = true, .tail_packing = true, .dedup = true, .exportable = true,
-		.overrides = { .uid = -1, .gid = -1, .mode = -1, .mtime = -1 },
+		.overrides = { .uid = -1, .gid = -1, .mode = -1, .mtime = -1, .mtime_max = -1 },
 		.mkfs_time = -1,
+		.root_mode = -1,
 		.progress = true,
 	};
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);

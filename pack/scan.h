@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "tree.h"
 
@@ -16,14 +17,33 @@ struct spool {
 	const char *dir;            /* created in this directory (beside the image) */
 };
 
+/* A file by identity, for mksquashfs's excludes. */
+struct scan_devino {
+	dev_t dev;
+	ino_t ino;
+};
+
 struct scan_options {
 	const char **excludes;      /* fnmatch patterns */
 	size_t exclude_count;
+	/*
+	 * mksquashfs's plain -e paths: it stats each and leaves out that file
+	 * wherever it appears, its hard links included.
+	 */
+	const struct scan_devino *exclude_ids;
+	size_t exclude_id_count;
 	bool xattrs;
 	bool skip_unreadable;
 	int64_t implicit_mtime;     /* for directories an archive implies but does not list */
 	uint32_t block_size;        /* of the image: bounds the file size it can hold */
 	struct spool *spool;
+	const char *as_name;        /* scan_dir: nest the source under this name (NULL: merge at the root) */
+	/*
+	 * mksquashfs's -one-file-system: what lies on another filesystem than
+	 * the source's root is left out, files entirely, a mount point as an
+	 * empty directory (or, with one_file_system_x, not at all).
+	 */
+	bool one_file_system, one_file_system_x;
 };
 
 /*
@@ -38,6 +58,7 @@ static inline bool scan_size_fits(uint64_t size, uint32_t bs)
 /* Is 'relpath' (relative to its source's root) excluded?  Patterns with a '/' match the whole path. */
 bool scan_excluded(const struct scan_options *o, const char *relpath);
 
+/* 'path' is a directory: its contents merge at the root, or under o->as_name. */
 int scan_dir(struct pack_tree *t, const char *path, const struct scan_options *o);
 /* 'path' is an archive file, or "-" for standard input. */
 int scan_archive(struct pack_tree *t, const char *path, const struct scan_options *o);

@@ -45,6 +45,7 @@ struct link_table {                 /* open addressing on (dev, ino) */
 struct dir_scan {
 	struct pack_tree *tree;
 	const struct scan_options *opt;
+	dev_t root_dev;             /* the source's filesystem, for -one-file-system */
 	struct link_table links;    /* files seen with st_nlink > 1 */
 	/* Scratch space, here rather than on the stack of a recursive walk. */
 	char xattr_names[PACK_XATTR_LIST_MAX];
@@ -282,6 +283,13 @@ static int scan_entry(struct dir_scan *s, int dirfd, struct pack_srcdir *sd, str
 		err = -errno;
 		goto fail;
 	}
+	for (size_t i = 0; i < s->opt->exclude_id_count; i++) {
+		if (s->opt->exclude_ids[i].dev == st.st_dev && s->opt->exclude_ids[i].ino == st.st_ino)
+			return 0;
+	}
+	if (s->opt->one_file_system && st.st_dev != s->root_dev &&
+	    (!S_ISDIR(st.st_mode) || s->opt->one_file_system_x))
+		return 0;
 	if (!S_ISDIR(st.st_mode) && st.st_nlink > 1 && s->links.size) {
 		link = link_find(&s->links, st.st_dev, st.st_ino);
 		if (link->inode)
@@ -300,6 +308,11 @@ static int scan_entry(struct dir_scan *s, int dirfd, struct pack_srcdir *sd, str
 		err = -ENOMEM;
 	if (!err && !S_ISDIR(st.st_mode) && st.st_nlink > 1)
 		err = link_remember(&s->links, st.st_dev, st.st_ino, inode);
+	if (!err && S_ISDIR(st.st_mode) && s->opt->one_file_system && st.st_dev != s->root_dev) {
+		/* A mount point: kept, as an empty directory. */
+		close(subfd);
+		return 0;
+	}
 	if (!err && S_ISDIR(st.st_mode)) {
 		struct pack_srcdir *sub = tree_srcdir_add(s->tree, sd, name, path, st.st_dev, st.st_ino, -1);
 
@@ -377,7 +390,7 @@ static int scan_tree(struct dir_scan *s, int dirfd, struct pack_srcdir *sd, stru
 int scan_dir(struct pack_tree *t, const char *source, const struct scan_options *o)
 {
 	struct dir_scan *s = calloc(1, sizeof(*s));
-	struct pack_inode root_meta = { 0 };
+	struct pack_inode root_meta = { 0 }, *dir;
 	char *path = malloc(PATH_MAX);
 	struct pack_srcdir *top;
 	struct xattr_src xs;
@@ -421,19 +434,34 @@ int scan_dir(struct pack_tree *t, const char *source, const struct scan_options 
 		pack_error("out of memory");
 		return -ENOMEM;
 	}
+	s->root_dev = st.st_dev;
 	set_metadata(&root_meta, &st);
 	xs.fd = fd;
 	if (o->xattrs && read_xattrs(s, &xs, &root_meta.xattrs) < 0)
 		pack_warn("%s: cannot read xattrs", source);
-	t->root->mode = root_meta.mode;
-	t->root->uid = root_meta.uid;
-	t->root->gid = root_meta.gid;
-	t->root->mtime = root_meta.mtime;
-	tree_xattrs_free(&t->root->xattrs);
-	t->root->xattrs = root_meta.xattrs;
+	dir = t->root;
+	if (o->as_name) {
+		/* mksquashfs's nesting: the source becomes a directory of the root. */
+		dir = tree_inode_new(st.st_mode);
+		if (dir)
+			dir = tree_insert(t, t->root, o->as_name, strlen(o->as_name), dir);
+		if (!dir) {
+			tree_xattrs_free(&root_meta.xattrs);
+			free(s);
+			free(path);
+			pack_error("out of memory");
+			return -ENOMEM;
+		}
+	}
+	dir->mode = root_meta.mode;
+	dir->uid = root_meta.uid;
+	dir->gid = root_meta.gid;
+	dir->mtime = root_meta.mtime;
+	tree_xattrs_free(&dir->xattrs);
+	dir->xattrs = root_meta.xattrs;
 
 	/* Exclude patterns see paths relative to the source: "sub/file", without the leading '/'. */
-	err = scan_tree(s, fd, top, t->root, path, len, len + 1, 0);
+	err = scan_tree(s, fd, top, dir, path, len, len + 1, 0);
 	free(s->links.links);
 	free(s);
 	free(path);

@@ -368,6 +368,8 @@ static void apply_overrides(struct pack_inode *inode, const struct pack_override
 		inode->mode = (inode->mode & 0170000) | ((uint32_t)o->mode & 07777);
 	if (o->mtime >= 0)
 		inode->mtime = o->mtime;
+	else if (o->mtime_max >= 0 && inode->mtime > o->mtime_max)
+		inode->mtime = o->mtime_max;
 	if (o->no_xattrs)
 		tree_xattrs_free(&inode->xattrs);
 	else

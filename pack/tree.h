@@ -145,6 +145,7 @@ struct pack_overrides {
 	int64_t uid, gid;           /* -1: keep */
 	int64_t mode;               /* -1: keep; else permission bits for every inode */
 	int64_t mtime;              /* -1: keep; else every inode's time */
+	int64_t mtime_max;          /* -1: keep; else later times become this (mksquashfs's SOURCE_DATE_EPOCH) */
 	bool no_xattrs;
 };
 

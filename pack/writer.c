@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "writer.h"
 #include "data.h"
@@ -31,18 +33,34 @@ static int read_sources(const struct pack_options *o, struct pack_tree *t, struc
 	struct scan_options so = {
 		.excludes = o->excludes,
 		.exclude_count = o->exclude_count,
+		.exclude_ids = o->exclude_ids,
+		.exclude_id_count = o->exclude_id_count,
 		.xattrs = !o->overrides.no_xattrs,
 		.skip_unreadable = o->skip_unreadable,
 		.implicit_mtime = o->overrides.mtime >= 0 ? o->overrides.mtime : 0,
 		.block_size = o->block_size,
 		.spool = spool,
+		.one_file_system = o->one_file_system,
+		.one_file_system_x = o->one_file_system_x,
 	};
 	int err = 0;
 
+	if (o->source_names && o->source_names[0]) {
+		/*
+		 * Sources nested by name stand in a root no source gave: mksquashfs
+		 * makes it 0777, owned by whoever runs it, made now (-all-time,
+		 * -force-uid and the like still apply).
+		 */
+		t->root->mode = S_IFDIR | 0777;
+		t->root->uid = geteuid();
+		t->root->gid = getegid();
+		t->root->mtime = time(NULL);
+	}
 	for (size_t i = 0; !err && i < o->source_count; i++) {
 		const char *src = o->sources[i];
 		struct stat st;
 
+		so.as_name = o->source_names ? o->source_names[i] : NULL;
 		if (strcmp(src, "-") == 0) {
 			err = scan_archive(t, src, &so);
 			continue;
@@ -297,6 +315,8 @@ int pack_run(const struct pack_options *o)
 		err = read_sources(o, &tree, &spool);
 	if (!err)
 		err = tree_finish(&tree, &o->overrides);
+	if (!err && o->root_mode >= 0)
+		tree.root->mode = (tree.root->mode & 0170000) | ((uint32_t)o->root_mode & 07777);
 	if (!err)
 		err = is_s3 ? sink_s3_open(o->image, o->endpoint, &sink) : sink_file_open(o->image, &sink);
 	if (!err) {

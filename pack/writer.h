@@ -8,11 +8,15 @@
 #include <stdint.h>
 
 #include "compressor.h"
+#include "scan.h"
 #include "tree.h"
 
 struct pack_options {
 	const char **sources;
 	size_t source_count;
+	const char **source_names;  /* per source: nest it under this name (mksquashfs form); NULL: merge */
+	int64_t root_mode;          /* -1: as the source's root; else the root's permission bits */
+	bool one_file_system, one_file_system_x;
 	const char *image;          /* a path, or s3://BUCKET/KEY */
 	const char *endpoint;       /* S3 endpoint for an s3:// image, or NULL */
 
@@ -25,6 +29,8 @@ struct pack_options {
 	struct pack_overrides overrides;
 	const char **excludes;
 	size_t exclude_count;
+	const struct scan_devino *exclude_ids;   /* mksquashfs form: -e paths by identity */
+	size_t exclude_id_count;
 	bool skip_unreadable;
 	int64_t mkfs_time;          /* -1: the newest mtime in the tree */
 	bool progress;              /* the bar on a terminal (--no-progress: off) */

@@ -79,7 +79,7 @@ if serve fallback -o uring; then
 	read -r ring dev _ < <(counters fallback)
 	check "fallback: every request over /dev/fuse ($dev), none over io_uring" test "$ring" = 0 -a "$dev" -gt 100
 	check "fallback: one line says why" test "$(grep -v 'requests: ' "$M/fallback.log")" = \
-		"quash: $img: FUSE over io_uring: not used (off in $P); serving /dev/fuse"
+		"quash: mount: $img: FUSE over io_uring: not used (off in $P); serving /dev/fuse"
 	fusermount3 -u "$M/fallback"
 else
 	not_ok "fallback: mount" "$(head -c 300 "$M/fallback.log")"

@@ -48,7 +48,7 @@ for args in "-b 3000" "-b 2M" "-c nope" "-l 99" "-c gzip -l 12" "-j 0" "--mode 9
 	# shellcheck disable=SC2086  # the options are words
 	fails_cleanly "bad option $args" "quash" $QUASH_ASAN pack $args "$T/src" "$T/keep.sqfs"
 done
-fails_cleanly "no image argument" "usage" $QUASH pack "$T/src"
+fails_cleanly "no image argument" "missing IMAGE" $QUASH pack "$T/src"
 
 # Unreadable files, as an unprivileged user (root reads everything).
 mkdir -p "$T/u/src/sub" && echo secret >"$T/u/src/sub/locked" && echo fine >"$T/u/src/open"

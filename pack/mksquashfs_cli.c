@@ -1,0 +1,526 @@
+/*
+ * mksquashfs_cli.c - mksquashfs's command line, for scripts that call it.
+ *
+ *   mksquashfs SOURCE... DEST [OPTIONS] [-e PATH...]
+ *
+ * Linked as mksquashfs (or run as `quash mksquashfs`), quash takes the
+ * command line of mksquashfs 4.6 and gives its options the same meaning:
+ * the sources nest by name unless there is one directory, fragments hold
+ * only files smaller than a block unless -always-use-fragments, -e paths
+ * are exact paths from the source's root unless -wildcards.  An option
+ * quash cannot honour yet is refused in one line naming it, exit 1: a
+ * script that relies on it must not get an image that silently differs.
+ * The same for appending: without -noappend mksquashfs would add to an
+ * existing DEST, which quash does not do yet, so it says so and stops.
+ */
+#include <errno.h>
+#include <grp.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pack.h"
+#include "writer.h"
+#include "squashfs_fs.h"
+#include "pack_util.h"
+
+#define MKSQ_EXIT_OK    0
+#define MKSQ_EXIT_ERROR 1
+
+/* mksquashfs's own defaults, which differ from quash pack's: gzip, 128 KiB blocks. */
+#define MKSQ_DEFAULT_COMPRESSOR "gzip"
+#define MKSQ_DEFAULT_BLOCK_SIZE (128u << 10)
+
+/* Longest line read from an -ef file. */
+#define MKSQ_EXCLUDE_LINE_MAX 4096
+
+/* The mksquashfs version whose command line this is, for -version. */
+#define MKSQ_COMPAT_VERSION "4.6"
+
+/* Options taken with the meaning they have in mksquashfs, and nothing to do here. */
+static const char *const accepted_noops[] = {
+	"-no-recovery",             /* quash writes beside DEST and renames: nothing to recover */
+	"-exports",                 /* the default */
+	"-no-tailends",             /* the default of this form */
+	NULL,
+};
+
+/* Options known to mksquashfs that quash refuses, with how many arguments each takes. */
+static const struct {
+	const char *name;
+	int args;
+	const char *why;
+} refused[] = {
+	{ "-sort", 1, "not supported yet (files are laid out in directory order)" },
+	{ "-p", 1, "pseudo files are not supported yet" },
+	{ "-pf", 1, "pseudo files are not supported yet" },
+	{ "-pd", 1, "pseudo files are not supported yet" },
+	{ "-regex", 0, "regular-expression excludes are not supported (use -wildcards)" },
+	{ "-tar", 0, "not supported in this form; use 'quash pack - IMAGE' for a tar on stdin" },
+	{ "-no-strip", 0, "not supported yet" },
+	{ "-tarstyle", 0, "not supported yet" },
+	{ "-cpiostyle", 0, "not supported yet" },
+	{ "-cpiostyle0", 0, "not supported yet" },
+	{ "-xattrs-include", 1, "not supported yet" },
+	{ "-xattrs-exclude", 1, "not supported yet" },
+	{ "-xattrs-add", 1, "not supported yet" },
+	{ "-no-sparse", 0, "not supported: holes are always stored as holes" },
+	{ "-offset", 1, "not supported yet (the image always starts at byte 0)" },
+	{ "-o", 1, "not supported yet (the image always starts at byte 0)" },
+	{ "-mem", 1, "not supported yet: quash has no memory bound to set" },
+	{ "-mem-percent", 1, "not supported yet: quash has no memory bound to set" },
+	{ "-info", 0, "not supported yet" },
+	{ "-percentage", 0, "not supported yet" },
+	{ "-throttle", 1, "not supported" },
+	{ "-limit", 1, "not supported" },
+	{ "-root-becomes", 1, "appending is not supported yet" },
+	{ "-no-hardlinks", 0, "not supported: hard links are always kept" },
+	{ "-nopad", 0, "not supported: images are always padded to 4 KiB" },
+	{ "-read-queue", 1, NULL },
+	{ "-write-queue", 1, NULL },
+	{ "-fragment-queue", 1, NULL },
+	{ "-single-reader", 0, NULL },
+	{ "-ignore-zeros", 0, "not supported yet" },
+	{ "-log", 1, "not supported" },
+	{ "-root-time", 1, "not supported yet" },
+	{ "-root-uid", 1, "not supported yet" },
+	{ "-root-gid", 1, "not supported yet" },
+	{ "-uid-gid-offset", 1, "not supported yet" },
+	{ "-default-mode", 1, "not supported yet" },
+	{ "-default-uid", 1, "not supported yet" },
+	{ "-default-gid", 1, "not supported yet" },
+	{ "-Xdict-size", 1, "not supported yet (the dictionary is the block size)" },
+	{ "-Xwindow-size", 1, "not supported yet" },
+	{ "-Xstrategy", 1, "not supported yet" },
+	{ "-Xalgorithm", 1, "not supported yet (lzo1x_999 only)" },
+};
+
+static int refuse(const char *opt, const char *why)
+{
+	fprintf(stderr, "quash: mksquashfs: %s: %s\n", opt, why);
+	return MKSQ_EXIT_ERROR;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: mksquashfs SOURCE... DEST [OPTIONS] [-e PATH...]\n"
+		"quash %s, taking mksquashfs %s's command line.\n"
+		"\n"
+		"Honoured as mksquashfs does: -comp, -b, -Xcompression-level, -Xhc, -Xbcj,\n"
+		"-noappend, -all-root/-root-owned, -force-uid, -force-gid, -root-mode, -e, -ef,\n"
+		"-wildcards, -one-file-system, -one-file-system-x, -keep-as-directory,\n"
+		"-no-xattrs, -xattrs, -no-fragments, -always-use-fragments, -no-duplicates,\n"
+		"-no-exports, -exports, -mkfs-time, -all-time, SOURCE_DATE_EPOCH, -processors,\n"
+		"-quiet, -progress, -no-progress, -version, -help.\n"
+		"Any other option is refused with one line (exit 1), never ignored; so is\n"
+		"appending to an existing DEST (give -noappend).  'quash pack --help' lists\n"
+		"quash's own command line.\n",
+		QUASH_VERSION, MKSQ_COMPAT_VERSION);
+}
+
+static bool is_noop(const char *arg)
+{
+	for (size_t i = 0; accepted_noops[i]; i++)
+		if (strcmp(arg, accepted_noops[i]) == 0)
+			return true;
+	return false;
+}
+
+static int parse_uint(const char *opt, const char *s, int64_t max, int64_t *out)
+{
+	char *end;
+	long long v;
+
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno || end == s || *end || v < 0 || v > max) {
+		fprintf(stderr, "quash: mksquashfs: %s: bad value '%s'\n", opt, s);
+		return -EINVAL;
+	}
+	*out = v;
+	return 0;
+}
+
+/* -force-uid takes a number or a user name, -force-gid a number or a group. */
+static int parse_owner(const char *opt, const char *s, bool group, int64_t *out)
+{
+	if (s[0] >= '0' && s[0] <= '9')
+		return parse_uint(opt, s, UINT32_MAX, out);
+	if (group) {
+		struct group *g = getgrnam(s);
+
+		if (g) {
+			*out = g->gr_gid;
+			return 0;
+		}
+	} else {
+		struct passwd *p = getpwnam(s);
+
+		if (p) {
+			*out = p->pw_uid;
+			return 0;
+		}
+	}
+	fprintf(stderr, "quash: mksquashfs: %s: no such %s '%s'\n", opt, group ? "group" : "user", s);
+	return -EINVAL;
+}
+
+static int parse_block_size(const char *s, uint32_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (!errno && end != s && (*end == 'K' || *end == 'k'))
+		v <<= 10, end++;
+	else if (!errno && end != s && (*end == 'M' || *end == 'm'))
+		v <<= 20, end++;
+	if (errno || end == s || *end || v < (1u << SQFS_BLOCK_LOG_MIN) || v > (1u << SQFS_BLOCK_LOG_MAX) ||
+	    (v & (v - 1))) {
+		fprintf(stderr, "quash: mksquashfs: -b: bad block size '%s' (4096 to 1M, a power of two)\n", s);
+		return -EINVAL;
+	}
+	*out = (uint32_t)v;
+	return 0;
+}
+
+/*
+ * The excludes.  Without -wildcards mksquashfs stats each path below each
+ * source and leaves out that file by identity, hard links to it included,
+ * and a path that is not there means nothing; they are kept as paths until
+ * the sources are known.  With -wildcards each is a pattern: from the root,
+ * or at any depth when it starts with "... ".
+ */
+struct excludes {
+	const char **paths;         /* as given */
+	size_t n, cap;
+	bool wildcards;
+	const char **patterns;      /* quash's fnmatch patterns, -wildcards */
+	struct scan_devino *ids;    /* stat()ed paths, without -wildcards */
+	size_t n_patterns, n_ids;
+};
+
+static int exclude_add(struct excludes *e, const char *path)
+{
+	if (e->n == e->cap) {
+		size_t cap = e->cap ? 2 * e->cap : 16;
+		const char **v = realloc(e->paths, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		e->paths = v;
+		e->cap = cap;
+	}
+	e->paths[e->n] = strdup(path);
+	return e->paths[e->n++] ? 0 : -ENOMEM;
+}
+
+/* quash's patterns: with a '/' from the source's root, without one the name anywhere. */
+static int exclude_patterns(struct excludes *e)
+{
+	e->patterns = calloc(e->n + 1, sizeof(*e->patterns));
+	if (!e->patterns)
+		return -ENOMEM;
+	for (size_t i = 0; i < e->n; i++) {
+		const char *p = e->paths[i];
+		char *pattern = malloc(strlen(p) + 2);
+
+		if (!pattern)
+			return -ENOMEM;
+		if (strncmp(p, "... ", 4) == 0 && !strchr(p + 4, '/'))
+			strcpy(pattern, p + 4);
+		else
+			sprintf(pattern, "/%s", p + strspn(p, "/"));
+		e->patterns[e->n_patterns++] = pattern;
+	}
+	return 0;
+}
+
+static int exclude_ids(struct excludes *e, const char *const *sources, size_t nsrc)
+{
+	e->ids = calloc(e->n * nsrc + 1, sizeof(*e->ids));
+	if (!e->ids)
+		return -ENOMEM;
+	for (size_t i = 0; i < e->n; i++) {
+		for (size_t s = 0; s < nsrc; s++) {
+			char *path;
+			struct stat st;
+
+			if (asprintf(&path, "%s/%s", sources[s], e->paths[i]) < 0)
+				return -ENOMEM;
+			if (lstat(path, &st) == 0)
+				e->ids[e->n_ids++] = (struct scan_devino){ .dev = st.st_dev, .ino = st.st_ino };
+			free(path);
+		}
+	}
+	return 0;
+}
+
+static void excludes_free(struct excludes *e)
+{
+	for (size_t i = 0; i < e->n; i++)
+		free((char *)e->paths[i]);
+	for (size_t i = 0; i < e->n_patterns; i++)
+		free((char *)e->patterns[i]);
+	free(e->paths);
+	free(e->patterns);
+	free(e->ids);
+}
+
+static int exclude_file(struct excludes *e, const char *file)
+{
+	char line[MKSQ_EXCLUDE_LINE_MAX];
+	FILE *f = fopen(file, "re");
+	int err = 0;
+
+	if (!f) {
+		fprintf(stderr, "quash: mksquashfs: -ef %s: %s\n", file, strerror(errno));
+		return -errno;
+	}
+	while (!err && fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = '\0';
+		if (line[0])
+			err = exclude_add(e, line);
+	}
+	fclose(f);
+	return err;
+}
+
+static const char *base_name(char *path)
+{
+	size_t len = strlen(path);
+	char *slash;
+
+	while (len > 1 && path[len - 1] == '/')
+		path[--len] = '\0';
+	slash = strrchr(path, '/');
+	return slash && slash[1] ? slash + 1 : path;
+}
+
+/* The options after SOURCE... DEST; 0, or the exit status. */
+static int parse_options(int argc, char **argv, int first, struct pack_options *o, struct excludes *ex,
+			 bool *noappend, bool *keep_as_dir)
+{
+	const char *comp_name = MKSQ_DEFAULT_COMPRESSOR;
+	const char *epoch = getenv("SOURCE_DATE_EPOCH");
+	int64_t v;
+
+	for (int i = first; i < argc; i++) {
+		const char *a = argv[i];
+		const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+
+#define NEED_VALUE() do { if (!val) return refuse(a, "needs a value"); i++; } while (0)
+		if (strcmp(a, "-e") == 0) {
+			/* Everything after -e is an exclude. */
+			for (i++; i < argc; i++)
+				if (exclude_add(ex, argv[i]))
+					return MKSQ_EXIT_ERROR;
+			break;
+		} else if (strcmp(a, "-ef") == 0) {
+			NEED_VALUE();
+			if (exclude_file(ex, val))
+				return MKSQ_EXIT_ERROR;
+		} else if (strcmp(a, "-wildcards") == 0) {
+			ex->wildcards = true;
+		} else if (strcmp(a, "-comp") == 0) {
+			NEED_VALUE();
+			comp_name = val;
+		} else if (strcmp(a, "-b") == 0) {
+			NEED_VALUE();
+			if (parse_block_size(val, &o->block_size))
+				return MKSQ_EXIT_ERROR;
+		} else if (strcmp(a, "-Xcompression-level") == 0) {
+			NEED_VALUE();
+			if (parse_uint(a, val, 22, &v) || v == 0)
+				return v == 0 ? refuse(a, "levels start at 1") : MKSQ_EXIT_ERROR;
+			o->params.level = (int)v;
+		} else if (strcmp(a, "-Xhc") == 0) {
+			o->params.lz4_hc = 1;
+		} else if (strcmp(a, "-Xbcj") == 0) {
+			NEED_VALUE();
+			return refuse(a, "not supported yet (xz's filters are chosen by quash)");
+		} else if (strcmp(a, "-noappend") == 0) {
+			*noappend = true;
+		} else if (strcmp(a, "-all-root") == 0 || strcmp(a, "-root-owned") == 0) {
+			o->overrides.all_root = true;
+		} else if (strcmp(a, "-force-uid") == 0) {
+			NEED_VALUE();
+			if (parse_owner(a, val, false, &o->overrides.uid))
+				return MKSQ_EXIT_ERROR;
+		} else if (strcmp(a, "-force-gid") == 0) {
+			NEED_VALUE();
+			if (parse_owner(a, val, true, &o->overrides.gid))
+				return MKSQ_EXIT_ERROR;
+		} else if (strcmp(a, "-root-mode") == 0) {
+			char *end;
+
+			NEED_VALUE();
+			errno = 0;
+			o->root_mode = strtoll(val, &end, 8);
+			if (errno || end == val || *end || o->root_mode < 0 || o->root_mode > 07777)
+				return refuse(a, "bad mode (octal, at most 7777)");
+		} else if (strcmp(a, "-one-file-system") == 0) {
+			o->one_file_system = true;
+		} else if (strcmp(a, "-one-file-system-x") == 0) {
+			o->one_file_system = o->one_file_system_x = true;
+		} else if (strcmp(a, "-keep-as-directory") == 0) {
+			*keep_as_dir = true;
+		} else if (strcmp(a, "-no-xattrs") == 0) {
+			o->overrides.no_xattrs = true;
+		} else if (strcmp(a, "-xattrs") == 0) {
+			o->overrides.no_xattrs = false;
+		} else if (strcmp(a, "-no-fragments") == 0) {
+			o->fragments = false;
+		} else if (strcmp(a, "-always-use-fragments") == 0 || strcmp(a, "-tailends") == 0) {
+			o->tail_packing = true;
+		} else if (strcmp(a, "-no-duplicates") == 0) {
+			o->dedup = false;
+		} else if (strcmp(a, "-no-exports") == 0) {
+			o->exportable = false;
+		} else if (strcmp(a, "-mkfs-time") == 0 || strcmp(a, "-all-time") == 0) {
+			NEED_VALUE();
+			if (parse_uint(a, val, UINT32_MAX, &v))
+				return MKSQ_EXIT_ERROR;
+			if (a[1] == 'm')
+				o->mkfs_time = v;
+			else
+				o->overrides.mtime = v;
+		} else if (strcmp(a, "-processors") == 0) {
+			NEED_VALUE();
+			if (parse_uint(a, val, 256, &v) || v == 0)
+				return v == 0 ? refuse(a, "at least 1") : MKSQ_EXIT_ERROR;
+			o->jobs = (unsigned)v;
+		} else if (strcmp(a, "-quiet") == 0) {
+			o->quiet = true;
+		} else if (strcmp(a, "-progress") == 0) {
+			o->progress = true;
+		} else if (strcmp(a, "-no-progress") == 0) {
+			o->progress = false;
+		} else if (strcmp(a, "-version") == 0) {
+			printf("mksquashfs version %s (compatible; quash %s)\n", MKSQ_COMPAT_VERSION, QUASH_VERSION);
+			return -1;
+		} else if (strcmp(a, "-help") == 0 || strcmp(a, "-h") == 0) {
+			usage(stdout);
+			return -1;
+		} else if (is_noop(a)) {
+			continue;
+		} else {
+			for (size_t r = 0; r < sizeof(refused) / sizeof(refused[0]); r++)
+				if (strcmp(a, refused[r].name) == 0)
+					return refuse(a, refused[r].why ? refused[r].why : "not supported");
+			return refuse(a, "unknown option (see mksquashfs -help for what this form takes)");
+		}
+#undef NEED_VALUE
+	}
+	if (epoch && *epoch) {
+		/* mksquashfs: SOURCE_DATE_EPOCH is the image's time, and later file times become it. */
+		if (parse_uint("SOURCE_DATE_EPOCH", epoch, UINT32_MAX, &v))
+			return MKSQ_EXIT_ERROR;
+		o->overrides.mtime_max = v;
+		if (o->mkfs_time < 0)
+			o->mkfs_time = v;
+	}
+	/* mksquashfs stamps an image with when it was made; -all-time does not change that. */
+	if (o->mkfs_time < 0)
+		o->mkfs_time = time(NULL);
+	o->comp = qs_compressor_by_name(comp_name);
+	if (!o->comp || !o->comp->compress)
+		return refuse("-comp", "unknown compressor (gzip, xz, lz4, lzo or zstd)");
+	o->params.block_size = o->block_size;
+	return 0;
+}
+
+static int check_settings(const struct pack_options *o)
+{
+	static const uint8_t probe[64] = "quash quash quash quash quash quash quash quash quash quash";
+	uint8_t out[sizeof(probe)];
+
+	if (o->comp->compress(&o->params, probe, sizeof(probe), out, sizeof(out)) < 0)
+		return refuse("-comp", qs_last_error());
+	return 0;
+}
+
+int mksquashfs_main(int argc, char **argv)
+{
+	struct pack_options o = {
+		.block_size = MKSQ_DEFAULT_BLOCK_SIZE,
+		.fragments = true, .tail_packing = false, .dedup = true, .exportable = true,
+		.overrides = { .uid = -1, .gid = -1, .mode = -1, .mtime = -1, .mtime_max = -1 },
+		.mkfs_time = -1, .root_mode = -1, .progress = true,
+	};
+	struct excludes ex = { 0 };
+	bool noappend = false, keep_as_dir = false;
+	const char **names = NULL;
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	int first_opt = 1, status, nsrc;
+	struct stat st;
+
+	o.jobs = cores > 0 ? (unsigned)cores : 1;
+	while (first_opt < argc && argv[first_opt][0] != '-')
+		first_opt++;
+	if (first_opt == 1 && argc > 1 && (strcmp(argv[1], "-version") == 0 || strcmp(argv[1], "-help") == 0 ||
+					   strcmp(argv[1], "-h") == 0)) {
+		status = parse_options(argc, argv, 1, &o, &ex, &noappend, &keep_as_dir);
+		return status < 0 ? MKSQ_EXIT_OK : status;
+	}
+	if (first_opt < 3) {
+		fprintf(stderr, "quash: mksquashfs: need SOURCE... DEST before the options\n"
+				"Try 'mksquashfs -help' for more information.\n");
+		return MKSQ_EXIT_ERROR;
+	}
+	status = parse_options(argc, argv, first_opt, &o, &ex, &noappend, &keep_as_dir);
+	if (status)
+		goto out;
+	nsrc = first_opt - 2;
+	o.sources = (const char **)argv + 1;
+	o.source_count = (size_t)nsrc;
+	o.image = argv[first_opt - 1];
+	if (ex.wildcards ? exclude_patterns(&ex) : exclude_ids(&ex, o.sources, o.source_count)) {
+		status = refuse("-e", "out of memory");
+		goto out;
+	}
+	o.excludes = ex.patterns;
+	o.exclude_count = ex.n_patterns;
+	o.exclude_ids = ex.ids;
+	o.exclude_id_count = ex.n_ids;
+	if (check_settings(&o)) {
+		status = MKSQ_EXIT_ERROR;
+		goto out;
+	}
+	if (!noappend && stat(o.image, &st) == 0 && st.st_size > 0) {
+		status = refuse(o.image, "exists; mksquashfs would append to it, which quash does not do yet: "
+					 "give -noappend to replace it");
+		goto out;
+	}
+	/* Sources are directories here; each nests by name unless it is the only one. */
+	names = calloc((size_t)nsrc, sizeof(*names));
+	if (!names) {
+		status = MKSQ_EXIT_ERROR;
+		goto out;
+	}
+	for (int i = 0; i < nsrc; i++) {
+		if (stat(o.sources[i], &st) != 0) {
+			fprintf(stderr, "quash: mksquashfs: %s: %s\n", o.sources[i], strerror(errno));
+			status = MKSQ_EXIT_ERROR;
+			goto out;
+		}
+		if (!S_ISDIR(st.st_mode)) {
+			status = refuse(o.sources[i], "only directories are supported as sources yet");
+			goto out;
+		}
+		if (nsrc > 1 || keep_as_dir)
+			names[i] = base_name((char *)o.sources[i]);
+	}
+	o.source_names = names;
+	status = pack_run(&o) ? MKSQ_EXIT_ERROR : MKSQ_EXIT_OK;
+out:
+	excludes_free(&ex);
+	free(names);
+	return status < 0 ? MKSQ_EXIT_OK : status;
+}

@@ -1,0 +1,120 @@
+#!/bin/bash
+# t-pack-mksquashfs.sh - quash linked as mksquashfs, against mksquashfs
+# itself: the same command line on the same source must give an image that
+# unsquashfs lists the same (-lln: modes, owners, times, names, nesting;
+# only directory sizes may differ, they depend on the layout) and whose
+# files extract to the same tree.  Options quash cannot honour are refused in
+# one line, exit 1; so is appending.
+. "$(dirname "$0")/lib/tap.sh"
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+W=$WORK/t-pack-mksquashfs
+cleanup() { umount -l "$W/src/mnt" 2>/dev/null; umount -l "$W/other" 2>/dev/null; }
+trap cleanup EXIT
+cleanup
+rm -rf "$W" && mkdir -p "$W/bin" "$W/src/a/b" "$W/src/c" "$W/src2/x" "$W/src/mnt" "$W/other/deep"
+ln -s "$QUASH_ASAN" "$W/bin/mksquashfs"
+REAL=$(command -v mksquashfs)
+QM=$W/bin/mksquashfs
+head -c 300000 /dev/urandom >"$W/src/a/big"
+seq 1 50000 >"$W/src/a/b/nums"
+echo hi >"$W/src/c/small"
+cp "$W/src/c/small" "$W/src/c/same"
+ln -s ../a/big "$W/src/c/link"
+ln "$W/src/c/small" "$W/src/c/hard"
+mkfifo "$W/src/p"
+mknod "$W/src/c/null" c 1 3
+setfattr -n user.k -v v "$W/src/c/small"
+chown -R 1234:5678 "$W/src/a"
+touch -d @1600000000 "$W/src/a/big"
+echo y >"$W/src2/x/y"
+echo elsewhere >"$W/other/deep/file"
+
+# same NAME "SOURCES" OPTIONS...: both tools, then unsquashfs -lln and the extracted trees.
+same() {
+	local name=$1 srcs=$2; shift 2
+	rm -rf "$W/m.sqfs" "$W/q.sqfs" "$W/mx" "$W/qx"
+	# shellcheck disable=SC2086
+	(cd "$W" && "$REAL" $srcs m.sqfs -noappend -quiet -no-progress "$@" >/dev/null 2>m.err)
+	# shellcheck disable=SC2086
+	if ! (cd "$W" && "$QM" $srcs q.sqfs -noappend -quiet -no-progress "$@" >/dev/null 2>q.err); then
+		not_ok "$name" "quash failed: $(head -c 300 "$W/q.err")"
+		return
+	fi
+	unsquashfs -lln "$W/m.sqfs" | awk '{ if ($1 ~ /^d/) $3 = ""; print }' >"$W/m.ls"
+	unsquashfs -lln "$W/q.sqfs" | awk '{ if ($1 ~ /^d/) $3 = ""; print }' >"$W/q.ls"
+	unsquashfs -q -n -d "$W/mx" "$W/m.sqfs" >/dev/null 2>&1
+	unsquashfs -q -n -d "$W/qx" "$W/q.sqfs" >/dev/null 2>&1
+	if diff "$W/m.ls" "$W/q.ls" >"$W/diff" && python3 "$top/tests/lib/treecmp.py" "$W/mx" "$W/qx" >>"$W/diff" 2>&1
+	then ok "$name"
+	else not_ok "$name" "$(head -c 400 "$W/diff")"; fi
+}
+
+same "one directory: its contents at the root" src
+same "two directories: each nested by its name in a 0777 root" "src src2" -all-time 5
+same "-keep-as-directory" src -keep-as-directory -all-time 5
+same "-all-root" src -all-root
+same "-root-owned -force-uid/-force-gid by number and name -root-mode" src -root-owned -force-uid 7 -force-gid daemon -root-mode 700
+same "-comp xz -b 1M -no-fragments" src -comp xz -b 1M -no-fragments
+same "-comp zstd -Xcompression-level 3 -always-use-fragments -no-duplicates -no-exports -no-xattrs -processors 1" \
+	src -comp zstd -Xcompression-level 3 -always-use-fragments -no-duplicates -no-exports -no-xattrs -processors 1
+same "-comp lz4 -Xhc, -comp lzo" src -comp lz4 -Xhc
+same "-e exact paths" src -e a/b c/link
+printf 'a/big\nc/small\n' >"$W/excl"
+same "-ef FILE" src -ef "$W/excl"
+same "-wildcards, a pattern at any depth" src -wildcards -e "... nums" "c/s*"
+same "-all-time and -mkfs-time" src -all-time 1000 -mkfs-time 2000
+SOURCE_DATE_EPOCH=1234567 same "SOURCE_DATE_EPOCH" src
+check "SOURCE_DATE_EPOCH is the image's time too" bash -c "unsquashfs -s '$W/q.sqfs' | grep -q 'Creation or last append time .*Jan 15 .*1970'"
+
+# The scripts' own command lines, from the issue, with mksquashfs found on PATH.
+same "the compiler site's line: -all-root -progress -comp zstd" src -all-root -progress -comp zstd
+same "SingularityCE's line: -noappend -all-root -comp gzip -processors 2" src -all-root -comp gzip -processors 2
+same "a snap-style line: -noappend -comp xz -no-fragments -all-root" src -comp xz -no-fragments -all-root
+check "found as mksquashfs on PATH" env PATH="$W/bin:$PATH" bash -c \
+	"cd '$W' && mksquashfs src path.sqfs -noappend -quiet && unsquashfs -lln path.sqfs | grep -q 'c/small'"
+
+# -one-file-system on another filesystem mounted inside the source (a tmpfs
+# with a file, bind-mounted there).
+mount -t tmpfs -o size=1M quash-ofs "$W/other" && mkdir -p "$W/other/deep" && echo elsewhere >"$W/other/deep/file"
+mount --bind "$W/other" "$W/src/mnt"
+# mksquashfs 4.6 keeps a mount point as an empty directory under
+# -one-file-system and leaves it out under -one-file-system-x; Debian's 4.5.1
+# has only the first name, with the second meaning.
+rm -rf "$W/m.sqfs" && "$REAL" "$W/src" "$W/m.sqfs" -noappend -quiet -no-progress -one-file-system >/dev/null 2>&1
+"$QM" "$W/src" "$W/x.sqfs" -noappend -quiet -one-file-system-x >/dev/null 2>&1
+check "-one-file-system-x: as mksquashfs 4.5.1's -one-file-system, the mount point left out" bash -c \
+	"diff <(unsquashfs -lln '$W/m.sqfs' | awk '{ if (\$1 ~ /^d/) \$3 = \"\"; print }') <(unsquashfs -lln '$W/x.sqfs' | awk '{ if (\$1 ~ /^d/) \$3 = \"\"; print }')"
+"$QM" "$W/src" "$W/x.sqfs" -noappend -quiet -one-file-system >/dev/null 2>&1
+check "-one-file-system: as 4.6, the mount point an empty directory" bash -c \
+	"unsquashfs -lln '$W/x.sqfs' | grep -q ' squashfs-root/mnt\$' && ! unsquashfs -lln '$W/x.sqfs' | grep -q 'mnt/deep' &&
+	 unsquashfs -lln '$W/x.sqfs' | grep -q 'c/small'"
+"$QM" "$W/src" "$W/x.sqfs" -noappend -quiet >/dev/null 2>&1
+check "without it the mount's files are packed" bash -c "unsquashfs -lln '$W/x.sqfs' | grep -q 'mnt/deep/file'"
+umount "$W/src/mnt" "$W/other"
+
+# Refusals: one line naming the option, exit 1, no image.
+refused() {
+	local name=$1 want=$2 st; shift 2
+	rm -f "$W/r.sqfs"
+	"$QM" "$W/src" "$W/r.sqfs" -noappend "$@" >/dev/null 2>"$W/err"
+	st=$?
+	if [ $st = 1 ] && [ "$(wc -l <"$W/err")" = 1 ] && grep -q "^quash: mksquashfs: $want" "$W/err" && [ ! -e "$W/r.sqfs" ]
+	then ok "$name"
+	else not_ok "$name" "exit $st: $(head -c 300 "$W/err")"; fi
+}
+refused "-sort is refused, not ignored" "-sort: not supported yet" -sort /dev/null
+refused "pseudo files are refused, not ignored" "-p: pseudo files are not supported yet" -p "f d 755 0 0"
+refused "-mem is refused, not ignored" "-mem: " -mem 1G
+refused "-regex is refused" "-regex: " -regex -e 'a.*'
+refused "an unknown option is refused" "-bogus: unknown option" -bogus
+refused "an unknown compressor" "-comp: unknown compressor" -comp nope
+: >"$W/exists.sqfs"
+"$QM" "$W/src" "$W/q.sqfs" -quiet >/dev/null 2>&1   # q.sqfs exists from above
+st=$?
+check "without -noappend an existing image is not replaced: one line, exit 1" bash -c \
+	"[ $st = 1 ] && '$QM' '$W/src' '$W/q.sqfs' 2>&1 | grep -qx \"quash: mksquashfs: $W/q.sqfs: exists; mksquashfs would append to it, which quash does not do yet: give -noappend to replace it\""
+check "-version" bash -c "'$QM' -version | grep -q '^mksquashfs version 4.6 (compatible; quash '"
+check "-help on stdout, exit 0" bash -c "'$QM' -help | grep -q 'Usage: mksquashfs SOURCE... DEST'"
+check "quash mksquashfs is the same form" bash -c \
+	"cd '$W' && '$QUASH_ASAN' mksquashfs src sub.sqfs -noappend -quiet -comp xz && unsquashfs -s sub.sqfs | grep -q 'Compression xz'"
