@@ -42,3 +42,25 @@ bench: bench-deps build
 
 clean:
 	rm -rf $(BUILD) $(BUILD_ASAN)
+
+# ---- installing ------------------------------------------------------------
+# make install [PREFIX=/usr/local] [DESTDIR=]: the binary, its man pages, bash
+# completion and mount(8)'s helper mount.fuse.quash, through meson install.
+# DROPIN=1 adds squashfuse_ll, squashfuse and mksquashfs links (they shadow
+# the real tools later in PATH).  make deb builds dist/quash_VERSION_ARCH.deb,
+# which offers those three as alternatives instead.
+PREFIX  ?= /usr/local
+DESTDIR ?=
+DROPIN  ?= 0
+
+.PHONY: install uninstall deb
+
+install: build
+	meson configure $(BUILD) -Dprefix=$(PREFIX) -Ddropin_links=$(if $(filter 1,$(DROPIN)),true,false) >/dev/null
+	meson install -C $(BUILD) --destdir "$(DESTDIR)" --quiet
+
+uninstall:
+	@scripts/uninstall.sh "$(BUILD)" "$(DESTDIR)"
+
+deb: deps
+	@scripts/make-deb.sh

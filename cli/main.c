@@ -4,7 +4,8 @@
  * Invoked as squashfuse_ll (or squashfuse) through a link, it is the FUSE
  * mount with squashfuse's command line, so scripts written for squashfuse
  * work unchanged.  Invoked as mksquashfs, it takes mksquashfs's command
- * line (pack/mksquashfs_cli.c).  Invoked by mount.fuse3 (mount -t fuse.quash, fstab), it
+ * line (pack/mksquashfs_cli.c).  Invoked as mount.fuse.quash, it is
+ * mount(8)'s helper for the type fuse.quash.  Invoked by mount.fuse3 (mount -t fuse.quash, fstab), it
  * is given "quash IMAGE MOUNTPOINT -o OPTIONS" and mounts too.
  */
 #include <stdio.h>
@@ -58,6 +59,49 @@ static bool names_an_image(int argc, char **argv)
 	       (strchr(arg, '/') || strstr(arg, "://") || access(arg, F_OK) == 0);
 }
 
+/* Most arguments mount(8) hands a helper: "-o" and its list, the two paths. */
+#define MOUNT_HELPER_ARGS_MAX 8
+
+/*
+ * mount(8) runs /sbin/mount.fuse.quash SPEC DIR [-sfnv] [-N NS] [-o OPTS]
+ * [-t fuse.quash] for `mount -t fuse.quash` and fstab lines.  Its -s
+ * (sloppy), -n (no mtab), -v and -t mean nothing here; -f (fake) means do
+ * nothing; a namespace is not ours to enter.
+ */
+static int mount_helper_main(int argc, char **argv)
+{
+	char *args[MOUNT_HELPER_ARGS_MAX] = { "mount" };
+	int n = 1;
+
+	if (argc < 3) {
+		fprintf(stderr, "quash: mount.fuse.quash: need SPEC and DIR (mount(8) runs this)\n");
+		return CLI_EXIT_USAGE;
+	}
+	args[n++] = argv[1];
+	args[n++] = argv[2];
+	for (int i = 3; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (strcmp(a, "-o") == 0 && i + 1 < argc) {
+			args[n++] = "-o";
+			args[n++] = argv[++i];
+		} else if (strcmp(a, "-t") == 0 && i + 1 < argc) {
+			i++;
+		} else if (a[0] == '-' && a[1] && strspn(a + 1, "snvf") == strlen(a + 1)) {
+			if (strchr(a, 'f'))
+				return CLI_EXIT_OK;
+		} else {
+			fprintf(stderr, "quash: mount.fuse.quash: %s: not supported\n", a);
+			return CLI_EXIT_USAGE;
+		}
+		if (n > MOUNT_HELPER_ARGS_MAX - 2) {
+			fprintf(stderr, "quash: mount.fuse.quash: too many -o lists\n");
+			return CLI_EXIT_USAGE;
+		}
+	}
+	return mount_main(n, args, false);
+}
+
 static int run_offline(const struct cli_command *cmd, int argc, char **argv)
 {
 	static char progname[CLI_PROGNAME_MAX];
@@ -78,6 +122,8 @@ int main(int argc, char **argv)
 		return mount_main(argc, argv, true);
 	if (strcmp(base, "mksquashfs") == 0)
 		return mksquashfs_main(argc, argv);
+	if (strcmp(base, "mount.fuse.quash") == 0)
+		return mount_helper_main(argc, argv);
 	if (argc < 2) {
 		usage(stderr);
 		return CLI_EXIT_USAGE;

@@ -111,7 +111,7 @@ static void usage(FILE *f)
 		"Usage: mksquashfs SOURCE... DEST [OPTIONS] [-e PATH...]\n"
 		"quash %s, taking mksquashfs %s's command line.\n"
 		"\n"
-		"Honoured as mksquashfs does: -comp, -b, -Xcompression-level, -Xhc, -Xbcj,\n"
+		"Honoured as mksquashfs does: -comp, -b, -Xcompression-level, -Xhc,\n"
 		"-noappend, -all-root/-root-owned, -force-uid, -force-gid, -root-mode, -e, -ef,\n"
 		"-wildcards, -one-file-system, -one-file-system-x, -keep-as-directory,\n"
 		"-no-xattrs, -xattrs, -no-fragments, -always-use-fragments, -no-duplicates,\n"

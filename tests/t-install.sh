@@ -1,0 +1,103 @@
+#!/bin/bash
+# t-install.sh - make install (PREFIX, DESTDIR, DROPIN), make uninstall, and
+# make deb: the package installs with dpkg, its quash passes the README's
+# quick start, mount -t fuse.quash finds its helper, squashfuse_ll,
+# squashfuse and mksquashfs are offered as alternatives, and dpkg -r takes
+# it all away again.
+. "$(dirname "$0")/lib/tap.sh"
+. "$(dirname "$0")/lib/remote.sh"
+. "$(dirname "$0")/lib/quickstart.sh"
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+W=$WORK/t-install
+FUSE_MODE=$(stat -c %a /dev/fuse)
+rm -rf "$W" && mkdir -p "$W" && chmod 755 "$W"
+cleanup() {
+	umount -l "$W/kmnt" 2>/dev/null
+	chmod "$FUSE_MODE" /dev/fuse
+	[ -n "${INSTALLED:-}" ] && dpkg -r quash >/dev/null 2>&1
+	remote_cleanup
+	"$top/tests/lib/stop-rgw.sh" "$W/rgw" 2>/dev/null
+}
+trap cleanup EXIT
+
+# ---- make install into a staging tree --------------------------------------
+make -C "$top" -s install PREFIX=/usr DESTDIR="$W/stage" >"$W/install.log" 2>&1
+check "make install PREFIX=/usr DESTDIR=...: exit 0" test $? = 0
+for f in usr/bin/quash usr/share/man/man1/quash.1 usr/share/man/man1/quash-pack.1 \
+	 usr/share/man/man1/quash-mount.1 usr/share/man/man1/quash-umount.1 \
+	 usr/share/bash-completion/completions/quash; do
+	check "make install: $f" test -f "$W/stage/$f"
+done
+check "make install: sbin/mount.fuse.quash -> /usr/bin/quash" test "$(readlink "$W/stage/usr/sbin/mount.fuse.quash")" = /usr/bin/quash
+check "make install: no squashfuse_ll link unless DROPIN=1" test ! -e "$W/stage/usr/bin/squashfuse_ll"
+make -C "$top" -s install PREFIX=/usr DESTDIR="$W/stage2" DROPIN=1 >>"$W/install.log" 2>&1
+for l in squashfuse_ll squashfuse mksquashfs; do
+	check "make install DROPIN=1: bin/$l -> quash" test "$(readlink "$W/stage2/usr/bin/$l")" = quash
+done
+check "the installed binary runs" bash -c "'$W/stage/usr/bin/quash' --version | grep -q '^quash '"
+make -C "$top" -s uninstall DESTDIR="$W/stage2" >>"$W/install.log" 2>&1
+check "make uninstall: the files and links are gone" test -z "$(find "$W/stage2" ! -type d)"
+# Leave build/ configured as make check expects it.
+meson configure "$top/build" -Dprefix=/usr/local -Ddropin_links=false >/dev/null
+
+# ---- make deb, dpkg -i -------------------------------------------------------
+dpkg -s quash >/dev/null 2>&1 && dpkg -r quash >/dev/null 2>&1
+make -C "$top" -s deb >"$W/deb.log" 2>&1
+deb=$(ls "$top"/dist/quash_*.deb 2>/dev/null | head -1)
+check "make deb builds a package" test -n "$deb"
+check "its Depends list the libraries quash links" bash -c \
+	"dpkg-deb -f '$deb' Depends | grep -q libfuse3 && dpkg-deb -f '$deb' Depends | grep -q libzstd"
+dpkg -i "$deb" >"$W/dpkg.log" 2>&1
+st=$?
+[ $st = 0 ] && INSTALLED=1
+check "dpkg -i installs it" test $st = 0
+check "/usr/bin/quash is the package's" bash -c "dpkg -S /usr/bin/quash | grep -q '^quash:'"
+for l in squashfuse_ll squashfuse mksquashfs; do
+	check "update-alternatives offers quash as $l" bash -c "update-alternatives --query $l | grep -q '^Alternative: /usr/bin/quash'"
+done
+if command -v man >/dev/null; then
+	check "man finds quash-mount(1)" bash -c "man -w quash-mount | grep -q quash-mount.1"
+fi
+
+# The README's quick start with the installed quash (S3 on Ceph RGW).
+S3=$(free_port)
+export MON_PORT=$(free_port)
+if EP=$("$top/tests/lib/start-rgw.sh" "$W/rgw" "$S3" 2>"$W/rgw.err"); then
+	export AWS_ACCESS_KEY_ID=quashtest AWS_SECRET_ACCESS_KEY=quashtestsecret AWS_DEFAULT_REGION=us-east-1
+	export AWS_ENDPOINT_URL=$EP BUCKET=installed
+	unset AWS_PROFILE AWS_SESSION_TOKEN AWS_CONFIG_FILE AWS_SHARED_CREDENTIALS_FILE
+	HOME=$W aws --endpoint-url "$EP" s3 mb "s3://$BUCKET" >/dev/null
+	chmod 0666 /dev/fuse
+	mkdir -p "$W/usrbin" && ln -sf /usr/bin/quash "$W/usrbin/quash"
+	for who in root nobody; do
+		PORT=$(free_port) quickstart_run "$top/README.md" "$W/qs-$who" "$W/usrbin" "$who"
+		st=$?
+		check "the installed quash passes the quick start as $who" \
+			bash -c "[ $st = 0 ] && grep -q '^extracted copy: identical$' '$W/qs-$who.log'" ||
+			tail -5 "$W/qs-$who.log" | sed 's/^/#   /'
+	done
+else
+	not_ok "rgw starts" "$(tail -3 "$W/rgw.err")"
+fi
+
+# mount(8) finds /usr/sbin/mount.fuse.quash for -t fuse.quash.
+mkdir -p "$W/kmnt"
+mount -t fuse.quash -o cache_size=16M "$W/qs-root/tree.sqfs" "$W/kmnt" 2>"$W/kmount.err"
+check "mount -t fuse.quash IMAGE DIR mounts through the helper" bash -c \
+	"grep -q ' $W/kmnt fuse.quash ' /proc/mounts && cmp -s '$W/kmnt/etc/motd' '$W/qs-root/tree/etc/motd'"
+umount "$W/kmnt" 2>/dev/null
+
+# ---- dpkg -r ------------------------------------------------------------------
+dpkg -r quash >"$W/dpkg-r.log" 2>&1
+st=$?
+INSTALLED=
+check "dpkg -r removes it" bash -c "[ $st = 0 ] && [ ! -e /usr/bin/quash ] && [ ! -e /usr/sbin/mount.fuse.quash ]"
+check "... and its alternatives" bash -c "! update-alternatives --query mksquashfs 2>/dev/null | grep -q /usr/bin/quash"
+
+# ---- make demo: the main job, with no fallback -----------------------------------
+make -C "$top" -s demo >"$W/demo.log" 2>&1
+st=$?
+check "make demo packs, mounts beside the kernel, reads, unmounts" bash -c \
+	"[ $st = 0 ] && grep -q 'Every file read through quash.s mount equals the sample tree' '$W/demo.log' &&
+	 grep -q '^kernel mount ' '$W/demo.log' && ! grep -qi mksquashfs '$W/demo.log' && ! grep -q quash-demo /proc/mounts"

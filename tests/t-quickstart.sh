@@ -1,0 +1,49 @@
+#!/bin/bash
+# t-quickstart.sh - the README's quick start, extracted from the README
+# itself and run as it stands, as root and as an ordinary user (nobody):
+# pack, the offline tools, mount, run a program from the image, unmount, the
+# same image over HTTP (python3's server) and over S3 (Ceph RGW on
+# 127.0.0.1).  A README edit that breaks it fails here; the last check
+# proves that with a broken copy.
+. "$(dirname "$0")/lib/tap.sh"
+. "$(dirname "$0")/lib/remote.sh"
+. "$(dirname "$0")/lib/quickstart.sh"
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+W=$WORK/t-quickstart
+FUSE_MODE=$(stat -c %a /dev/fuse)
+rm -rf "$W" && mkdir -p "$W/bin" && chmod 755 "$W" "$W/bin"
+S3=$(free_port)
+export MON_PORT=$(free_port)
+trap 'chmod "$FUSE_MODE" /dev/fuse; remote_cleanup; "$top/tests/lib/stop-rgw.sh" "$W/rgw"' EXIT
+EP=$("$top/tests/lib/start-rgw.sh" "$W/rgw" "$S3" 2>"$W/rgw.err") || { not_ok "rgw starts" "$(tail -3 "$W/rgw.err")"; exit 1; }
+export AWS_ACCESS_KEY_ID=quashtest AWS_SECRET_ACCESS_KEY=quashtestsecret AWS_DEFAULT_REGION=us-east-1
+export AWS_ENDPOINT_URL=$EP BUCKET=quickstart
+unset AWS_PROFILE AWS_SESSION_TOKEN AWS_CONFIG_FILE AWS_SHARED_CREDENTIALS_FILE
+HOME=$W aws --endpoint-url "$EP" s3 mb "s3://$BUCKET" >/dev/null
+ln -s "$QUASH_BIN" "$W/bin/quash"
+
+check "the README has a quick start with shell blocks" test "$(quickstart_script "$top/README.md" | grep -c '^quash ')" -ge 8
+
+# Ordinary users need /dev/fuse, as Debian ships it (the README's set-up step).
+chmod 0666 /dev/fuse
+for who in root nobody; do
+	PORT=$(free_port) quickstart_run "$top/README.md" "$W/$who" "$W/bin" "$who"
+	st=$?
+	log=$W/$who.log
+	if [ $st = 0 ]; then ok "quick start as $who: every block runs"
+	else not_ok "quick start as $who: every block runs" "exit $st: $(tail -5 "$log")"; fi
+	check "quick start as $who: the file read by quash cat and through the local and HTTP mounts" \
+		test "$(grep -c '^hello from inside an image$' "$log")" = 3
+	check "quick start as $who: the program ran from the local and S3 mounts" \
+		test "$(grep -c '^hello from mnt/bin/hello$' "$log")" = 2
+	check "quick start as $who: the offline tools (cat, extract)" grep -q '^extracted copy: identical$' "$log"
+	check "quick start as $who: nothing left mounted" bash -c "! grep -q ' $W/$who/mnt ' /proc/mounts"
+done
+check "the S3 image is there" bash -c "HOME='$W' aws --endpoint-url '$EP' s3 ls 's3://$BUCKET/tree.sqfs' | grep -q tree.sqfs"
+
+# A broken quick start must fail: unmount a directory that was never mounted.
+sed 's/^quash umount mnt$/quash umount tree/' "$top/README.md" >"$W/README.broken"
+PORT=$(free_port) quickstart_run "$W/README.broken" "$W/broken" "$W/bin" root
+st=$?
+check "a README whose quick start is broken fails this test" bash -c "[ $st != 0 ] && grep -q 'quash: umount: tree: not mounted' '$W/broken.log'"
