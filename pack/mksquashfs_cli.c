@@ -56,9 +56,6 @@ static const struct {
 	const char *why;
 } refused[] = {
 	{ "-sort", 1, "not supported yet (files are laid out in directory order)" },
-	{ "-p", 1, "pseudo files are not supported yet" },
-	{ "-pf", 1, "pseudo files are not supported yet" },
-	{ "-pd", 1, "pseudo files are not supported yet" },
 	{ "-regex", 0, "regular-expression excludes are not supported (use -wildcards)" },
 	{ "-tar", 0, "not supported in this form; use 'quash pack - IMAGE' for a tar on stdin" },
 	{ "-no-strip", 0, "not supported yet" },
@@ -114,6 +111,7 @@ static void usage(FILE *f)
 		"Honoured as mksquashfs does: -comp, -b, -Xcompression-level, -Xhc,\n"
 		"-noappend, -all-root/-root-owned, -force-uid, -force-gid, -root-mode, -e, -ef,\n"
 		"-wildcards, -one-file-system, -one-file-system-x, -keep-as-directory,\n"
+		"-p, -pf, -pd (pseudo files: d, m, b, c, f, s, i, l and D, M, B, C, F, S, I),\n"
 		"-no-xattrs, -xattrs, -no-fragments, -always-use-fragments, -no-duplicates,\n"
 		"-no-exports, -exports, -mkfs-time, -all-time, SOURCE_DATE_EPOCH, -processors,\n"
 		"-quiet, -progress, -no-progress, -version, -help.\n"
@@ -303,9 +301,52 @@ static const char *base_name(char *path)
 	return slash && slash[1] ? slash + 1 : path;
 }
 
+/* The pseudo definitions, in order, and -pd's directory. */
+struct pseudo_args {
+	struct pseudo_def *defs;    /* room for every argument */
+	size_t count;
+	struct pack_inode default_dir;
+	bool have_default_dir;
+};
+
+/* -pd "d MODE UID GID" or "D TIME MODE UID GID": the metadata of directories pseudo files imply. */
+static int parse_default_dir(const char *s, struct pack_inode *d)
+{
+	char type, w[3][256];
+	unsigned long t = 0;
+	int64_t uid, gid;
+	char *end;
+	long mode;
+	int n;
+
+	if (sscanf(s, " %c%n", &type, &n) != 1 || (type != 'd' && type != 'D'))
+		return refuse("-pd", "expected \"d MODE UID GID\" or \"D TIME MODE UID GID\"");
+	s += n;
+	if (type == 'D') {
+		errno = 0;
+		t = strtoul(s, &end, 10);
+		if (errno || end == s || t > UINT32_MAX)
+			return refuse("-pd", "bad time");
+		s = end;
+	}
+	if (sscanf(s, " %255s %255s %255s", w[0], w[1], w[2]) != 3)
+		return refuse("-pd", "expected MODE UID GID");
+	mode = strtol(w[0], &end, 8);
+	if (*end || mode < 0 || mode > 07777)
+		return refuse("-pd", "bad mode (octal, at most 7777)");
+	if (parse_owner("-pd", w[1], false, &uid) || parse_owner("-pd", w[2], true, &gid))
+		return MKSQ_EXIT_ERROR;
+	memset(d, 0, sizeof(*d));
+	d->mode = S_IFDIR | (uint32_t)mode;
+	d->uid = (uint32_t)uid;
+	d->gid = (uint32_t)gid;
+	d->mtime = type == 'D' ? (int64_t)t : time(NULL);
+	return 0;
+}
+
 /* The options after SOURCE... DEST; 0, or the exit status. */
 static int parse_options(int argc, char **argv, int first, struct pack_options *o, struct excludes *ex,
-			 bool *noappend, bool *keep_as_dir)
+			 struct pseudo_args *ps, bool *noappend, bool *keep_as_dir)
 {
 	const char *comp_name = MKSQ_DEFAULT_COMPRESSOR;
 	const char *epoch = getenv("SOURCE_DATE_EPOCH");
@@ -326,6 +367,14 @@ static int parse_options(int argc, char **argv, int first, struct pack_options *
 			NEED_VALUE();
 			if (exclude_file(ex, val))
 				return MKSQ_EXIT_ERROR;
+		} else if (strcmp(a, "-p") == 0 || strcmp(a, "-pf") == 0) {
+			NEED_VALUE();
+			ps->defs[ps->count++] = (struct pseudo_def){ .text = val, .is_file = a[2] == 'f' };
+		} else if (strcmp(a, "-pd") == 0) {
+			NEED_VALUE();
+			if (parse_default_dir(val, &ps->default_dir))
+				return MKSQ_EXIT_ERROR;
+			ps->have_default_dir = true;
 		} else if (strcmp(a, "-wildcards") == 0) {
 			ex->wildcards = true;
 		} else if (strcmp(a, "-comp") == 0) {
@@ -455,6 +504,7 @@ int mksquashfs_main(int argc, char **argv)
 		.mkfs_time = -1, .root_mode = -1, .progress = true,
 	};
 	struct excludes ex = { 0 };
+	struct pseudo_args ps = { .defs = calloc((size_t)argc + 1, sizeof(*ps.defs)) };
 	bool noappend = false, keep_as_dir = false;
 	const char **names = NULL;
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -462,11 +512,14 @@ int mksquashfs_main(int argc, char **argv)
 	struct stat st;
 
 	o.jobs = cores > 0 ? (unsigned)cores : 1;
+	if (!ps.defs)
+		return refuse("mksquashfs", "out of memory");
 	while (first_opt < argc && argv[first_opt][0] != '-')
 		first_opt++;
 	if (first_opt == 1 && argc > 1 && (strcmp(argv[1], "-version") == 0 || strcmp(argv[1], "-help") == 0 ||
 					   strcmp(argv[1], "-h") == 0)) {
-		status = parse_options(argc, argv, 1, &o, &ex, &noappend, &keep_as_dir);
+		status = parse_options(argc, argv, 1, &o, &ex, &ps, &noappend, &keep_as_dir);
+		free(ps.defs);
 		return status < 0 ? MKSQ_EXIT_OK : status;
 	}
 	if (first_opt < 3) {
@@ -474,7 +527,7 @@ int mksquashfs_main(int argc, char **argv)
 				"Try 'mksquashfs -help' for more information.\n");
 		return MKSQ_EXIT_ERROR;
 	}
-	status = parse_options(argc, argv, first_opt, &o, &ex, &noappend, &keep_as_dir);
+	status = parse_options(argc, argv, first_opt, &o, &ex, &ps, &noappend, &keep_as_dir);
 	if (status)
 		goto out;
 	nsrc = first_opt - 2;
@@ -518,9 +571,17 @@ int mksquashfs_main(int argc, char **argv)
 			names[i] = base_name((char *)o.sources[i]);
 	}
 	o.source_names = names;
+	o.pseudo = (struct pseudo_options){
+		.defs = ps.defs, .count = ps.count,
+		.default_dir = ps.have_default_dir ? &ps.default_dir : NULL,
+		/* mksquashfs: pseudo entries without a time are made now (or at SOURCE_DATE_EPOCH). */
+		.default_time = (uint32_t)(o.overrides.mtime_max >= 0 ? o.overrides.mtime_max : time(NULL)),
+		.block_size = o.block_size,
+	};
 	status = pack_run(&o) ? MKSQ_EXIT_ERROR : MKSQ_EXIT_OK;
 out:
 	excludes_free(&ex);
+	free(ps.defs);
 	free(names);
 	return status < 0 ? MKSQ_EXIT_OK : status;
 }

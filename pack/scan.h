@@ -63,6 +63,8 @@ int scan_dir(struct pack_tree *t, const char *path, const struct scan_options *o
 /* 'path' is an archive file, or "-" for standard input. */
 int scan_archive(struct pack_tree *t, const char *path, const struct scan_options *o);
 
+/* Create the spool file (once); 0 or -errno with a message. */
+int spool_open(struct spool *s);
 void spool_close(struct spool *s);
 
 /* libarchive is opened on first use (archive_loader.c, lib/io/lazy_lib.h):

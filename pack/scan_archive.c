@@ -39,7 +39,7 @@ void spool_close(struct spool *s)
 	s->fd = -1;
 }
 
-static int spool_open(struct spool *s)
+int spool_open(struct spool *s)
 {
 	char *tmpl;
 

@@ -313,6 +313,8 @@ int pack_run(const struct pack_options *o)
 	err = tree_init(&tree);
 	if (!err)
 		err = read_sources(o, &tree, &spool);
+	if (!err && o->pseudo.count)
+		err = pseudo_apply(&tree, &o->pseudo, &spool);
 	if (!err)
 		err = tree_finish(&tree, &o->overrides);
 	if (!err && o->root_mode >= 0)

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "compressor.h"
+#include "pseudo.h"
 #include "scan.h"
 #include "tree.h"
 
@@ -17,6 +18,7 @@ struct pack_options {
 	const char **source_names;  /* per source: nest it under this name (mksquashfs form); NULL: merge */
 	int64_t root_mode;          /* -1: as the source's root; else the root's permission bits */
 	bool one_file_system, one_file_system_x;
+	struct pseudo_options pseudo;           /* mksquashfs form: -p, -pf, -pd */
 	const char *image;          /* a path, or s3://BUCKET/KEY */
 	const char *endpoint;       /* S3 endpoint for an s3:// image, or NULL */
 
