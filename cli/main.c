@@ -122,6 +122,8 @@ int main(int argc, char **argv)
 		return mount_main(argc, argv, true);
 	if (strcmp(base, "mksquashfs") == 0)
 		return mksquashfs_main(argc, argv);
+	if (strcmp(base, "sqfstar") == 0)
+		return sqfstar_main(argc, argv);   /* sqfstar [OPTIONS] IMAGE: a tar on stdin */
 	if (strcmp(base, "mount.fuse.quash") == 0)
 		return mount_helper_main(argc, argv);
 	if (argc < 2) {

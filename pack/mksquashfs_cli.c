@@ -57,7 +57,6 @@ static const struct {
 } refused[] = {
 	{ "-sort", 1, "not supported yet (files are laid out in directory order)" },
 	{ "-regex", 0, "regular-expression excludes are not supported (use -wildcards)" },
-	{ "-tar", 0, "not supported in this form; use 'quash pack - IMAGE' for a tar on stdin" },
 	{ "-no-strip", 0, "not supported yet" },
 	{ "-tarstyle", 0, "not supported yet" },
 	{ "-cpiostyle", 0, "not supported yet" },
@@ -109,7 +108,8 @@ static void usage(FILE *f)
 		"quash %s, taking mksquashfs %s's command line.\n"
 		"\n"
 		"Honoured as mksquashfs does: -comp, -b, -Xcompression-level, -Xhc,\n"
-		"-noappend, -all-root/-root-owned, -force-uid, -force-gid, -root-mode, -e, -ef,\n"
+		"-noappend (sqfstar: -force), -all-root/-root-owned, -force-uid, -force-gid,\n"
+		"-root-mode, -e, -ef, -tar (and the sqfstar form: sqfstar [OPTIONS] IMAGE),\n"
 		"-wildcards, -one-file-system, -one-file-system-x, -keep-as-directory,\n"
 		"-p, -pf, -pd (pseudo files: d, m, b, c, f, s, i, l and D, M, B, C, F, S, I),\n"
 		"-no-xattrs, -xattrs, -no-fragments, -always-use-fragments, -no-duplicates,\n"
@@ -219,7 +219,8 @@ static int exclude_add(struct excludes *e, const char *path)
 	return e->paths[e->n++] ? 0 : -ENOMEM;
 }
 
-/* quash's patterns: with a '/' from the source's root, without one the name anywhere. */
+/* quash's patterns: with a '/' from the source's root, without one the name anywhere;
+ * without -wildcards exact paths. */
 static int exclude_patterns(struct excludes *e)
 {
 	e->patterns = calloc(e->n + 1, sizeof(*e->patterns));
@@ -227,14 +228,26 @@ static int exclude_patterns(struct excludes *e)
 		return -ENOMEM;
 	for (size_t i = 0; i < e->n; i++) {
 		const char *p = e->paths[i];
-		char *pattern = malloc(strlen(p) + 2);
+		char *pattern = malloc(2 * strlen(p) + 2);
 
 		if (!pattern)
 			return -ENOMEM;
-		if (strncmp(p, "... ", 4) == 0 && !strchr(p + 4, '/'))
+		if (e->wildcards && strncmp(p, "... ", 4) == 0 && !strchr(p + 4, '/')) {
 			strcpy(pattern, p + 4);
-		else
+		} else if (e->wildcards) {
 			sprintf(pattern, "/%s", p + strspn(p, "/"));
+		} else {
+			/* An exact path: glob characters escaped. */
+			char *q = pattern;
+
+			*q++ = '/';
+			for (p += strspn(p, "/"); *p; p++) {
+				if (strchr("*?[\\", *p))
+					*q++ = '\\';
+				*q++ = *p;
+			}
+			*q = '\0';
+		}
 		e->patterns[e->n_patterns++] = pattern;
 	}
 	return 0;
@@ -346,7 +359,7 @@ static int parse_default_dir(const char *s, struct pack_inode *d)
 
 /* The options after SOURCE... DEST; 0, or the exit status. */
 static int parse_options(int argc, char **argv, int first, struct pack_options *o, struct excludes *ex,
-			 struct pseudo_args *ps, bool *noappend, bool *keep_as_dir)
+			 struct pseudo_args *ps, bool *noappend, bool *keep_as_dir, bool *tar)
 {
 	const char *comp_name = MKSQ_DEFAULT_COMPRESSOR;
 	const char *epoch = getenv("SOURCE_DATE_EPOCH");
@@ -375,6 +388,8 @@ static int parse_options(int argc, char **argv, int first, struct pack_options *
 			if (parse_default_dir(val, &ps->default_dir))
 				return MKSQ_EXIT_ERROR;
 			ps->have_default_dir = true;
+		} else if (strcmp(a, "-tar") == 0) {
+			*tar = true;
 		} else if (strcmp(a, "-wildcards") == 0) {
 			ex->wildcards = true;
 		} else if (strcmp(a, "-comp") == 0) {
@@ -394,7 +409,8 @@ static int parse_options(int argc, char **argv, int first, struct pack_options *
 		} else if (strcmp(a, "-Xbcj") == 0) {
 			NEED_VALUE();
 			return refuse(a, "not supported yet (xz's filters are chosen by quash)");
-		} else if (strcmp(a, "-noappend") == 0) {
+		} else if (strcmp(a, "-noappend") == 0 || strcmp(a, "-force") == 0) {
+			/* -force is sqfstar's name for it. */
 			*noappend = true;
 		} else if (strcmp(a, "-all-root") == 0 || strcmp(a, "-root-owned") == 0) {
 			o->overrides.all_root = true;
@@ -495,6 +511,64 @@ static int check_settings(const struct pack_options *o)
 	return 0;
 }
 
+/* Options of this form that take a value, for finding sqfstar's IMAGE among them. */
+static bool takes_value(const char *opt)
+{
+	static const char *const with_value[] = {
+		"-comp", "-b", "-Xcompression-level", "-Xbcj", "-ef", "-p", "-pf", "-pd", "-force-uid",
+		"-force-gid", "-root-mode", "-mkfs-time", "-all-time", "-processors", NULL,
+	};
+
+	for (size_t i = 0; with_value[i]; i++)
+		if (strcmp(opt, with_value[i]) == 0)
+			return true;
+	for (size_t r = 0; r < sizeof(refused) / sizeof(refused[0]); r++)
+		if (strcmp(opt, refused[r].name) == 0)
+			return refused[r].args > 0;
+	return false;
+}
+
+/*
+ * sqfstar [OPTIONS] IMAGE [EXCLUDES...]: a tar on standard input.  It is
+ * mksquashfs - IMAGE -tar OPTIONS -e EXCLUDES, and is run as that.
+ */
+int sqfstar_main(int argc, char **argv)
+{
+	char **args = calloc((size_t)argc + 5, sizeof(*args));
+	int image = 0, n = 0, status;
+
+	if (!args)
+		return refuse("sqfstar", "out of memory");
+	for (int i = 1; i < argc && !image; i++) {
+		if (argv[i][0] != '-' || argv[i][1] == '\0')
+			image = i;
+		else if (takes_value(argv[i]))
+			i++;
+	}
+	if (!image) {
+		free(args);
+		if (argc > 1 && (strcmp(argv[1], "-version") == 0 || strcmp(argv[1], "-help") == 0))
+			return mksquashfs_main(argc, argv);
+		fprintf(stderr, "quash: sqfstar: need IMAGE (the tar comes on standard input)\n"
+				"Try 'sqfstar -help' for more information.\n");
+		return MKSQ_EXIT_ERROR;
+	}
+	args[n++] = argv[0];
+	args[n++] = "-";
+	args[n++] = argv[image];
+	args[n++] = "-tar";
+	for (int i = 1; i < image; i++)
+		args[n++] = argv[i];
+	if (image + 1 < argc) {
+		args[n++] = "-e";
+		for (int i = image + 1; i < argc; i++)
+			args[n++] = argv[i];
+	}
+	status = mksquashfs_main(n, args);
+	free(args);
+	return status;
+}
+
 int mksquashfs_main(int argc, char **argv)
 {
 	struct pack_options o = {
@@ -505,7 +579,7 @@ int mksquashfs_main(int argc, char **argv)
 	};
 	struct excludes ex = { 0 };
 	struct pseudo_args ps = { .defs = calloc((size_t)argc + 1, sizeof(*ps.defs)) };
-	bool noappend = false, keep_as_dir = false;
+	bool noappend = false, keep_as_dir = false, tar = false;
 	const char **names = NULL;
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	int first_opt = 1, status, nsrc;
@@ -514,11 +588,12 @@ int mksquashfs_main(int argc, char **argv)
 	o.jobs = cores > 0 ? (unsigned)cores : 1;
 	if (!ps.defs)
 		return refuse("mksquashfs", "out of memory");
-	while (first_opt < argc && argv[first_opt][0] != '-')
+	/* The operands come first; "-" (standard input, with -tar) is one. */
+	while (first_opt < argc && (argv[first_opt][0] != '-' || argv[first_opt][1] == '\0'))
 		first_opt++;
 	if (first_opt == 1 && argc > 1 && (strcmp(argv[1], "-version") == 0 || strcmp(argv[1], "-help") == 0 ||
 					   strcmp(argv[1], "-h") == 0)) {
-		status = parse_options(argc, argv, 1, &o, &ex, &ps, &noappend, &keep_as_dir);
+		status = parse_options(argc, argv, 1, &o, &ex, &ps, &noappend, &keep_as_dir, &tar);
 		free(ps.defs);
 		return status < 0 ? MKSQ_EXIT_OK : status;
 	}
@@ -527,14 +602,15 @@ int mksquashfs_main(int argc, char **argv)
 				"Try 'mksquashfs -help' for more information.\n");
 		return MKSQ_EXIT_ERROR;
 	}
-	status = parse_options(argc, argv, first_opt, &o, &ex, &ps, &noappend, &keep_as_dir);
+	status = parse_options(argc, argv, first_opt, &o, &ex, &ps, &noappend, &keep_as_dir, &tar);
 	if (status)
 		goto out;
 	nsrc = first_opt - 2;
 	o.sources = (const char **)argv + 1;
 	o.source_count = (size_t)nsrc;
 	o.image = argv[first_opt - 1];
-	if (ex.wildcards ? exclude_patterns(&ex) : exclude_ids(&ex, o.sources, o.source_count)) {
+	/* From a tar there is nothing to stat: its excludes are paths. */
+	if (ex.wildcards || tar ? exclude_patterns(&ex) : exclude_ids(&ex, o.sources, o.source_count)) {
 		status = refuse("-e", "out of memory");
 		goto out;
 	}
@@ -551,12 +627,30 @@ int mksquashfs_main(int argc, char **argv)
 					 "give -noappend to replace it");
 		goto out;
 	}
+	o.pseudo = (struct pseudo_options){
+		.defs = ps.defs, .count = ps.count,
+		.default_dir = ps.have_default_dir ? &ps.default_dir : NULL,
+		/* mksquashfs: pseudo entries without a time are made now (or at SOURCE_DATE_EPOCH). */
+		.default_time = (uint32_t)(o.overrides.mtime_max >= 0 ? o.overrides.mtime_max : time(NULL)),
+		.block_size = o.block_size,
+	};
+	if (tar) {
+		/* mksquashfs - DEST -tar: a tar on standard input, in a root of its own. */
+		if (nsrc != 1 || strcmp(o.sources[0], "-") != 0) {
+			status = refuse("-tar", "the source must be - (the tar comes on standard input)");
+			goto out;
+		}
+		o.fake_root = true;
+		status = pack_run(&o) ? MKSQ_EXIT_ERROR : MKSQ_EXIT_OK;
+		goto out;
+	}
 	/* Sources are directories here; each nests by name unless it is the only one. */
 	names = calloc((size_t)nsrc, sizeof(*names));
 	if (!names) {
 		status = MKSQ_EXIT_ERROR;
 		goto out;
 	}
+	o.fake_root = nsrc > 1 || keep_as_dir;
 	for (int i = 0; i < nsrc; i++) {
 		if (stat(o.sources[i], &st) != 0) {
 			fprintf(stderr, "quash: mksquashfs: %s: %s\n", o.sources[i], strerror(errno));
@@ -571,13 +665,6 @@ int mksquashfs_main(int argc, char **argv)
 			names[i] = base_name((char *)o.sources[i]);
 	}
 	o.source_names = names;
-	o.pseudo = (struct pseudo_options){
-		.defs = ps.defs, .count = ps.count,
-		.default_dir = ps.have_default_dir ? &ps.default_dir : NULL,
-		/* mksquashfs: pseudo entries without a time are made now (or at SOURCE_DATE_EPOCH). */
-		.default_time = (uint32_t)(o.overrides.mtime_max >= 0 ? o.overrides.mtime_max : time(NULL)),
-		.block_size = o.block_size,
-	};
 	status = pack_run(&o) ? MKSQ_EXIT_ERROR : MKSQ_EXIT_OK;
 out:
 	excludes_free(&ex);

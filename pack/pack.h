@@ -10,4 +10,7 @@ int pack_main(int argc, char **argv);
 /* mksquashfs SOURCE... DEST [OPTIONS]: its command line (quash linked as mksquashfs). */
 int mksquashfs_main(int argc, char **argv);
 
+/* sqfstar [OPTIONS] IMAGE [EXCLUDES...]: a tar on standard input (linked as sqfstar). */
+int sqfstar_main(int argc, char **argv);
+
 #endif

@@ -44,6 +44,7 @@ struct scan_options {
 	 * empty directory (or, with one_file_system_x, not at all).
 	 */
 	bool one_file_system, one_file_system_x;
+	bool ignore_archive_root;   /* an archive's "./" entry does not set the root (mksquashfs -tar) */
 };
 
 /*

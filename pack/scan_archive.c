@@ -327,7 +327,8 @@ static int add_entry(struct archive_scan *s, struct archive_entry *e)
 		goto out;
 	if (clean[0] == '\0') {
 		/* The archive's "./": metadata for the root itself. */
-		if ((archive_entry_mode(e) & AE_IFMT) == AE_IFDIR && !archive_entry_hardlink(e)) {
+		if ((archive_entry_mode(e) & AE_IFMT) == AE_IFDIR && !archive_entry_hardlink(e) &&
+		    !s->opt->ignore_archive_root) {
 			err = make_inode(s, e, &inode);
 			if (!err && inode) {
 				inode->refs = 1;

@@ -53,18 +53,51 @@ struct dir_scan {
 	char target[PACK_SYMLINK_MAX + 1];
 };
 
+/*
+ * Does one pattern match 'relpath' or a directory above it?  A directory
+ * scan never descends into an excluded directory, but an archive lists
+ * "a/b/file" after "a/" and would bring "a" back as an implied directory:
+ * so what lies below an excluded directory is excluded with it.
+ */
+static bool pattern_excludes(const char *p, const char *relpath)
+{
+	char prefix[PATH_MAX];
+	size_t len = strlen(relpath);
+	const char *name = relpath;
+
+	if (len >= sizeof(prefix))
+		return false;
+	if (strchr(p, '/')) {
+		memcpy(prefix, relpath, len + 1);
+		for (;;) {
+			char *slash;
+
+			if (fnmatch(p[0] == '/' ? p + 1 : p, prefix, FNM_PATHNAME) == 0)
+				return true;
+			slash = strrchr(prefix, '/');
+			if (!slash)
+				return false;
+			*slash = '\0';
+		}
+	}
+	for (;;) {
+		size_t n = strcspn(name, "/");
+
+		memcpy(prefix, name, n);
+		prefix[n] = '\0';
+		if (fnmatch(p, prefix, 0) == 0)
+			return true;
+		if (!name[n])
+			return false;
+		name += n + 1;
+	}
+}
+
 bool scan_excluded(const struct scan_options *o, const char *relpath)
 {
-	const char *base = strrchr(relpath, '/');
-
-	base = base ? base + 1 : relpath;
-	for (size_t i = 0; i < o->exclude_count; i++) {
-		const char *p = o->excludes[i];
-
-		if (strchr(p, '/') ? fnmatch(p[0] == '/' ? p + 1 : p, relpath, FNM_PATHNAME) == 0
-				   : fnmatch(p, base, 0) == 0)
+	for (size_t i = 0; i < o->exclude_count; i++)
+		if (pattern_excludes(o->excludes[i], relpath))
 			return true;
-	}
 	return false;
 }
 

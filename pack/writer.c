@@ -42,12 +42,14 @@ static int read_sources(const struct pack_options *o, struct pack_tree *t, struc
 		.spool = spool,
 		.one_file_system = o->one_file_system,
 		.one_file_system_x = o->one_file_system_x,
+		.ignore_archive_root = o->fake_root,
 	};
 	int err = 0;
 
-	if (o->source_names && o->source_names[0]) {
+	if (o->fake_root) {
 		/*
-		 * Sources nested by name stand in a root no source gave: mksquashfs
+		 * Sources nested by name, or a tar read as mksquashfs -tar reads it,
+		 * stand in a root no source gave: mksquashfs
 		 * makes it 0777, owned by whoever runs it, made now (-all-time,
 		 * -force-uid and the like still apply).
 		 */

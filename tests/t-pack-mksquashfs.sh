@@ -90,6 +90,33 @@ check "a definition below a missing directory: one line, exit 1 (4.5 drops it si
 check "a command that fails: one line, exit 1, no image" bash -c \
 	"[ $st = 1 ] && grep -qx \"quash: pack: pseudo file -p: 'exit 3' failed (exit status 3)\" '$W/err' && [ ! -e '$W/r.sqfs' ]"
 
+# A tar on standard input: mksquashfs - DEST -tar, and sqfstar [OPTIONS] IMAGE [EXCLUDES].
+ln -s "$QUASH_ASAN" "$W/bin/sqfstar"
+tar -C "$W/src" --exclude=./mnt -cf "$W/src.tar" .
+tar_same() {   # tar_same NAME REAL-COMMAND... -- QUASH-COMMAND...: both read src.tar on stdin
+	local name=$1 real=() quash=(); shift
+	while [ "$1" != -- ]; do real+=("$1"); shift; done; shift
+	quash=("$@")
+	rm -f "$W/m.sqfs" "$W/q.sqfs"
+	(cd "$W" && "${real[@]}" <src.tar >/dev/null 2>&1)
+	if ! (cd "$W" && "${quash[@]}" <src.tar >/dev/null 2>"$W/q.err"); then
+		not_ok "$name" "quash failed: $(head -c 300 "$W/q.err")"; return
+	fi
+	# The root is made "now" by both: its time may differ by the minute.
+	if diff <(unsquashfs -lln "$W/m.sqfs" | awk '{ if ($1 ~ /^d/) { $3 = $4 = $5 = "" }; print }') \
+		<(unsquashfs -lln "$W/q.sqfs" | awk '{ if ($1 ~ /^d/) { $3 = $4 = $5 = "" }; print }') >"$W/diff"
+	then ok "$name"; else not_ok "$name" "$(head -c 400 "$W/diff")"; fi
+}
+tar_same "mksquashfs - DEST -tar" "$REAL" - m.sqfs -tar -noappend -quiet -no-progress -- \
+	"$QM" - q.sqfs -tar -noappend -quiet -no-progress
+tar_same "sqfstar [OPTIONS] IMAGE EXCLUDES (a directory and a file left out)" \
+	"$(dirname "$REAL")/sqfstar" -quiet -no-progress -comp xz m.sqfs a c/link -- \
+	"$W/bin/sqfstar" -quiet -no-progress -comp xz q.sqfs a c/link
+"$QUASH_ASAN" pack -q --exclude /a --exclude 'li*' "$W/src.tar" "$W/x.sqfs" >/dev/null 2>&1
+check "quash pack --exclude of a directory leaves out what an archive lists below it" bash -c \
+	"! unsquashfs -lln '$W/x.sqfs' | grep -q 'squashfs-root/a' && ! unsquashfs -lln '$W/x.sqfs' | grep -q 'c/link' &&
+	 unsquashfs -lln '$W/x.sqfs' | grep -q 'c/small'"
+
 # The scripts' own command lines, from the issue, with mksquashfs found on PATH.
 same "the compiler site's line: -all-root -progress -comp zstd" src -all-root -progress -comp zstd
 same "SingularityCE's line: -noappend -all-root -comp gzip -processors 2" src -all-root -comp gzip -processors 2
