@@ -55,7 +55,6 @@ static const struct {
 	int args;
 	const char *why;
 } refused[] = {
-	{ "-sort", 1, "not supported yet (files are laid out in directory order)" },
 	{ "-regex", 0, "regular-expression excludes are not supported (use -wildcards)" },
 	{ "-no-strip", 0, "not supported yet" },
 	{ "-tarstyle", 0, "not supported yet" },
@@ -112,6 +111,7 @@ static void usage(FILE *f)
 		"-root-mode, -e, -ef, -tar (and the sqfstar form: sqfstar [OPTIONS] IMAGE),\n"
 		"-wildcards, -one-file-system, -one-file-system-x, -keep-as-directory,\n"
 		"-p, -pf, -pd (pseudo files: d, m, b, c, f, s, i, l and D, M, B, C, F, S, I),\n"
+		"-sort FILE (PATH PRIORITY lines: the data of higher priorities first),\n"
 		"-no-xattrs, -xattrs, -no-fragments, -always-use-fragments, -no-duplicates,\n"
 		"-no-exports, -exports, -mkfs-time, -all-time, SOURCE_DATE_EPOCH, -processors,\n"
 		"-quiet, -progress, -no-progress, -version, -help.\n"
@@ -388,6 +388,9 @@ static int parse_options(int argc, char **argv, int first, struct pack_options *
 			if (parse_default_dir(val, &ps->default_dir))
 				return MKSQ_EXIT_ERROR;
 			ps->have_default_dir = true;
+		} else if (strcmp(a, "-sort") == 0) {
+			NEED_VALUE();
+			o->sort_file = val;
 		} else if (strcmp(a, "-tar") == 0) {
 			*tar = true;
 		} else if (strcmp(a, "-wildcards") == 0) {
@@ -515,7 +518,7 @@ static int check_settings(const struct pack_options *o)
 static bool takes_value(const char *opt)
 {
 	static const char *const with_value[] = {
-		"-comp", "-b", "-Xcompression-level", "-Xbcj", "-ef", "-p", "-pf", "-pd", "-force-uid",
+		"-comp", "-b", "-Xcompression-level", "-Xbcj", "-ef", "-p", "-pf", "-pd", "-sort", "-force-uid",
 		"-force-gid", "-root-mode", "-mkfs-time", "-all-time", "-processors", NULL,
 	};
 

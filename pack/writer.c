@@ -23,6 +23,7 @@
 #include "progress.h"
 #include "scan.h"
 #include "sink.h"
+#include "sort.h"
 #include "super.h"
 #include "pack_util.h"
 
@@ -120,7 +121,17 @@ static int write_data(const struct pack_options *o, struct pack_tree *t, struct 
 
 	if (err)
 		return err;
-	err = tree_walk_files(t->root, write_one, &dp);
+	if (o->sort_file) {
+		struct sort_entry *order = NULL;
+		size_t n = 0;
+
+		err = sort_order(t, o->sort_file, &order, &n);
+		for (size_t i = 0; !err && i < n; i++)
+			err = write_one(order[i].inode, &dp);
+		free(order);
+	} else {
+		err = tree_walk_files(t->root, write_one, &dp);
+	}
 	if (!err)
 		err = data_writer_finish(dp.w);
 	if (!err) {

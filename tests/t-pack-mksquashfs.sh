@@ -90,6 +90,27 @@ check "a definition below a missing directory: one line, exit 1 (4.5 drops it si
 check "a command that fails: one line, exit 1, no image" bash -c \
 	"[ $st = 1 ] && grep -qx \"quash: pack: pseudo file -p: 'exit 3' failed (exit status 3)\" '$W/err' && [ ! -e '$W/r.sqfs' ]"
 
+# -sort: the files' data in the same order as mksquashfs lays it out
+# (blocks_start from quash stat --json, on both images).
+printf 'c/small 100\na/b 50\na/big -5\n# a comment\n' >"$W/sort.txt"
+data_order() {   # data_order IMAGE: the regular files with blocks, in the order of their data
+	"$QUASH_ASAN" ls --json -R "$1" | python3 -c '
+import json, subprocess, sys
+files = [e["path"] for e in json.load(sys.stdin) if e["type"] == "file"]
+st = json.loads(subprocess.check_output([sys.argv[1], "stat", "--json", sys.argv[2]] + files))
+print(" ".join(e["path"] for e in sorted(st, key=lambda e: (e["blocks_start"], e["path"])) if e["block_count"]))' \
+		"$QUASH_ASAN" "$1"
+}
+rm -f "$W/m.sqfs" "$W/q.sqfs"
+"$REAL" "$W/src" "$W/m.sqfs" -noappend -quiet -no-progress -no-fragments -sort "$W/sort.txt" >/dev/null 2>&1
+"$QM" "$W/src" "$W/q.sqfs" -noappend -quiet -no-fragments -sort "$W/sort.txt" >/dev/null 2>"$W/err"
+check "-sort: the data in mksquashfs's order ($(data_order "$W/q.sqfs"))" \
+	test "$(data_order "$W/m.sqfs")" = "$(data_order "$W/q.sqfs")" -a "$(data_order "$W/q.sqfs" | cut -d' ' -f4)" = /a/b/nums
+printf 'a/big 40000\n' >"$W/badsort.txt"
+"$QM" "$W/src" "$W/r.sqfs" -noappend -quiet -sort "$W/badsort.txt" >/dev/null 2>"$W/err"; st=$?
+check "-sort: a priority out of range is one line, exit 1" bash -c \
+	"[ $st = 1 ] && [ \"\$(cat '$W/err')\" = \"quash: pack: -sort $W/badsort.txt:1: priority '40000' is not in -32768..32767\" ]"
+
 # A tar on standard input: mksquashfs - DEST -tar, and sqfstar [OPTIONS] IMAGE [EXCLUDES].
 ln -s "$QUASH_ASAN" "$W/bin/sqfstar"
 tar -C "$W/src" --exclude=./mnt -cf "$W/src.tar" .
@@ -153,7 +174,6 @@ refused() {
 	then ok "$name"
 	else not_ok "$name" "exit $st: $(head -c 300 "$W/err")"; fi
 }
-refused "-sort is refused, not ignored" "-sort: not supported yet" -sort /dev/null
 refused "-mem is refused, not ignored" "-mem: " -mem 1G
 refused "-regex is refused" "-regex: " -regex -e 'a.*'
 refused "an unknown option is refused" "-bogus: unknown option" -bogus
