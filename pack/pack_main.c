@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "pack.h"
@@ -275,8 +276,16 @@ int pack_main(int argc, char **argv)
 	if (!o.excludes)
 		return 1;
 	status = parse_args(argc, argv, &o);
-	if (status == 0)
+	if (status == 0) {
+		struct stat st;
+		/* mksquashfs would add to an existing image; this form replaces it, and says so. */
+		bool existed = strncmp(o.image, "s3://", 5) != 0 && stat(o.image, &st) == 0 && S_ISREG(st.st_mode);
+
 		status = pack_run(&o) ? 1 : 0;
+		if (status == 0 && existed && !o.quiet)
+			fprintf(stderr, "quash: pack: %s: the image that was there is replaced (nothing is appended)\n",
+				o.image);
+	}
 	else if (status == PARSE_HELP)
 		status = 0;
 	free(o.excludes);
