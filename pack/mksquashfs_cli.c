@@ -589,6 +589,7 @@ int mksquashfs_main(int argc, char **argv)
 	struct stat st;
 
 	o.jobs = cores > 0 ? (unsigned)cores : 1;
+	o.report = true;
 	if (!ps.defs)
 		return refuse("mksquashfs", "out of memory");
 	/* The operands come first; "-" (standard input, with -tar) is one. */

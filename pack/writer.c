@@ -9,6 +9,8 @@
  * on the merged tree and never on listing order or timing.
  */
 #include <errno.h>
+#include <grp.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,6 +91,8 @@ struct pack_stats {
 	uint64_t image_size;
 	uint64_t dedup_files, dedup_bytes;
 	uint32_t fragments, ids;
+	uint64_t inode_bytes, inode_raw, dir_bytes, dir_raw;    /* the two tables, compressed and not */
+	uint64_t bytes_used;        /* the superblock's: the image without its padding */
 };
 
 static int write_one(struct pack_inode *inode, void *arg)
@@ -157,7 +161,8 @@ static int write_data(const struct pack_options *o, struct pack_tree *t, struct 
 }
 
 static int write_tables(const struct pack_options *o, struct pack_tree *t, struct pack_sink *sink,
-			struct sqfs_super *sb, const uint8_t *frag_table, uint32_t frag_count)
+			struct sqfs_super *sb, const uint8_t *frag_table, uint32_t frag_count,
+			struct pack_stats *stats)
 {
 	struct image_writer iw;
 	int err;
@@ -169,6 +174,10 @@ static int write_tables(const struct pack_options *o, struct pack_tree *t, struc
 	if (!err) {
 		sb->inode_table_start = sink->written;
 		err = sink_append(sink, iw.inodes.out, iw.inodes.out_len);
+		stats->inode_bytes = iw.inodes.out_len;
+		stats->inode_raw = iw.inodes.raw_len;
+		stats->dir_bytes = iw.dirs.out_len;
+		stats->dir_raw = iw.dirs.raw_len;
 	}
 	if (!err) {
 		sb->directory_table_start = sink->written;
@@ -255,6 +264,109 @@ static void print_summary_json(const struct pack_options *o, const struct pack_t
 	       progress_seconds());
 }
 
+/* Distinct uids or gids of the tree, for the report: squashfs holds at most 65536 ids. */
+#define REPORT_IDS_MAX   65536
+#define REPORT_IDS_SLOTS (2 * REPORT_IDS_MAX)
+
+struct id_set {
+	uint32_t ids[REPORT_IDS_MAX];
+	size_t n;
+	int32_t slot[REPORT_IDS_SLOTS];     /* index into ids + 1; 0: empty */
+};
+
+static void id_set_add(struct id_set *s, uint32_t id)
+{
+	size_t i = (size_t)((id * 0x9e3779b1u) % REPORT_IDS_SLOTS);
+
+	for (; s->slot[i]; i = (i + 1) % REPORT_IDS_SLOTS)
+		if (s->ids[s->slot[i] - 1] == id)
+			return;
+	if (s->n < REPORT_IDS_MAX) {
+		s->ids[s->n++] = id;
+		s->slot[i] = (int32_t)s->n;
+	}
+}
+
+struct owners {
+	struct id_set uids, gids;
+};
+
+static int collect_owner(struct pack_inode *inode, void *arg)
+{
+	struct owners *ow = arg;
+
+	id_set_add(&ow->uids, inode->uid);
+	id_set_add(&ow->gids, inode->gid);
+	return 0;
+}
+
+static void print_ids(const char *what, const struct id_set *s, bool group)
+{
+	printf("Number of %s %zu\n", what, s->n);
+	for (size_t i = 0; i < s->n; i++) {
+		const char *name = NULL;
+
+		if (group) {
+			struct group *g = getgrgid(s->ids[i]);
+
+			name = g ? g->gr_name : NULL;
+		} else {
+			struct passwd *pw = getpwuid(s->ids[i]);
+
+			name = pw ? pw->pw_name : NULL;
+		}
+		printf("\t%s (%u)\n", name ? name : "unknown", s->ids[i]);
+	}
+}
+
+static double percent(uint64_t part, uint64_t whole)
+{
+	return whole ? 100.0 * (double)part / (double)whole : 0.0;
+}
+
+/* The mksquashfs form's end-of-run report, laid out as mksquashfs prints it. */
+static void print_report(const struct pack_options *o, const struct pack_tree *t, const struct pack_stats *s)
+{
+	uint64_t raw = t->data_bytes + s->inode_raw + s->dir_raw;
+	struct owners *ow = calloc(1, sizeof(*ow));
+
+	printf("\n%sSquashfs 4.0 filesystem, %s compressed, data block size %u\n",
+	       o->exportable ? "Exportable " : "", o->comp->name, o->block_size);
+	printf("\tcompressed data, compressed metadata, %s,\n", o->fragments ? "compressed fragments" : "no fragments");
+	printf("\tcompressed xattrs, compressed ids\n");
+	printf("\tduplicates are %sremoved\n", o->dedup ? "" : "not ");
+	printf("Filesystem size %.2f Kbytes (%.2f Mbytes)\n", (double)s->bytes_used / 1024,
+	       (double)s->bytes_used / 1048576);
+	printf("\t%.2f%% of uncompressed filesystem size (%.2f Kbytes)\n", percent(s->bytes_used, raw),
+	       (double)raw / 1024);
+	printf("Inode table size %llu bytes (%.2f Kbytes)\n", (unsigned long long)s->inode_bytes,
+	       (double)s->inode_bytes / 1024);
+	printf("\t%.2f%% of uncompressed inode table size (%llu bytes)\n", percent(s->inode_bytes, s->inode_raw),
+	       (unsigned long long)s->inode_raw);
+	printf("Directory table size %llu bytes (%.2f Kbytes)\n", (unsigned long long)s->dir_bytes,
+	       (double)s->dir_bytes / 1024);
+	printf("\t%.2f%% of uncompressed directory table size (%llu bytes)\n", percent(s->dir_bytes, s->dir_raw),
+	       (unsigned long long)s->dir_raw);
+	printf("Number of duplicate files found %llu\n", (unsigned long long)s->dedup_files);
+	printf("Number of inodes %llu\n", (unsigned long long)t->inode_count);
+	printf("Number of files %llu\n", (unsigned long long)t->file_count);
+	printf("Number of fragments %u\n", s->fragments);
+	printf("Number of symbolic links %llu\n", (unsigned long long)t->symlink_count);
+	printf("Number of device nodes %llu\n", (unsigned long long)t->device_count);
+	printf("Number of fifo nodes %llu\n", (unsigned long long)t->fifo_count);
+	printf("Number of socket nodes %llu\n", (unsigned long long)t->socket_count);
+	printf("Number of directories %llu\n", (unsigned long long)t->dir_count);
+	printf("Number of hard-links %llu\n", (unsigned long long)t->hardlinked);
+	printf("Number of ids (unique uids + gids) %u\n", s->ids);
+	if (ow) {
+		collect_owner(t->root, ow);
+		tree_walk_files(t->root, collect_owner, ow);
+		print_ids("uids", &ow->uids, false);
+		print_ids("gids", &ow->gids, true);
+		free(ow);
+	}
+}
+
 #define HEAD_MAX (SQFS_SUPER_SIZE + 2 + QS_COMP_OPTIONS_MAX)
 
 /* Everything but the head, which is returned for the sink's finish. */
@@ -274,7 +386,7 @@ static int pack_image(const struct pack_options *o, struct pack_tree *t, struct 
 	if (!err)
 		err = write_data(o, t, sink, spool_fd, &sb, &frag_table, &frag_count, stats);
 	if (!err)
-		err = write_tables(o, t, sink, &sb, frag_table, frag_count);
+		err = write_tables(o, t, sink, &sb, frag_table, frag_count, stats);
 	free(frag_table);
 	if (err)
 		return err;
@@ -291,6 +403,7 @@ static int pack_image(const struct pack_options *o, struct pack_tree *t, struct 
 	sb.version_major = SQFS_VERSION_MAJOR;
 	sb.version_minor = SQFS_VERSION_MINOR;
 	sb.bytes_used = sink->written;
+	stats->bytes_used = sb.bytes_used;
 	err = pad_image(sink);
 	if (err)
 		return err;
@@ -346,6 +459,8 @@ int pack_run(const struct pack_options *o)
 	}
 	if (!err && o->json)
 		print_summary_json(o, &tree, &stats);
+	else if (!err && o->report && !o->quiet)
+		print_report(o, &tree, &stats);
 	else if (!err && !o->quiet)
 		print_summary(&tree, stats.image_size);
 	spool_close(&spool);

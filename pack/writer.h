@@ -40,6 +40,7 @@ struct pack_options {
 	bool progress;              /* the bar on a terminal (--no-progress: off) */
 	bool quiet;                 /* -q: no summary */
 	bool json;                  /* --json: the summary as one JSON object on stdout */
+	bool report;                /* mksquashfs form: its end-of-run report instead of the summary line */
 };
 
 /* 0, or -errno after printing what went wrong; no image is left on failure. */

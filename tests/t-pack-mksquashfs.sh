@@ -111,6 +111,16 @@ printf 'a/big 40000\n' >"$W/badsort.txt"
 check "-sort: a priority out of range is one line, exit 1" bash -c \
 	"[ $st = 1 ] && [ \"\$(cat '$W/err')\" = \"quash: pack: -sort $W/badsort.txt:1: priority '40000' is not in -32768..32767\" ]"
 
+# The end-of-run report: mksquashfs's lines, its counts the same (sizes differ with the layout).
+(cd "$W" && "$REAL" src m.sqfs -noappend -no-progress 2>&1 | grep '^Number of\|^	' | sort >m.report)
+(cd "$W" && "$QM" src q.sqfs -noappend -no-progress 2>&1 | grep '^Number of\|^	' | sort >q.report)
+check "the report: the counts by type, duplicates, hard links and owners mksquashfs gives" \
+	bash -c "diff <(grep -v '% of\|compressed' '$W/m.report') <(grep -v '% of\|compressed' '$W/q.report')"
+check "the report: sizes of the image and its tables" bash -c \
+	"(cd '$W' && '$QM' src q.sqfs -noappend -no-progress) | grep -q '^Filesystem size .* Kbytes' &&
+	 (cd '$W' && '$QM' src q.sqfs -noappend -no-progress) | grep -q '^Inode table size '"
+check "-quiet: no report" bash -c "[ -z \"\$(cd '$W' && '$QM' src q.sqfs -noappend -quiet)\" ]"
+
 # A tar on standard input: mksquashfs - DEST -tar, and sqfstar [OPTIONS] IMAGE [EXCLUDES].
 ln -s "$QUASH_ASAN" "$W/bin/sqfstar"
 tar -C "$W/src" --exclude=./mnt -cf "$W/src.tar" .
@@ -119,7 +129,9 @@ tar_same() {   # tar_same NAME REAL-COMMAND... -- QUASH-COMMAND...: both read sr
 	while [ "$1" != -- ]; do real+=("$1"); shift; done; shift
 	quash=("$@")
 	rm -f "$W/m.sqfs" "$W/q.sqfs"
-	(cd "$W" && "${real[@]}" <src.tar >/dev/null 2>&1)
+	if ! (cd "$W" && "${real[@]}" <src.tar >/dev/null 2>"$W/m.err") || [ ! -s "$W/m.sqfs" ]; then
+		not_ok "$name" "the peer failed: $(grep -v 'Empty tar filename' "$W/m.err" | head -c 300)"; return
+	fi
 	if ! (cd "$W" && "${quash[@]}" <src.tar >/dev/null 2>"$W/q.err"); then
 		not_ok "$name" "quash failed: $(head -c 300 "$W/q.err")"; return
 	fi
