@@ -89,6 +89,9 @@ int cli_common_option(struct cli_common *co, int opt, const char *arg)
 	case CLI_OPT_CACHE_DIR:
 		co->source.cache_dir = arg;
 		return CLI_CONTINUE;
+	case CLI_OPT_PROXY:
+		co->source.proxy = arg;
+		return CLI_CONTINUE;
 	case CLI_OPT_CACHE_DIR_LIMIT:
 		if (cli_parse_size(arg, &co->source.cache_dir_limit))
 			return cli_usage(co->cmd, "invalid cache size '%s'", arg);

@@ -58,6 +58,7 @@ enum {
 	CLI_OPT_CACHE_DIR,
 	CLI_OPT_CACHE_DIR_LIMIT,
 	CLI_OPT_RETRY_SECONDS,
+	CLI_OPT_PROXY,
 };
 
 #define CLI_COMMON_SHORTOPTS "hVo:"
@@ -68,6 +69,7 @@ enum {
 	{ "cache-dir", required_argument, NULL, CLI_OPT_CACHE_DIR }, \
 	{ "cache-dir-limit", required_argument, NULL, CLI_OPT_CACHE_DIR_LIMIT }, \
 	{ "retry-seconds", required_argument, NULL, CLI_OPT_RETRY_SECONDS }, \
+	{ "proxy", required_argument, NULL, CLI_OPT_PROXY }, \
 	{ "help", no_argument, NULL, 'h' }, \
 	{ "version", no_argument, NULL, 'V' }
 
@@ -85,6 +87,8 @@ enum {
 	"      --cache-dir-limit SIZE  bound on DIR (suffix K, M or G)\n" \
 	"      --retry-seconds N  give up a remote request after N seconds in all,\n" \
 	"                        retries and transfers included (default 30)\n" \
+	"      --proxy URL       send remote requests through this HTTP proxy or caching\n" \
+	"                        tier (else http_proxy, https_proxy and no_proxy)\n" \
 	"  -h, --help            show this help and exit\n" \
 	"  -V, --version         show the version and exit\n"
 

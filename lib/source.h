@@ -64,6 +64,12 @@ struct qs_source_options {
 	size_t chunk_size;          /* remote fetch granularity; 0 = default */
 	size_t memory_cache;        /* bytes of remote chunks held in memory; 0 = default */
 	unsigned retry_seconds;     /* total time budget for retries of one request; 0 = default */
+	/*
+	 * HTTP(S) proxy or caching tier every request goes through, or NULL for
+	 * libcurl's own choice (http_proxy, https_proxy, no_proxy, ALL_PROXY).
+	 * No credentials in it: those stay in the environment.
+	 */
+	const char *proxy;
 };
 
 /*

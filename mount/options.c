@@ -190,6 +190,8 @@ static int parse_one(struct qm_options *opt, char *o)
 		opt->source.region = value;
 	} else if (strcmp(o, "cache_dir") == 0) {
 		opt->source.cache_dir = value;
+	} else if (strcmp(o, "proxy") == 0) {
+		opt->source.proxy = value;
 	} else if (strcmp(o, "cache_dir_limit") == 0) {
 		if (parse_size(value, &opt->source.cache_dir_limit))
 			return bad_value(opt, o, value);
@@ -344,6 +346,8 @@ void qm_usage(const struct qm_options *opt)
 		"    -o endpoint=URL        S3 endpoint for s3:// images (else AWS_ENDPOINT_URL)\n"
 		"    -o region=NAME         S3 region (else AWS_REGION)\n"
 		"    -o cache_dir=DIR       keep fetched parts of remote images in DIR (shared)\n"
+		"    -o proxy=URL           remote requests through this HTTP proxy or caching tier\n"
+		"                           (else http_proxy, https_proxy, no_proxy)\n"
 		"    -o cache_dir_limit=SIZE  bound on cache_dir\n"
 		"    -o chunk_size=SIZE     remote fetch size (default 4M)\n"
 		"    -o remote_cache=SIZE   remote chunks held in memory (default 256M)\n"

@@ -226,11 +226,27 @@ char *remote_cache_key(const char *url)
 	return key;
 }
 
+int remote_set_proxy(struct remote_target *t, const char *proxy)
+{
+	const char *host = strstr(proxy, "://");
+
+	host = host ? host + 3 : proxy;
+	/* user:password@ would show in ps and /proc/mounts: the environment keeps it out of sight. */
+	if (memchr(host, '@', strcspn(host, "/")))
+		return qs_set_error(-EINVAL, "proxy: no credentials in the option; give them in "
+				    "https_proxy or http_proxy instead");
+	if (strncmp(proxy, "http://", 7) && strncmp(proxy, "https://", 8))
+		return qs_set_error(-EINVAL, "proxy: expected http://HOST:PORT or https://HOST:PORT");
+	t->proxy = strdup(proxy);
+	return t->proxy ? 0 : qs_set_error(-ENOMEM, "out of memory");
+}
+
 void remote_target_clear(struct remote_target *t)
 {
 	free(t->url);
 	free(t->name);
 	free(t->sigv4);
+	free(t->proxy);
 	aws_creds_free(t->creds);
 	memset(t, 0, sizeof(*t));
 }
@@ -369,6 +385,8 @@ static void handle_setup(CURL *h, const struct remote_target *t, long stall_seco
 	curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, (long)REMOTE_MIN_RATE);
 	curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, stall_seconds);
 	curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+	if (t->proxy)
+		curl_easy_setopt(h, CURLOPT_PROXY, t->proxy);
 	ca = t->sigv4 ? getenv("AWS_CA_BUNDLE") : NULL;
 	if (!ca || !*ca)
 		ca = getenv("CURL_CA_BUNDLE");
@@ -1073,6 +1091,8 @@ int qs_source_open_remote(const char *spec, const struct qs_source_options *opt,
 		rm->t.name = remote_display_name(spec);
 		ret = rm->t.url && rm->t.name ? 0 : qs_set_error(-ENOMEM, "out of memory");
 	}
+	if (ret == 0 && opt->proxy)
+		ret = remote_set_proxy(&rm->t, opt->proxy);
 	if (ret == 0 && !(rm->key = remote_cache_key(rm->t.url)))
 		ret = qs_set_error(-ENOMEM, "out of memory");
 	if (ret < 0)

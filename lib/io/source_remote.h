@@ -32,9 +32,13 @@ struct remote_target {
 	char *sigv4;                /* CURLOPT_AWS_SIGV4 provider ("aws:amz:REGION:s3"), or NULL */
 	struct aws_creds *creds;    /* with sigv4: the keys, or anonymous */
 	const bool *cancel;         /* remote_call() ends with -ECANCELED once this is true, or NULL */
+	char *proxy;                /* CURLOPT_PROXY, or NULL for the environment's */
 };
 
 void remote_target_clear(struct remote_target *t);
+
+/* Send every request of t through this proxy (http:// or https://, no credentials). */
+int remote_set_proxy(struct remote_target *t, const char *proxy);
 
 /* "s3://BUCKET/KEY" as a target: endpoint, region and credentials resolved. */
 int s3_target(const char *spec, const struct qs_source_options *opt, struct remote_target *t);
