@@ -63,6 +63,8 @@ static int read_rules(const char *file, struct sort_rule **out, size_t *count)
 	unsigned lineno = 0;
 	int err = 0;
 
+	*out = NULL;
+	*count = 0;
 	if (!f) {
 		err = -errno;
 		pack_error("-sort %s: %s", file, strerror(errno));
@@ -180,8 +182,8 @@ static int entry_cmp(const void *a, const void *b)
 int sort_order(struct pack_tree *t, const char *file, struct sort_entry **out, size_t *count)
 {
 	struct sort_walk w = { 0 };
-	struct sort_rule *rules;
-	size_t nrules;
+	struct sort_rule *rules = NULL;
+	size_t nrules = 0;
 	int err = read_rules(file, &rules, &nrules);
 
 	if (!err) {
