@@ -64,8 +64,6 @@ static const struct {
 	{ "-xattrs-exclude", 1, "not supported yet" },
 	{ "-xattrs-add", 1, "not supported yet" },
 	{ "-no-sparse", 0, "not supported: holes are always stored as holes" },
-	{ "-offset", 1, "not supported yet (the image always starts at byte 0)" },
-	{ "-o", 1, "not supported yet (the image always starts at byte 0)" },
 	{ "-mem", 1, "not supported yet: quash has no memory bound to set" },
 	{ "-mem-percent", 1, "not supported yet: quash has no memory bound to set" },
 	{ "-info", 0, "not supported yet" },
@@ -112,6 +110,7 @@ static void usage(FILE *f)
 		"-wildcards, -one-file-system, -one-file-system-x, -keep-as-directory,\n"
 		"-p, -pf, -pd (pseudo files: d, m, b, c, f, s, i, l and D, M, B, C, F, S, I),\n"
 		"-sort FILE (PATH PRIORITY lines: the data of higher priorities first),\n"
+		"-offset/-o N (the image N bytes into DEST, after zeros),\n"
 		"-no-xattrs, -xattrs, -no-fragments, -always-use-fragments, -no-duplicates,\n"
 		"-no-exports, -exports, -mkfs-time, -all-time, SOURCE_DATE_EPOCH, -processors,\n"
 		"-quiet, -progress, -no-progress, -version, -help.\n"
@@ -388,6 +387,23 @@ static int parse_options(int argc, char **argv, int first, struct pack_options *
 			if (parse_default_dir(val, &ps->default_dir))
 				return MKSQ_EXIT_ERROR;
 			ps->have_default_dir = true;
+		} else if (strcmp(a, "-offset") == 0 || strcmp(a, "-o") == 0) {
+			char *end;
+			unsigned long long off;
+			unsigned shift = 0;
+
+			NEED_VALUE();
+			errno = 0;
+			off = strtoull(val, &end, 10);
+			if (*end == 'K' || *end == 'k')
+				shift = 10, end++;
+			else if (*end == 'M' || *end == 'm')
+				shift = 20, end++;
+			else if (*end == 'G' || *end == 'g')
+				shift = 30, end++;
+			if (errno || end == val || *end || off > (UINT64_MAX >> 20) >> shift)
+				return refuse(a, "bad offset (bytes, or with a K, M or G suffix)");
+			o->offset = (uint64_t)off << shift;
 		} else if (strcmp(a, "-sort") == 0) {
 			NEED_VALUE();
 			o->sort_file = val;
@@ -518,7 +534,8 @@ static int check_settings(const struct pack_options *o)
 static bool takes_value(const char *opt)
 {
 	static const char *const with_value[] = {
-		"-comp", "-b", "-Xcompression-level", "-Xbcj", "-ef", "-p", "-pf", "-pd", "-sort", "-force-uid",
+		"-comp", "-b", "-Xcompression-level", "-Xbcj", "-ef", "-p", "-pf", "-pd", "-sort", "-offset", "-o",
+		"-force-uid",
 		"-force-gid", "-root-mode", "-mkfs-time", "-all-time", "-processors", NULL,
 	};
 
@@ -626,7 +643,11 @@ int mksquashfs_main(int argc, char **argv)
 		status = MKSQ_EXIT_ERROR;
 		goto out;
 	}
-	if (!noappend && stat(o.image, &st) == 0 && st.st_size > 0) {
+	if (o.offset && strncmp(o.image, "s3://", 5) == 0) {
+		status = refuse("-offset", "not for an s3:// image");
+		goto out;
+	}
+	if (!noappend && stat(o.image, &st) == 0 && (st.st_size > 0 || o.offset)) {
 		status = refuse(o.image, "exists; mksquashfs would append to it, which quash does not do yet: "
 					 "give -noappend to replace it");
 		goto out;

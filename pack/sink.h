@@ -54,7 +54,8 @@ static inline int sink_append(struct pack_sink *s, const void *buf, size_t len)
  * directory, fsync'd and renamed over 'path' by finish.  Until then a
  * SIGINT, SIGTERM or SIGHUP removes the temporary file and exits.
  */
-int sink_file_open(const char *path, struct pack_sink **out);
+/* offset: the image starts this far into the file, after zeros (mksquashfs -offset). */
+int sink_file_open(const char *path, uint64_t offset, struct pack_sink **out);
 
 /*
  * A sink writing "s3://BUCKET/KEY" with a multipart upload (pack/sink_s3.c);

@@ -29,6 +29,7 @@ struct file_sink {
 	int fd;
 	char *path;
 	char *tmp;
+	uint64_t offset;                /* where the image starts in the file (mksquashfs -offset) */
 	uint64_t appended, writeback;   /* bytes appended; bytes whose writeback was started */
 };
 
@@ -97,7 +98,7 @@ static int file_append(struct pack_sink *s, const void *buf, size_t len)
 	f->appended += len;
 	if (f->appended - f->writeback >= WRITEBACK_CHUNK) {
 		/* Advisory and asynchronous: a failure shows in the final fsync. */
-		sync_file_range(f->fd, (off_t)f->writeback, (off_t)(f->appended - f->writeback),
+		sync_file_range(f->fd, (off_t)(f->offset + f->writeback), (off_t)(f->appended - f->writeback),
 				SYNC_FILE_RANGE_WRITE);
 		f->writeback = f->appended;
 	}
@@ -150,7 +151,7 @@ static int file_finish(struct pack_sink *s, const uint8_t *head, size_t head_len
 	int err;
 
 	umask(mask);
-	err = write_all(f->fd, head, head_len, 0);
+	err = write_all(f->fd, head, head_len, (off_t)f->offset);
 	if (err == 0 && fchmod(f->fd, 0666 & ~mask) < 0)
 		err = -errno;
 	if (err == 0 && fsync(f->fd) < 0)
@@ -177,7 +178,25 @@ static const struct pack_sink_ops file_sink_ops = {
 	.abort = file_abort,
 };
 
-int sink_file_open(const char *path, struct pack_sink **out)
+/*
+ * mksquashfs -offset N -noappend: the image starts N bytes into the file,
+ * and those bytes are zeros, for a header written there afterwards (as
+ * appimagetool writes its runtime).
+ */
+static int skip_prefix(struct file_sink *f, uint64_t offset)
+{
+	int err = 0;
+
+	if (ftruncate(f->fd, (off_t)offset) < 0 || lseek(f->fd, (off_t)offset, SEEK_SET) < 0) {
+		err = -errno;
+		pack_error("%s: cannot start the image %llu bytes in: %s", f->path, (unsigned long long)offset,
+			   strerror(-err));
+	}
+	f->offset = offset;
+	return err;
+}
+
+int sink_file_open(const char *path, uint64_t offset, struct pack_sink **out)
 {
 	struct file_sink *f = calloc(1, sizeof(*f));
 	const char *slash = strrchr(path, '/');
@@ -219,6 +238,10 @@ int sink_file_open(const char *path, struct pack_sink **out)
 	if (f->fd < 0) {
 		pack_error("%s: cannot create a file beside it: %s", path, strerror(-err));
 		file_free(f);
+		return err;
+	}
+	if (offset && (err = skip_prefix(f, offset)) < 0) {
+		file_abort(&f->sink);
 		return err;
 	}
 	f->sink.ops = &file_sink_ops;

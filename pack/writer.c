@@ -446,7 +446,7 @@ int pack_run(const struct pack_options *o)
 	if (!err && o->root_mode >= 0)
 		tree.root->mode = (tree.root->mode & 0170000) | ((uint32_t)o->root_mode & 07777);
 	if (!err)
-		err = is_s3 ? sink_s3_open(o->image, o->endpoint, &sink) : sink_file_open(o->image, &sink);
+		err = is_s3 ? sink_s3_open(o->image, o->endpoint, &sink) : sink_file_open(o->image, o->offset, &sink);
 	if (!err) {
 		progress_start(o->progress, tree.data_bytes, tree.file_count);
 		err = pack_image(o, &tree, sink, spool.fd, head, &head_len, &stats);

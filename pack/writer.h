@@ -17,6 +17,7 @@ struct pack_options {
 	size_t source_count;
 	const char **source_names;  /* per source: nest it under this name (mksquashfs form); NULL: merge */
 	int64_t root_mode;          /* -1: as the source's root; else the root's permission bits */
+	uint64_t offset;            /* mksquashfs -offset: the image starts this far into IMAGE */
 	bool fake_root;             /* mksquashfs form: a root no source gives (0777, the caller's, now) */
 	bool one_file_system, one_file_system_x;
 	struct pseudo_options pseudo;           /* mksquashfs form: -p, -pf, -pd */

@@ -121,6 +121,15 @@ check "the report: sizes of the image and its tables" bash -c \
 	 (cd '$W' && '$QM' src q.sqfs -noappend -no-progress) | grep -q '^Inode table size '"
 check "-quiet: no report" bash -c "[ -z \"\$(cd '$W' && '$QM' src q.sqfs -noappend -quiet)\" ]"
 
+# -offset: the image N bytes into DEST, after zeros, as mksquashfs writes it
+# (appimagetool then writes its runtime there).
+rm -f "$W/m.app" "$W/q.app"
+"$REAL" "$W/src" "$W/m.app" -noappend -offset 65536 -quiet -no-progress -comp zstd >/dev/null 2>&1
+"$QM" "$W/src" "$W/q.app" -noappend -offset 64K -quiet -comp zstd >/dev/null 2>"$W/err"
+check "-offset 64K: the same listing 64 KiB in, the same zeros before it" bash -c \
+	"cmp -s -n 65536 '$W/m.app' '$W/q.app' && diff <(unsquashfs -o 65536 -lln '$W/m.app') <(unsquashfs -o 65536 -lln '$W/q.app') &&
+	 '$QUASH_ASAN' ls --offset 64K '$W/q.app' /c | grep -qx small"
+
 # A tar on standard input: mksquashfs - DEST -tar, and sqfstar [OPTIONS] IMAGE [EXCLUDES].
 ln -s "$QUASH_ASAN" "$W/bin/sqfstar"
 tar -C "$W/src" --exclude=./mnt -cf "$W/src.tar" .
