@@ -60,8 +60,6 @@ static const struct {
 	{ "-tarstyle", 0, "not supported yet" },
 	{ "-cpiostyle", 0, "not supported yet" },
 	{ "-cpiostyle0", 0, "not supported yet" },
-	{ "-xattrs-include", 1, "not supported yet" },
-	{ "-xattrs-exclude", 1, "not supported yet" },
 	{ "-xattrs-add", 1, "not supported yet" },
 	{ "-no-sparse", 0, "not supported: holes are always stored as holes" },
 	{ "-mem", 1, "not supported yet: quash has no memory bound to set" },
@@ -108,6 +106,7 @@ static void usage(FILE *f)
 		"-noappend (sqfstar: -force), -all-root/-root-owned, -force-uid, -force-gid,\n"
 		"-root-mode, -e, -ef, -tar (and the sqfstar form: sqfstar [OPTIONS] IMAGE),\n"
 		"-wildcards, -one-file-system, -one-file-system-x, -keep-as-directory,\n"
+		"-xattrs-include, -xattrs-exclude (POSIX extended regular expressions),\n"
 		"-p, -pf, -pd (pseudo files: d, m, b, c, f, s, i, l and D, M, B, C, F, S, I),\n"
 		"-sort FILE (PATH PRIORITY lines: the data of higher priorities first),\n"
 		"-offset/-o N (the image N bytes into DEST, after zeros),\n"
@@ -319,6 +318,8 @@ struct pseudo_args {
 	size_t count;
 	struct pack_inode default_dir;
 	bool have_default_dir;
+	regex_t xattrs_include, xattrs_exclude;     /* -xattrs-include, -xattrs-exclude */
+	bool have_include, have_exclude;
 };
 
 /* -pd "d MODE UID GID" or "D TIME MODE UID GID": the metadata of directories pseudo files imply. */
@@ -455,6 +456,26 @@ static int parse_options(int argc, char **argv, int first, struct pack_options *
 			o->one_file_system = o->one_file_system_x = true;
 		} else if (strcmp(a, "-keep-as-directory") == 0) {
 			*keep_as_dir = true;
+		} else if (strcmp(a, "-xattrs-include") == 0 || strcmp(a, "-xattrs-exclude") == 0) {
+			regex_t *re = a[8] == 'i' ? &ps->xattrs_include : &ps->xattrs_exclude;
+			char msg[256];
+			int rc;
+
+			NEED_VALUE();
+			if (a[8] == 'i' ? ps->have_include : ps->have_exclude)
+				return refuse(a, "given twice (join the expressions with |)");
+			rc = regcomp(re, val, REG_EXTENDED | REG_NOSUB);
+			if (rc) {
+				regerror(rc, re, msg, sizeof(msg));
+				return refuse(a, msg);
+			}
+			if (a[8] == 'i') {
+				ps->have_include = true;
+				o->overrides.xattrs_include = re;
+			} else {
+				ps->have_exclude = true;
+				o->overrides.xattrs_exclude = re;
+			}
 		} else if (strcmp(a, "-no-xattrs") == 0) {
 			o->overrides.no_xattrs = true;
 		} else if (strcmp(a, "-xattrs") == 0) {
@@ -535,6 +556,7 @@ static bool takes_value(const char *opt)
 {
 	static const char *const with_value[] = {
 		"-comp", "-b", "-Xcompression-level", "-Xbcj", "-ef", "-p", "-pf", "-pd", "-sort", "-offset", "-o",
+		"-xattrs-include", "-xattrs-exclude",
 		"-force-uid",
 		"-force-gid", "-root-mode", "-mkfs-time", "-all-time", "-processors", NULL,
 	};
@@ -693,6 +715,10 @@ int mksquashfs_main(int argc, char **argv)
 	status = pack_run(&o) ? MKSQ_EXIT_ERROR : MKSQ_EXIT_OK;
 out:
 	excludes_free(&ex);
+	if (ps.have_include)
+		regfree(&ps.xattrs_include);
+	if (ps.have_exclude)
+		regfree(&ps.xattrs_exclude);
 	free(ps.defs);
 	free(names);
 	return status < 0 ? MKSQ_EXIT_OK : status;

@@ -334,13 +334,20 @@ static int xattr_cmp(const void *a, const void *b)
 
 void tree_xattrs_normalize(struct pack_xattrs *x)
 {
+	tree_xattrs_filter(x, NULL, NULL);
+}
+
+void tree_xattrs_filter(struct pack_xattrs *x, const regex_t *include, const regex_t *exclude)
+{
 	uint32_t kept = 0;
 
 	for (uint32_t i = 0; i < x->count; i++) {
 		const char *n = x->list[i].name;
 
-		if (strncmp(n, "user.", 5) == 0 || strncmp(n, "trusted.", 8) == 0 ||
-		    strncmp(n, "security.", 9) == 0) {
+		if ((strncmp(n, "user.", 5) == 0 || strncmp(n, "trusted.", 8) == 0 ||
+		     strncmp(n, "security.", 9) == 0) &&
+		    (!include || regexec(include, n, 0, NULL, 0) == 0) &&
+		    (!exclude || regexec(exclude, n, 0, NULL, 0) != 0)) {
 			x->list[kept++] = x->list[i];
 		} else {
 			free(x->list[i].name);
@@ -373,7 +380,7 @@ static void apply_overrides(struct pack_inode *inode, const struct pack_override
 	if (o->no_xattrs)
 		tree_xattrs_free(&inode->xattrs);
 	else
-		tree_xattrs_normalize(&inode->xattrs);
+		tree_xattrs_filter(&inode->xattrs, o->xattrs_include, o->xattrs_exclude);
 }
 
 /* First sight of an inode in the final tree: count it once. */

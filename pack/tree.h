@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <regex.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -147,6 +148,8 @@ struct pack_overrides {
 	int64_t mtime;              /* -1: keep; else every inode's time */
 	int64_t mtime_max;          /* -1: keep; else later times become this (mksquashfs's SOURCE_DATE_EPOCH) */
 	bool no_xattrs;
+	/* mksquashfs -xattrs-include / -xattrs-exclude: xattr names kept / dropped (POSIX EREs), or NULL */
+	const regex_t *xattrs_include, *xattrs_exclude;
 };
 
 struct pack_tree {
@@ -211,6 +214,8 @@ void tree_xattrs_free(struct pack_xattrs *x);
 int tree_xattrs_add(struct pack_xattrs *x, const char *name, const void *value, size_t len);
 /* Sort by name and drop names squashfs cannot store (outside user/trusted/security). */
 void tree_xattrs_normalize(struct pack_xattrs *x);
+/* The same, and keep only names 'include' matches and 'exclude' does not (either may be NULL). */
+void tree_xattrs_filter(struct pack_xattrs *x, const regex_t *include, const regex_t *exclude);
 
 static inline bool tree_is_dir(const struct pack_inode *i) { return (i->mode & 0170000) == 0040000; }
 static inline bool tree_is_reg(const struct pack_inode *i) { return (i->mode & 0170000) == 0100000; }

@@ -9,7 +9,7 @@
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 W=$WORK/t-pack-mksquashfs
-cleanup() { umount -l "$W/src/mnt" 2>/dev/null; umount -l "$W/other" 2>/dev/null; }
+cleanup() { umount -l "$W/src/mnt" 2>/dev/null; umount -l "$W/other" 2>/dev/null; umount -l "$W/xmnt" 2>/dev/null; }
 trap cleanup EXIT
 cleanup
 rm -rf "$W" && mkdir -p "$W/bin" "$W/src/a/b" "$W/src/c" "$W/src2/x" "$W/src/mnt" "$W/other/deep"
@@ -120,6 +120,18 @@ check "the report: sizes of the image and its tables" bash -c \
 	"(cd '$W' && '$QM' src q.sqfs -noappend -no-progress) | grep -q '^Filesystem size .* Kbytes' &&
 	 (cd '$W' && '$QM' src q.sqfs -noappend -no-progress) | grep -q '^Inode table size '"
 check "-quiet: no report" bash -c "[ -z \"\$(cd '$W' && '$QM' src q.sqfs -noappend -quiet)\" ]"
+
+# -xattrs-include / -xattrs-exclude (4.6; Debian's 4.5.1 has neither): the
+# kernel's mount of the image shows only the names kept.
+mkdir -p "$W/xs" "$W/xmnt" && echo 1 >"$W/xs/f"
+setfattr -n user.keep -v 1 "$W/xs/f" && setfattr -n user.drop -v 2 "$W/xs/f" && setfattr -n trusted.t -v 3 "$W/xs/f"
+"$QM" "$W/xs" "$W/x.sqfs" -noappend -quiet -xattrs-include '^user\.' -xattrs-exclude 'drop$' >/dev/null 2>"$W/err"
+mount -t squashfs -o loop,ro "$W/x.sqfs" "$W/xmnt"
+check "-xattrs-include and -xattrs-exclude: only the names kept, as the kernel's mount shows them" \
+	test "$(getfattr -d -m - --absolute-names "$W/xmnt/f" 2>/dev/null | grep -v '^#' | grep . | tr '\n' ' ')" = 'user.keep="1" '
+umount "$W/xmnt"
+"$QM" "$W/xs" "$W/x.sqfs" -noappend -quiet -xattrs-exclude '([' >/dev/null 2>"$W/err"; st=$?
+check "a bad regular expression: one line, exit 1" bash -c "[ $st = 1 ] && [ \$(wc -l <'$W/err') = 1 ] && grep -q '^quash: mksquashfs: -xattrs-exclude: ' '$W/err'"
 
 # -offset: the image N bytes into DEST, after zeros, as mksquashfs writes it
 # (appimagetool then writes its runtime there).
