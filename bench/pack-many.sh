@@ -1,0 +1,95 @@
+#!/bin/bash
+# pack-many.sh - many small files: quash pack against mksquashfs and
+# tar2sqfs on a tree of FILES tiny files (default 1,000,000: 1,000
+# directories of 1,000 files of 5-10 bytes, many of one size, a third or so
+# equal to another), from the directory and from a tar of it.  Prints wall
+# time and peak RSS for each, in one run, rounds interleaved, and the ratios
+# issue 14 states its targets in: with deduplication on, >= 2x faster than
+# mksquashfs -no-duplicates and <= 0.5x its peak RSS.  mksquashfs with its
+# own duplicate check is quadratic in files of one size: it gets
+# MKSQ_DUP_LIMIT seconds (default 300) and is reported as ">LIMIT" if it
+# needs more.
+#
+#   bench/pack-many.sh
+# Environment: BENCH_WORK (scratch, default /var/tmp/quash-bench: the tree is
+# kept there between runs), FILES, REPEAT (rounds, default 2), QUASH.
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+QUASH=${QUASH:-$top/build/cli/quash}
+W=${BENCH_WORK:-/var/tmp/quash-bench}
+FILES=${FILES:-1000000}
+REPEAT=${REPEAT:-2}
+MKSQ_DUP_LIMIT=${MKSQ_DUP_LIMIT:-300}
+DIRS=$(( (FILES + 999) / 1000 ))
+TREE=$W/many-$FILES
+JOBS=$(nproc)
+[ -x "$QUASH" ] || { echo "pack-many.sh: $QUASH not built (make build)" >&2; exit 1; }
+mkdir -p "$W"
+trap 'rm -f "$W"/many-*.sqfs' EXIT
+
+if [ ! -f "$TREE.done" ]; then
+	echo "making $TREE ($FILES files; once)"
+	rm -rf "$TREE"
+	python3 - "$TREE" "$DIRS" "$FILES" <<'PY'
+import os, random, sys
+root, dirs, files = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+random.seed(14)
+os.mkdir(root)
+n = 0
+for d in range(dirs):
+    p = f"{root}/d{d:04d}"
+    os.mkdir(p)
+    for f in range(min(1000, files - n)):
+        with open(f"{p}/f{f:03d}", "w") as fh:
+            fh.write("".join(random.choice("abcdefghij") for _ in range(random.randint(5, 10))))
+        n += 1
+PY
+	tar -C "$TREE" -cf "$TREE.tar" .
+	touch "$TREE.done"
+fi
+echo "tree: $TREE: $(find "$TREE" | wc -l) entries; $JOBS cores; $(mksquashfs -version | head -1); $(tar2sqfs --version | head -1)"
+
+declare -A TIME RSS
+# measure NAME LIMIT CMD...: wall seconds and peak RSS (KiB) of one run; the best round counts
+measure() {
+	local name=$1 limit=$2 t m; shift 2
+	rm -f "$W/$name.sqfs"
+	sync; echo 3 >/proc/sys/vm/drop_caches 2>/dev/null
+	timeout "$limit" /usr/bin/time -f '%e %M' -o "$W/time" "$@" >/dev/null 2>"$W/$name.log"
+	if [ $? = 124 ]; then
+		t=">$limit" m=NaN
+	else
+		read -r t m < <(tail -1 "$W/time")
+		[ -s "$W/$name.sqfs" ] || { echo "pack-many.sh: $name failed: $(tail -2 "$W/$name.log")" >&2; t=NaN; }
+	fi
+	printf '  %-26s %8s s %8s MiB\n' "$name" "$t" "$([ "$m" = NaN ] && echo NaN || echo $((m / 1024)))"
+	if [ "$t" != NaN ] && [ "${t#>}" = "$t" ] &&
+	   { [ -z "${TIME[$name]:-}" ] || awk "BEGIN{exit !($t < ${TIME[$name]})}"; }; then
+		TIME[$name]=$t RSS[$name]=$m
+	fi
+	[ -n "${TIME[$name]:-}" ] || TIME[$name]=$t RSS[$name]=$m
+}
+for round in $(seq "$REPEAT"); do
+	echo "round $round of $REPEAT (caches dropped before each run)"
+	measure many-quash 3600 "$QUASH" pack -q --no-progress "$TREE" "$W/many-quash.sqfs"
+	measure many-mksquashfs-nodup 3600 mksquashfs "$TREE" "$W/many-mksquashfs-nodup.sqfs" -noappend -quiet \
+		-no-progress -no-duplicates -processors "$JOBS"
+	measure many-quash-nodedup 3600 "$QUASH" pack -q --no-progress --no-dedup "$TREE" "$W/many-quash-nodedup.sqfs"
+	measure many-quash-tar 3600 "$QUASH" pack -q --no-progress "$TREE.tar" "$W/many-quash-tar.sqfs"
+	measure many-tar2sqfs-tar 3600 sh -c 'exec tar2sqfs -q -f -j "$1" "$2" <"$3"' sh "$JOBS" \
+		"$W/many-tar2sqfs-tar.sqfs" "$TREE.tar"
+	[ "$round" = 1 ] && measure many-mksquashfs-dup "$MKSQ_DUP_LIMIT" mksquashfs "$TREE" \
+		"$W/many-mksquashfs-dup.sqfs" -noappend -quiet -no-progress -processors "$JOBS"
+done
+
+echo "ratios (best round of each)"
+r() { awk -v a="${TIME[$1]}" -v b="${TIME[$2]}" -v ra="${RSS[$1]}" -v rb="${RSS[$2]}" -v na="$1" -v nb="$2" \
+	'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "  %-22s vs %-24s %5.2fx the time, %5.2fx the peak RSS\n", na, nb, a / b, ra / rb }'; }
+r many-quash many-mksquashfs-nodup
+r many-quash-nodedup many-mksquashfs-nodup
+r many-quash-tar many-tar2sqfs-tar
+echo "  mksquashfs with its duplicate check: ${TIME[many-mksquashfs-dup]} s"
+echo "targets"
+t() { if awk "BEGIN{exit !($2)}" 2>/dev/null; then echo "  PASS $1"; else echo "  FAIL $1"; fi; }
+t "dedup on: >= 2x faster than mksquashfs -no-duplicates" "${TIME[many-mksquashfs-nodup]} >= 2 * ${TIME[many-quash]}"
+t "dedup on: <= 0.5x its peak RSS" "${RSS[many-quash]} <= 0.5 * ${RSS[many-mksquashfs-nodup]}"
