@@ -1,14 +1,17 @@
 #!/bin/bash
 # t-docs.sh - the man pages and the bash completion: every page renders
-# without a groff warning, every long option a command's --help lists is in
-# its page (so the pages cannot drift from the code), and the completion
-# completes commands, options and values.
+# without a groff warning and has the usual sections, meson installs every
+# page, every option a command's --help lists is in its page and offered by
+# the completion (so neither can drift from the code), and the completion
+# completes commands, options, values, files and directories.
 . "$(dirname "$0")/lib/tap.sh"
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 W=$WORK/t-docs
 rm -rf "$W" && mkdir -p "$W"
+comp=$top/docs/quash.bash-completion
 
+# ---- the pages ---------------------------------------------------------------
 for page in "$top"/docs/*.1; do
 	name=$(basename "$page")
 	groff -man -ww -z "$page" 2>"$W/groff.err"
@@ -16,50 +19,131 @@ for page in "$top"/docs/*.1; do
 	if command -v man >/dev/null; then
 		check "$name: man -l renders it" bash -c "MANWIDTH=80 man -l '$page' 2>&1 >/dev/null | (! grep -q .)"
 	fi
+	missing=""
+	for section in NAME SYNOPSIS DESCRIPTION OPTIONS "EXIT STATUS" ENVIRONMENT FILES EXAMPLES "SEE ALSO"; do
+		grep -qx "\\.SH \"\\?$section\"\\?" "$page" || missing="$missing, $section"
+	done
+	check "$name has the usual sections${missing:+ (missing:${missing#,})}" test -z "$missing"
+	check "$name is installed (cli/meson.build install_man)" grep -q "install_man(.*'../docs/$name'" "$top/cli/meson.build"
+	missing=""
+	for ref in $(grep -o 'quash\\-[a-z][a-z]*' "$page" | sed 's/\\//' | sort -u); do
+		[ -f "$top/docs/$ref.1" ] || missing="$missing $ref"
+	done
+	check "$name: every quash-* page it names exists${missing:+ (missing:$missing)}" test -z "$missing"
 done
 
-# Every --long option of each command's help, in the page that documents it.
+# Every command 'quash --help' lists has a page.
+for cmd in $("$QUASH" --help | sed -n '/^Commands:/,/^$/p' | awk 'NR > 1 && NF { print $1 }'); do
+	case $cmd in
+	mksquashfs) page=quash-pack.1 ;;
+	*) page=quash-$cmd.1 ;;
+	esac
+	check "quash $cmd has a page ($page)" test -f "$top/docs/$page"
+done
+
+# ---- the pages and the completion against --help -------------------------------
+# The completion's offer after WORD...; the last word is the one completed.
+complete_words() {
+	(cd "$W" && bash -c '
+		. "$1"; shift
+		COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); COMP_LINE="$*"; COMP_POINT=${#COMP_LINE}
+		_quash "${COMP_WORDS[0]}" "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD-1]}"
+		printf "%s\n" "${COMPREPLY[@]}"' _ "$comp" "$@")
+}
 page_has() {   # page_has PAGE OPTION: the option as groff spells it (\- for -)
 	local esc=${2//-/\\\\-}
 	grep -q -- "$esc" "$1"
 }
-for cmd in info ls stat cat extract pack umount; do
-	case $cmd in
-	pack) page=$top/docs/quash-pack.1 ;;
-	umount) page=$top/docs/quash-umount.1 ;;
-	*) page=$top/docs/quash.1 ;;
-	esac
+
+for cmd in "" info ls stat cat extract pack mount umount; do
+	page=$top/docs/quash${cmd:+-$cmd}.1
+	"$QUASH" $cmd --help >"$W/help" 2>&1
+	longs=$(grep -o -- '--[a-z][a-z-]*' "$W/help" | sort -u)
+	shorts=$(grep -o -- '^ *-[A-Za-z]\b' "$W/help" | tr -d ' ' | sort -u)
 	missing=""
-	for opt in $("$QUASH_BIN" $cmd --help | grep -o -- '--[a-z][a-z-]*' | sort -u); do
+	for opt in $longs $shorts; do
 		page_has "$page" "$opt" || missing="$missing $opt"
 	done
-	check "quash $cmd: every option of --help is in $(basename "$page")${missing:+ (missing:$missing)}" test -z "$missing"
+	check "quash${cmd:+ $cmd}: every option of --help is in $(basename "$page")${missing:+ (missing:$missing)}" \
+		test -z "$missing"
+	[ -z "$cmd" ] && continue
+	offered=" $(complete_words quash $cmd - | tr '\n' ' ')"
+	missing=""
+	for opt in $longs $shorts; do
+		# Options named in another option's text (pack -q names --no-progress) count too.
+		[[ $offered == *" $opt "* ]] || missing="$missing $opt"
+	done
+	check "quash $cmd: the completion offers every option of --help${missing:+ (missing:$missing)}" \
+		test -z "$missing"
 done
-missing=""
-for opt in $("$QUASH_BIN" mount --help | grep -o -- '-o [a-z_]*\|\[no\][a-z_]*' | sed 's/^-o //; s/\[no\]//' | sort -u); do
+
+mount_opts=$("$QUASH" mount --help | grep -o -- '-o [a-z_]*\|\[no\][a-z_]*' | sed 's/^-o //; s/\[no\]//' | sort -u)
+offered=" $(complete_words quash mount -o '' | tr '\n' ' ')"
+missing="" missing_comp=""
+for opt in $mount_opts allow_other allow_root nodev nosuid noexec auto_unmount; do
 	grep -q -- "$opt" "$top/docs/quash-mount.1" || missing="$missing $opt"
+	[[ $offered == *" $opt "* || $offered == *" $opt= "* ]] || missing_comp="$missing_comp $opt"
 done
 check "quash mount: every -o option of --help is in quash-mount.1${missing:+ (missing:$missing)}" test -z "$missing"
-missing=""
-for opt in $("$QUASH_BIN" mksquashfs -help | tr ' ,/' '\n\n\n' | grep -o -- '^-[A-Za-z][a-z-]*' | sort -u); do
+check "quash mount: the completion offers every -o option of --help${missing_comp:+ (missing:$missing_comp)}" \
+	test -z "$missing_comp"
+
+missing="" missing_comp=""
+offered=" $(complete_words mksquashfs src img - | tr '\n' ' ')"
+for opt in $("$QUASH" mksquashfs -help | tr ' ,/' '\n\n\n' | grep -o -- '^-[A-Za-z][A-Za-z-]*' | sort -u); do
 	page_has "$top/docs/quash-pack.1" "$opt" || missing="$missing $opt"
+	[[ $offered == *" $opt "* ]] || missing_comp="$missing_comp $opt"
 done
 check "mksquashfs form: every option it honours is in quash-pack.1${missing:+ (missing:$missing)}" test -z "$missing"
+check "mksquashfs form: the completion offers every option it honours${missing_comp:+ (missing:$missing_comp)}" \
+	test -z "$missing_comp"
 
-# The completion, driven as bash drives it.
-complete_words() {   # complete_words WORD...: what <TAB> offers after them
-	bash -c '
-		. "$1"; shift
-		COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); COMP_LINE="$*"; COMP_POINT=${#COMP_LINE}
-		_quash quash "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD-1]}"
-		printf "%s\n" "${COMPREPLY[@]}"' _ "$top/docs/quash.bash-completion" "$@"
+# ---- the completion, driven as bash drives it -----------------------------------
+mkdir -p "$W/tree/etc" "$W/mnt" "$W/out"
+echo hello >"$W/tree/etc/os-release"
+"$QUASH" pack -q --no-progress "$W/tree" "$W/img.sqfs" >/dev/null 2>&1
+
+check "completion loads without a word on stderr" \
+	bash -c ". '$comp' 2>'$W/load.err' && complete -p quash >/dev/null && test ! -s '$W/load.err'"
+complete_words quash pa >/dev/null 2>"$W/comp.err"
+check "completion runs without a word on stderr" test ! -s "$W/comp.err"
+
+expect() {   # expect NAME WANT WORD...: the offer, sorted and joined by spaces, is WANT
+	local name=$1 want=$2 got
+	shift 2
+	got=$(complete_words "$@" | sort | tr '\n' ' ')
+	got=${got% }
+	if [ "$got" = "$want" ]; then ok "completion: $name"; else not_ok "completion: $name" "got '$got'"; fi
 }
-check "completion loads without error" bash -c ". '$top/docs/quash.bash-completion' && complete -p quash"
-check "completion: quash pa -> pack" test "$(complete_words quash pa)" = pack
-check "completion: quash pack --comp -> --compression" test "$(complete_words quash pack --comp)" = --compression
-check "completion: quash pack -c -> the five compressors" \
-	test "$(complete_words quash pack -c '' | sort | tr '\n' ' ')" = "gzip lz4 lzo xz zstd "
-check "completion: quash mount -o allow_o -> allow_other" test "$(complete_words quash mount -o allow_o)" = allow_other
-check "completion: quash mount -o ro,sub -> ro,subdir=" test "$(complete_words quash mount -o ro,sub)" = ro,subdir=
-check "completion: quash extract --f -> --force" test "$(complete_words quash extract --f)" = --force
-check "completion: quash ls --j -> --json" test "$(complete_words quash ls --j)" = --json
+expect_has() {   # expect_has NAME WANT WORD...: WANT is among the offer
+	local name=$1 want=$2
+	shift 2
+	if complete_words "$@" | grep -qx -- "$want"; then ok "completion: $name"
+	else not_ok "completion: $name" "got '$(complete_words "$@" | tr '\n' ' ')'"; fi
+}
+expect "quash pa -> pack" pack quash pa
+expect "quash e -> extract" extract quash e
+expect "quash pack --comp -> --compression" --compression quash pack --comp
+expect "quash pack -c -> the five compressors" "gzip lz4 lzo xz zstd" quash pack -c ''
+expect "quash pack --compression=z -> zstd" zstd quash pack --compression = z
+expect "quash pack --no-p -> --no-progress" --no-progress quash pack --no-p
+expect_has "quash pack -<TAB> offers -q" -q quash pack -
+expect "quash pack SOURCE i -> img.sqfs (files)" img.sqfs quash pack tree i
+expect_has "quash mount -o <TAB> offers allow_other" allow_other quash mount -o ''
+expect "quash mount -o allow_o -> allow_other" allow_other quash mount -o allow_o
+expect "quash mount -o ro,sub -> ro,subdir=" ro,subdir= quash mount -o ro,sub
+expect "quash mount -o offset=1M,cache_s (split at =) -> 1M,cache_size=" 1M,cache_size= \
+	quash mount -o offset = 1M,cache_s
+expect "quash mount -o cache_dir=m -> mnt (a directory)" mnt quash mount -o cache_dir = m
+expect "quash mount i -> img.sqfs (the IMAGE is a file)" img.sqfs quash mount i
+expect "quash mount IMAGE <TAB> -> directories only" "mnt out tree" quash mount img.sqfs ''
+expect "quash mount -o ro IMAGE m -> mnt" mnt quash mount -o ro img.sqfs m
+expect "squashfuse_ll IMAGE m -> mnt" mnt squashfuse_ll img.sqfs m
+expect "quash umount --l -> --lazy" --lazy quash umount --l
+expect "quash extract --f -> --force" --force quash extract --f
+expect "quash extract IMAGE -C <TAB> -> directories only" "mnt out tree" quash extract img.sqfs -C ''
+expect "quash ls --j -> --json" --json quash ls --j
+expect "quash info --cache-dir o -> out" out quash info --cache-dir o
+expect "quash ls IMAGE /etc/o -> /etc/os-release (inside the image)" /etc/os-release "$QUASH" ls img.sqfs /etc/o
+expect "quash cat IMAGE e -> etc/ (a directory inside the image)" etc/ "$QUASH" cat img.sqfs e
+expect "mksquashfs SRC DEST -comp l -> lz4 lzo" "lz4 lzo" mksquashfs tree img.sqfs -comp l
