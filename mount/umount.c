@@ -213,7 +213,8 @@ static int umount_one(const char *mp, bool lazy)
 		return UMOUNT_EXIT_ERROR;
 	}
 	if (geteuid() == 0) {
-		if (umount2(abs, lazy ? MNT_DETACH : 0) == 0)
+		/* abs was resolved a moment ago: a symlink put there since is not followed. */
+		if (umount2(abs, (lazy ? MNT_DETACH : 0) | UMOUNT_NOFOLLOW) == 0)
 			return UMOUNT_EXIT_OK;
 		if (errno == EBUSY)
 			return busy(mp);
