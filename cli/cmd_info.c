@@ -231,25 +231,13 @@ static void print_json(const char *image, const struct qs_info *in)
 
 static int info_main(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		CLI_COMMON_LONGOPTS,
-		{ 0 }
-	};
 	struct cli_common co = { .cmd = &cmd_info };
 	struct qs_image *img;
 	bool json = false;
-	int opt, st;
+	int st = cli_parse_common_json(&co, argc, argv, &json);
 
-	while ((opt = getopt_long(argc, argv, CLI_COMMON_SHORTOPTS "j", longopts, NULL)) != -1) {
-		if (opt == 'j') {
-			json = true;
-			continue;
-		}
-		st = cli_common_option(&co, opt, optarg);
-		if (st != CLI_CONTINUE)
-			return st;
-	}
+	if (st != CLI_CONTINUE)
+		return st;
 	if (argc - optind != 1)
 		return cli_usage(&cmd_info, argc == optind ? "missing IMAGE" : "too many arguments");
 	st = cli_open_image(&co, argv[optind], &img);

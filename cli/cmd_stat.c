@@ -178,26 +178,14 @@ static int stat_one(struct qs_image *img, const char *image, const char *path, c
 
 static int stat_main(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		CLI_COMMON_LONGOPTS,
-		{ 0 }
-	};
 	struct cli_common co = { .cmd = &cmd_stat };
 	struct qs_image *img;
 	bool json = false, printed = false;
 	char *target;
-	int opt, st;
+	int st = cli_parse_common_json(&co, argc, argv, &json);
 
-	while ((opt = getopt_long(argc, argv, CLI_COMMON_SHORTOPTS "j", longopts, NULL)) != -1) {
-		if (opt == 'j') {
-			json = true;
-			continue;
-		}
-		st = cli_common_option(&co, opt, optarg);
-		if (st != CLI_CONTINUE)
-			return st;
-	}
+	if (st != CLI_CONTINUE)
+		return st;
 	if (argc - optind < 2)
 		return cli_usage(&cmd_stat, argc == optind ? "missing IMAGE" : "missing PATH");
 	target = malloc(QS_SYMLINK_MAX + 1);

@@ -138,6 +138,27 @@ int cli_print_version(void)
 	return cli_finish_stdout(CLI_EXIT_OK);
 }
 
+int cli_parse_common_json(struct cli_common *co, int argc, char **argv, bool *json)
+{
+	static const struct option longopts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		CLI_COMMON_LONGOPTS,
+		{ 0 }
+	};
+	int opt, st;
+
+	while ((opt = getopt_long(argc, argv, CLI_COMMON_SHORTOPTS "j", longopts, NULL)) != -1) {
+		if (opt == 'j') {
+			*json = true;
+			continue;
+		}
+		st = cli_common_option(co, opt, optarg);
+		if (st != CLI_CONTINUE)
+			return st;
+	}
+	return CLI_CONTINUE;
+}
+
 int cli_parse_size(const char *s, uint64_t *out)
 {
 	unsigned long long v;

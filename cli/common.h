@@ -106,6 +106,9 @@ int cli_common_option(struct cli_common *co, int opt, const char *arg);
  * returns CLI_CONTINUE with optind at the first operand, or the status to exit with. */
 int cli_parse_common_only(struct cli_common *co, int argc, char **argv);
 
+/* The same for a command whose one option of its own is -j/--json (info, stat). */
+int cli_parse_common_json(struct cli_common *co, int argc, char **argv, bool *json);
+
 /* "quash CMD: message" plus a pointer to --help; returns CLI_EXIT_USAGE. */
 int cli_usage(const struct cli_command *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
