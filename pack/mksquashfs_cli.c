@@ -14,8 +14,6 @@
  * existing DEST, which quash does not do yet, so it says so and stops.
  */
 #include <errno.h>
-#include <grp.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,44 +143,13 @@ static int parse_uint(const char *opt, const char *s, int64_t max, int64_t *out)
 /* -force-uid takes a number or a user name, -force-gid a number or a group. */
 static int parse_owner(const char *opt, const char *s, bool group, int64_t *out)
 {
-	if (s[0] >= '0' && s[0] <= '9')
-		return parse_uint(opt, s, UINT32_MAX, out);
-	if (group) {
-		struct group *g = getgrnam(s);
+	uint32_t id;
 
-		if (g) {
-			*out = g->gr_gid;
-			return 0;
-		}
-	} else {
-		struct passwd *p = getpwnam(s);
-
-		if (p) {
-			*out = p->pw_uid;
-			return 0;
-		}
-	}
-	fprintf(stderr, "quash: mksquashfs: %s: no such %s '%s'\n", opt, group ? "group" : "user", s);
-	return -EINVAL;
-}
-
-static int parse_block_size(const char *s, uint32_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (!errno && end != s && (*end == 'K' || *end == 'k'))
-		v <<= 10, end++;
-	else if (!errno && end != s && (*end == 'M' || *end == 'm'))
-		v <<= 20, end++;
-	if (errno || end == s || *end || v < (1u << SQFS_BLOCK_LOG_MIN) || v > (1u << SQFS_BLOCK_LOG_MAX) ||
-	    (v & (v - 1))) {
-		fprintf(stderr, "quash: mksquashfs: -b: bad block size '%s' (4096 to 1M, a power of two)\n", s);
+	if (!pack_parse_owner(s, group, &id)) {
+		fprintf(stderr, "quash: mksquashfs: %s: no such %s '%s'\n", opt, group ? "group" : "user", s);
 		return -EINVAL;
 	}
-	*out = (uint32_t)v;
+	*out = id;
 	return 0;
 }
 
@@ -417,8 +384,8 @@ static int parse_options(int argc, char **argv, int first, struct pack_options *
 			comp_name = val;
 		} else if (strcmp(a, "-b") == 0) {
 			NEED_VALUE();
-			if (parse_block_size(val, &o->block_size))
-				return MKSQ_EXIT_ERROR;
+			if (!pack_parse_block_size(val, &o->block_size))
+				return refuse(a, "bad block size (4096 to 1M, a power of two)");
 		} else if (strcmp(a, "-Xcompression-level") == 0) {
 			NEED_VALUE();
 			if (parse_uint(a, val, 22, &v) || v == 0)

@@ -109,25 +109,6 @@ static bool parse_number(const char *s, int base, int64_t min, int64_t max, int6
 	return true;
 }
 
-static bool parse_block_size(const char *s, uint32_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s)
-		return false;
-	if (*end == 'K' || *end == 'k')
-		v <<= 10, end++;
-	else if (*end == 'M' || *end == 'm')
-		v <<= 20, end++;
-	if (*end || v < (1u << SQFS_BLOCK_LOG_MIN) || v > (1u << SQFS_BLOCK_LOG_MAX) || (v & (v - 1)))
-		return false;
-	*out = (uint32_t)v;
-	return true;
-}
-
 /* Try the compressor once, so that a level it refuses is one clear message, not one per block. */
 static bool settings_work(const struct pack_options *o)
 {
@@ -193,7 +174,7 @@ static int parse_args(int argc, char **argv, struct pack_options *o_out)
 			o.params.level = (int)v;
 			break;
 		case 'b':
-			if (!parse_block_size(optarg, &o.block_size))
+			if (!pack_parse_block_size(optarg, &o.block_size))
 				return bad_option("--block-size (4K..1M, a power of two)", optarg);
 			break;
 		case 'j':

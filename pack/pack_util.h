@@ -4,6 +4,7 @@
 #ifndef QUASH_PACK_UTIL_H
 #define QUASH_PACK_UTIL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -21,6 +22,12 @@ void pack_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * call writes "paused" to FIFO and waits for a line back (util.c).
  */
 void pack_test_pause(void);
+
+/* A user (group) given as a number or a name, as mksquashfs takes them; false if neither. */
+bool pack_parse_owner(const char *s, bool group, uint32_t *out);
+
+/* A block size as "131072", "128K" or "1M": 4K .. 1M, a power of two; false otherwise. */
+bool pack_parse_block_size(const char *s, uint32_t *out);
 
 /* A fast 64-bit hash for finding candidate duplicates (always confirmed by comparison). */
 uint64_t pack_hash(uint64_t seed, const void *data, size_t len);

@@ -22,8 +22,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
-#include <grp.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,24 +96,6 @@ static bool parse_u32(const char *s, int base, uint32_t *out)
 	return true;
 }
 
-static bool parse_owner(const char *s, bool group, uint32_t *out)
-{
-	if (parse_u32(s, 10, out))
-		return true;
-	if (group) {
-		struct group *g = getgrnam(s);
-
-		if (g)
-			*out = g->gr_gid;
-		return g != NULL;
-	}
-	struct passwd *pw = getpwnam(s);
-
-	if (pw)
-		*out = pw->pw_uid;
-	return pw != NULL;
-}
-
 /* NAME's components, without leading, repeated or trailing slashes; "." and ".." refused. */
 static int clean_name(const struct pseudo_ctx *c, const char *name, char *out, size_t cap)
 {
@@ -145,25 +125,6 @@ static int clean_name(const struct pseudo_ctx *c, const char *name, char *out, s
 	return 0;
 }
 
-static struct pack_inode *lookup_path(struct pack_tree *t, const char *path)
-{
-	struct pack_inode *dir = t->root;
-
-	for (;;) {
-		size_t n = strcspn(path, "/");
-		struct pack_dirent *d = tree_lookup(t, dir, path, n);
-
-		if (!d)
-			return NULL;
-		if (!path[n])
-			return d->inode;
-		if (!tree_is_dir(d->inode))
-			return NULL;
-		dir = d->inode;
-		path += n + 1;
-	}
-}
-
 /* The directory that holds path's last component; created on the way only with -pd. */
 static struct pack_inode *parent_of(const struct pseudo_ctx *c, const char *path, const char **leaf)
 {
@@ -181,7 +142,7 @@ static struct pack_inode *parent_of(const struct pseudo_ctx *c, const char *path
 
 		memcpy(parent, path, (size_t)(slash - path));
 		parent[slash - path] = '\0';
-		dir = lookup_path(c->tree, parent);
+		dir = tree_find_path(c->tree, parent);
 		if (!dir || !tree_is_dir(dir)) {
 			bad(c, "%s: directory %s is not in the image (define it first, or give -pd)", path, parent);
 			return NULL;
@@ -269,7 +230,7 @@ static int define(struct pseudo_ctx *c, const char *line)
 		err = clean_name(c, word, word, sizeof(word));
 		if (err)
 			return err;
-		existing = lookup_path(c->tree, word);
+		existing = tree_find_path(c->tree, word);
 		if (!existing || tree_is_dir(existing))
 			return bad(c, "%s: %c: %s is not a file in the image", name, type, word);
 		dir = parent_of(c, path, &leaf);
@@ -284,15 +245,15 @@ static int define(struct pseudo_ctx *c, const char *line)
 		return bad(c, "%s: %c needs a time in seconds", name, word[0]);
 	if (!next_word(&rest, word, sizeof(word)) || !parse_u32(word, 8, &mode) || mode > 07777)
 		return bad(c, "%s: bad mode (octal, at most 7777)", name);
-	if (!next_word(&rest, word, sizeof(word)) || !parse_owner(word, false, &uid))
+	if (!next_word(&rest, word, sizeof(word)) || !pack_parse_owner(word, false, &uid))
 		return bad(c, "%s: bad uid or no such user", name);
-	if (!next_word(&rest, word, sizeof(word)) || !parse_owner(word, true, &gid))
+	if (!next_word(&rest, word, sizeof(word)) || !pack_parse_owner(word, true, &gid))
 		return bad(c, "%s: bad gid or no such group", name);
 	if (!timed)
 		mtime = c->opt->default_time;
 
 	if (type == 'm') {
-		inode = lookup_path(c->tree, path);
+		inode = tree_find_path(c->tree, path);
 		if (!inode)
 			return bad(c, "%s: m: no such entry in the image", name);
 		inode->mode = (inode->mode & 0170000) | mode;
@@ -338,7 +299,7 @@ static int define(struct pseudo_ctx *c, const char *line)
 	}
 	if (!err) {
 		dir = parent_of(c, path, &leaf);
-		existing = dir ? lookup_path(c->tree, path) : NULL;
+		existing = dir ? tree_find_path(c->tree, path) : NULL;
 		if (!dir)
 			err = -EINVAL;
 		else if (existing && !(type == 'd' && tree_is_dir(existing)))

@@ -178,26 +178,6 @@ static int spool_data(struct archive_scan *s, struct pack_inode *inode, int64_t 
 	return 0;
 }
 
-static struct pack_inode *find_path(struct pack_tree *t, const char *path)
-{
-	struct pack_inode *dir = t->root;
-
-	for (;;) {
-		const char *slash = strchr(path, '/');
-		size_t n = slash ? (size_t)(slash - path) : strlen(path);
-		struct pack_dirent *d = tree_lookup(t, dir, path, n);
-
-		if (!d)
-			return NULL;
-		if (!slash)
-			return d->inode;
-		if (!tree_is_dir(d->inode))
-			return NULL;
-		dir = d->inode;
-		path = slash + 1;
-	}
-}
-
 static int add_hardlink(struct archive_scan *s, struct archive_entry *e, const char *path,
 			struct pack_inode *dir, const char *leaf, size_t leaf_len)
 {
@@ -209,7 +189,7 @@ static int add_hardlink(struct archive_scan *s, struct archive_entry *e, const c
 	if (!tclean)
 		return -ENOMEM;
 	clean_path(target, tclean);
-	inode = tclean[0] ? find_path(s->tree, tclean) : NULL;
+	inode = tclean[0] ? tree_find_path(s->tree, tclean) : NULL;
 	free(tclean);
 	if (!inode || tree_is_dir(inode)) {
 		pack_warn("%s: %s: hard link to missing %s (skipped)", s->name, path, target);

@@ -425,6 +425,25 @@ static void finish_dir(struct pack_tree *t, struct pack_inode *dir, const struct
 	dir->nlink = 2 + subdirs;
 }
 
+struct pack_inode *tree_find_path(struct pack_tree *t, const char *path)
+{
+	struct pack_inode *dir = t->root;
+
+	for (;;) {
+		size_t n = strcspn(path, "/");
+		struct pack_dirent *d = tree_lookup(t, dir, path, n);
+
+		if (!d)
+			return NULL;
+		if (!path[n])
+			return d->inode;
+		if (!tree_is_dir(d->inode))
+			return NULL;
+		dir = d->inode;
+		path += n + 1;
+	}
+}
+
 int tree_finish(struct pack_tree *t, const struct pack_overrides *o)
 {
 	t->inode_count = t->file_count = t->data_bytes = 0;

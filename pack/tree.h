@@ -176,6 +176,9 @@ struct pack_inode *tree_inode_new(uint32_t mode);
 /* Drop one dirent's hold on an inode; frees it (and a directory's subtree) with the last. */
 void tree_inode_put(struct pack_tree *t, struct pack_inode *inode);
 
+/* The inode at 'path' ('/'-separated, from the root, already clean), or NULL. */
+struct pack_inode *tree_find_path(struct pack_tree *t, const char *path);
+
 /* The dirent 'name' in directory 'dir', or NULL. */
 struct pack_dirent *tree_lookup(struct pack_tree *t, struct pack_inode *dir, const char *name, size_t len);
 

@@ -3,6 +3,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -11,6 +13,7 @@
 #include <unistd.h>
 
 #include "pack_util.h"
+#include "squashfs_fs.h"
 #include "progress.h"
 
 void pack_error(const char *fmt, ...)
@@ -37,6 +40,52 @@ void pack_warn(const char *fmt, ...)
 	fputc('\n', stderr);
 	va_end(ap);
 	progress_unlock();
+}
+
+bool pack_parse_owner(const char *s, bool group, uint32_t *out)
+{
+	unsigned long long v;
+	char *end;
+
+	if (s[0] >= '0' && s[0] <= '9') {
+		errno = 0;
+		v = strtoull(s, &end, 10);
+		if (errno || *end || v > UINT32_MAX)
+			return false;
+		*out = (uint32_t)v;
+		return true;
+	}
+	if (group) {
+		struct group *g = getgrnam(s);
+
+		if (g)
+			*out = g->gr_gid;
+		return g != NULL;
+	}
+	struct passwd *pw = getpwnam(s);
+
+	if (pw)
+		*out = pw->pw_uid;
+	return pw != NULL;
+}
+
+bool pack_parse_block_size(const char *s, uint32_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return false;
+	if (*end == 'K' || *end == 'k')
+		v <<= 10, end++;
+	else if (*end == 'M' || *end == 'm')
+		v <<= 20, end++;
+	if (*end || v < (1u << SQFS_BLOCK_LOG_MIN) || v > (1u << SQFS_BLOCK_LOG_MAX) || (v & (v - 1)))
+		return false;
+	*out = (uint32_t)v;
+	return true;
 }
 
 static inline uint64_t mix(uint64_t h, uint64_t v)

@@ -61,13 +61,7 @@ if command -v man >/dev/null; then
 fi
 
 # The README's quick start with the installed quash (S3 on Ceph RGW).
-S3=$(free_port)
-export MON_PORT=$(free_port)
-if EP=$("$top/tests/lib/start-rgw.sh" "$W/rgw" "$S3" 2>"$W/rgw.err"); then
-	export AWS_ACCESS_KEY_ID=quashtest AWS_SECRET_ACCESS_KEY=quashtestsecret AWS_DEFAULT_REGION=us-east-1
-	export AWS_ENDPOINT_URL=$EP BUCKET=installed
-	unset AWS_PROFILE AWS_SESSION_TOKEN AWS_CONFIG_FILE AWS_SHARED_CREDENTIALS_FILE
-	HOME=$W aws --endpoint-url "$EP" s3 mb "s3://$BUCKET" >/dev/null
+if quickstart_s3 "$W" installed; then
 	chmod 0666 /dev/fuse
 	mkdir -p "$W/usrbin" && ln -sf /usr/bin/quash "$W/usrbin/quash"
 	# (t-quickstart runs it as nobody too; once as root is enough for the package.)

@@ -13,14 +13,8 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 W=$WORK/t-quickstart
 FUSE_MODE=$(stat -c %a /dev/fuse)
 rm -rf "$W" && mkdir -p "$W/bin" && chmod 755 "$W" "$W/bin"
-S3=$(free_port)
-export MON_PORT=$(free_port)
 trap 'chmod "$FUSE_MODE" /dev/fuse; remote_cleanup; "$top/tests/lib/stop-rgw.sh" "$W/rgw"' EXIT
-EP=$("$top/tests/lib/start-rgw.sh" "$W/rgw" "$S3" 2>"$W/rgw.err") || { not_ok "rgw starts" "$(tail -3 "$W/rgw.err")"; exit 1; }
-export AWS_ACCESS_KEY_ID=quashtest AWS_SECRET_ACCESS_KEY=quashtestsecret AWS_DEFAULT_REGION=us-east-1
-export AWS_ENDPOINT_URL=$EP BUCKET=quickstart
-unset AWS_PROFILE AWS_SESSION_TOKEN AWS_CONFIG_FILE AWS_SHARED_CREDENTIALS_FILE
-HOME=$W aws --endpoint-url "$EP" s3 mb "s3://$BUCKET" >/dev/null
+quickstart_s3 "$W" quickstart || { not_ok "rgw starts" "$(tail -3 "$W/rgw.err")"; exit 1; }
 ln -s "$QUASH_BIN" "$W/bin/quash"
 
 check "the README has a quick start with shell blocks" test "$(quickstart_script "$top/README.md" | grep -c '^quash ')" -ge 8
