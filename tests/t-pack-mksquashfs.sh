@@ -169,9 +169,16 @@ tar_same() {   # tar_same NAME REAL-COMMAND... -- QUASH-COMMAND...: both read sr
 }
 tar_same "mksquashfs - DEST -tar" "$REAL" - m.sqfs -tar -noappend -quiet -no-progress -- \
 	"$QM" - q.sqfs -tar -noappend -quiet -no-progress
-tar_same "sqfstar [OPTIONS] IMAGE EXCLUDES (a directory and a file left out)" \
-	"$(dirname "$REAL")/sqfstar" -quiet -no-progress -comp xz m.sqfs a c/link -- \
-	"$W/bin/sqfstar" -quiet -no-progress -comp xz q.sqfs a c/link
+# Debian's sqfstar 4.5.1 segfaults often (three times running, some runs),
+# so the peer here is mksquashfs -tar on the same tar, whose listing less the
+# excluded entries is what sqfstar gives when it does not crash.
+rm -f "$W/m.sqfs" "$W/q.sqfs"
+(cd "$W" && "$REAL" - m.sqfs -tar -noappend -quiet -no-progress -comp xz <src.tar >/dev/null 2>&1)
+(cd "$W" && "$W/bin/sqfstar" -quiet -no-progress -comp xz q.sqfs a c/link <src.tar >/dev/null 2>"$W/q.err")
+check "sqfstar [OPTIONS] IMAGE EXCLUDES: mksquashfs -tar's tree less a directory and a file" bash -c \
+	"diff <(unsquashfs -lln '$W/m.sqfs' | grep -v ' squashfs-root/a\$\| squashfs-root/a/\| squashfs-root/c/link ' |
+		awk '{ if (\$1 ~ /^d/) { \$3 = \$4 = \$5 = \"\" }; print }') \
+	      <(unsquashfs -lln '$W/q.sqfs' | awk '{ if (\$1 ~ /^d/) { \$3 = \$4 = \$5 = \"\" }; print }')"
 "$QUASH_ASAN" pack -q --exclude /a --exclude 'li*' "$W/src.tar" "$W/x.sqfs" >/dev/null 2>&1
 check "quash pack --exclude of a directory leaves out what an archive lists below it" bash -c \
 	"! unsquashfs -lln '$W/x.sqfs' | grep -q 'squashfs-root/a' && ! unsquashfs -lln '$W/x.sqfs' | grep -q 'c/link' &&
