@@ -42,10 +42,22 @@ struct qs_image;
 
 #define QS_DEFAULT_CACHE_BYTES (64u << 20)
 
+/*
+ * A block cache several images can share, with one byte bound for all of
+ * them (a catalog mount's thousands of images).  Each image's blocks carry
+ * its own key, so images never see each other's blocks; a closed image's
+ * blocks are unreachable and leave as the cache evicts them.  Destroy it
+ * after every image using it is closed and every block released.
+ */
+struct qs_cache;
+struct qs_cache *qs_cache_create(size_t limit_bytes);
+void qs_cache_destroy(struct qs_cache *cache);
+
 struct qs_image_options {
 	uint64_t offset;         /* where the superblock starts within the source */
 	bool offset_given;       /* false: detect SIF containers and use their squashfs partition */
 	size_t cache_bytes;      /* bound on decompressed blocks held; 0 = QS_DEFAULT_CACHE_BYTES */
+	struct qs_cache *cache;  /* a shared cache (cache_bytes then unused), or NULL for the image's own */
 };
 
 /*
@@ -209,6 +221,11 @@ ssize_t qs_file_pread(struct qs_file *file, void *buf, size_t len, uint64_t off)
  * they stay valid until qs_block_release().  Sparse blocks return zeros.
  */
 int qs_file_block(struct qs_file *file, uint64_t index, struct qs_block **out, const void **data, size_t *size);
+/*
+ * Give a block back.  'img' may be NULL, or already closed when its cache
+ * is shared: a block knows its cache, and a sparse block is the process's
+ * one block of zeros.
+ */
 void qs_block_release(struct qs_image *img, struct qs_block *block);
 
 /* True if the byte range of block 'index' is a hole (stored as size 0). */
@@ -236,5 +253,6 @@ struct qs_cache_stats {
 	uint64_t bytes, limit;
 };
 void qs_image_cache_stats(struct qs_image *img, struct qs_cache_stats *out);
+void qs_cache_stats(struct qs_cache *cache, struct qs_cache_stats *out);
 
 #endif

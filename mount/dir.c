@@ -56,7 +56,7 @@ static int dir_append(struct qm_dir *d, size_t *ents_cap, size_t *names_len, siz
 }
 
 /* The whole listing, read once; readdir offsets are indexes into it. */
-int qm_dir_load(struct qm_fs *fs, const struct qs_inode *in, struct qm_dir **out)
+int qm_dir_load(struct qs_image *img, const struct qs_inode *in, struct qm_dir **out)
 {
 	struct qm_dir *d = calloc(1, sizeof(*d));
 	size_t ents_cap = 0, names_len = 0, names_cap = 0;
@@ -68,7 +68,7 @@ int qm_dir_load(struct qm_fs *fs, const struct qs_inode *in, struct qm_dir **out
 		return -ENOMEM;
 	d->self_ino = in->ino;
 	d->parent_ino = in->u.dir.parent_ino;
-	err = qs_dir_open(fs->img, in, &it);
+	err = qs_dir_open(img, in, &it);
 	while (!err && (err = qs_dir_next(&it, &ent)) == 1)
 		err = dir_append(d, &ents_cap, &names_len, &names_cap, &ent);
 	if (err < 0) {

@@ -57,7 +57,6 @@ struct recent_slot {
 
 struct qm_fill {
 	struct fuse_session *se;
-	struct qs_image *img;
 	pthread_t threads[QM_FILL_THREADS];
 	unsigned nthreads;
 	pthread_mutex_t lock;
@@ -123,7 +122,7 @@ void qm_fill_push(struct qm_fill *fill, fuse_ino_t nodeid, uint64_t index, off_t
 	} else {
 		atomic_fetch_add_explicit(len && !recently_pushed(fill, key, now) ? &fill->full : &fill->recent_skips,
 					  1, memory_order_relaxed);
-		qs_block_release(fill->img, block);
+		qs_block_release(NULL, block);
 	}
 }
 
@@ -140,7 +139,7 @@ static void store(struct qm_fill *fill, const struct fill_item *item)
 	}
 	else
 		atomic_fetch_add_explicit(&fill->failed, 1, memory_order_relaxed);
-	qs_block_release(fill->img, item->block);
+	qs_block_release(NULL, item->block);
 }
 
 static void *filler(void *arg)
@@ -163,21 +162,20 @@ static void *filler(void *arg)
 	}
 	/* stopping: the session is gone, drop what is left */
 	while (fill->tail != fill->head) {
-		qs_block_release(fill->img, fill->queue[fill->tail].block);
+		qs_block_release(NULL, fill->queue[fill->tail].block);
 		fill->tail = (fill->tail + 1) % QM_FILL_QUEUE_LEN;
 	}
 	pthread_mutex_unlock(&fill->lock);
 	return NULL;
 }
 
-struct qm_fill *qm_fill_start(struct fuse_session *se, struct qs_image *img)
+struct qm_fill *qm_fill_start(struct fuse_session *se)
 {
 	struct qm_fill *fill = calloc(1, sizeof(*fill));
 
 	if (!fill)
 		return NULL;
 	fill->se = se;
-	fill->img = img;
 	pthread_mutex_init(&fill->lock, NULL);
 	pthread_cond_init(&fill->nonempty, NULL);
 	for (; fill->nthreads < QM_FILL_THREADS; fill->nthreads++)

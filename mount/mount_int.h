@@ -29,7 +29,7 @@
 #define QM_DEFAULT_THREADS 2
 #define QM_MAX_THREADS 64
 
-/* The image never changes under a mount, so the kernel may cache for ever. */
+/* An image never changes under its node ids, so the kernel may cache for ever. */
 #define QM_CACHE_TIMEOUT (365.0 * 24 * 3600)
 
 /*
@@ -56,8 +56,12 @@ struct qm_options {
 	const char *fsname;         /* -o fsname=: the mount table's source (else the image, secrets hidden) */
 	bool readahead_given;       /* -o readahead= was given, not defaulted */
 	unsigned max_read;          /* -o max_read=: 0 for the kernel's */
-	const char *image;
+	const char *image;          /* or with catalog, the catalog's SOURCE */
 	const char *mountpoint;
+	bool catalog;               /* --catalog: SOURCE is a directory, index or prefix of images */
+	unsigned catalog_idle;      /* -o idle=: seconds an unused image stays open; 0: the default */
+	unsigned catalog_refresh;   /* -o refresh=: seconds between listings; 0: the default */
+	unsigned catalog_open_max;  /* -o open_max=: images open at once; 0: the default */
 	bool foreground, debug, single_thread;
 	bool squashfuse_compat;
 	unsigned threads;           /* 0: QM_DEFAULT_THREADS */
@@ -106,18 +110,35 @@ struct qm_dir {
 	char *names;
 };
 
-/* The mounted filesystem: the userdata of every FUSE request. */
-struct qm_fs {
+/*
+ * One image as the operations see it: the whole image of a plain mount, or
+ * one version of one image in a catalog (catalog.h).  Node ids and inode
+ * numbers are offset so that a catalog's images never share one.
+ */
+struct qm_view {
 	struct qs_image *img;
-	struct fuse_session *se;
-	const struct qm_options *opt;
-	char *name;                 /* the image as shown to anyone: no secrets (qs_source_display_name) */
-	qs_ref root_ref;            /* FUSE_ROOT_ID stands for this inode */
+	const char *name;           /* the image as messages show it: no secrets */
+	qs_ref root_ref;            /* root_nodeid stands for this inode */
+	fuse_ino_t root_nodeid;     /* FUSE_ROOT_ID, or the catalog entry's directory */
+	fuse_ino_t id_base;         /* every other node id is id_base + ref + QM_NODEID_BIAS */
+	uint64_t ino_base;          /* added to the image's inode numbers for st_ino */
 	uint32_t block_size;
 	uint64_t bytes_used;
 	uint32_t inode_count;
 	bool has_xattrs;
 	bool remote;                /* reads may wait on a server: they heed FUSE INTERRUPT */
+	atomic_int *opens;          /* open files and listings are counted here too, or NULL */
+};
+
+struct qm_catalog;
+
+/* The mounted filesystem: the userdata of every FUSE request. */
+struct qm_fs {
+	struct qm_view view;        /* a plain mount's image (unused by a catalog) */
+	struct qm_catalog *catalog; /* --catalog: the images, each a directory; else NULL */
+	struct fuse_session *se;
+	const struct qm_options *opt;
+	char *name;                 /* the image (or catalog) as shown to anyone: no secrets */
 	struct qm_fill *fill;       /* NULL: no page-cache fill */
 	struct qm_nodes *nodes;     /* files and listings for requests without a handle */
 	bool no_open;               /* the kernel opens without asking (FUSE_CAP_NO_OPEN_SUPPORT) */
@@ -146,21 +167,47 @@ struct qm_fs {
 
 extern const struct fuse_lowlevel_ops qm_ops;
 
-/* Node ids: FUSE_ROOT_ID is the root inode, every other one its inode reference + 2. */
+/* Node ids: the view's root_nodeid is its root inode, every other one id_base + inode reference + 2. */
 #define QM_NODEID_BIAS 2
 
-static inline qs_ref qm_ref_of(const struct qm_fs *fs, fuse_ino_t nodeid)
+static inline qs_ref qm_ref_of(const struct qm_view *v, fuse_ino_t nodeid)
 {
-	return nodeid == FUSE_ROOT_ID ? fs->root_ref : (qs_ref)(nodeid - QM_NODEID_BIAS);
+	return nodeid == v->root_nodeid ? v->root_ref : (qs_ref)(nodeid - v->id_base - QM_NODEID_BIAS);
 }
 
-static inline fuse_ino_t qm_nodeid_of(const struct qm_fs *fs, qs_ref ref)
+static inline fuse_ino_t qm_nodeid_of(const struct qm_view *v, qs_ref ref)
 {
-	return ref == fs->root_ref ? FUSE_ROOT_ID : (fuse_ino_t)ref + QM_NODEID_BIAS;
+	return ref == v->root_ref ? v->root_nodeid : v->id_base + (fuse_ino_t)ref + QM_NODEID_BIAS;
 }
+
+/*
+ * ops.c: the operations on one image, each answering its request.  The
+ * plain mount's handlers (qm_ops) pass fs->view; the catalog's pass the
+ * view of the image a node id belongs to.
+ */
+/* A view of the whole image 'img' with its root at root_ref: node and inode numbers as in a plain mount. */
+void qm_view_init(struct qm_view *v, struct qs_image *img, qs_ref root_ref, bool remote);
+void qm_init_conn(struct qm_fs *fs, struct fuse_conn_info *conn);
+void qm_img_lookup(struct qm_fs *fs, const struct qm_view *v, fuse_req_t req, fuse_ino_t parent, const char *name);
+void qm_img_getattr(struct qm_fs *fs, const struct qm_view *v, fuse_req_t req, fuse_ino_t nodeid);
+void qm_img_readlink(struct qm_fs *fs, const struct qm_view *v, fuse_req_t req, fuse_ino_t nodeid);
+void qm_img_open(struct qm_fs *fs, const struct qm_view *v, fuse_req_t req, fuse_ino_t nodeid,
+		 struct fuse_file_info *fi);
+void qm_img_release(struct qm_fs *fs, const struct qm_view *v, fuse_req_t req, struct fuse_file_info *fi);
+void qm_img_read(struct qm_fs *fs, const struct qm_view *v, fuse_req_t req, fuse_ino_t nodeid, size_t size,
+		 off_t off, struct fuse_file_info *fi);
+void qm_img_opendir(struct qm_fs *fs, const struct qm_view *v, fuse_req_t req, fuse_ino_t nodeid,
+		    struct fuse_file_info *fi);
+void qm_img_releasedir(struct qm_fs *fs, const struct qm_view *v, fuse_req_t req, struct fuse_file_info *fi);
+void qm_img_readdir(struct qm_fs *fs, const struct qm_view *v, fuse_req_t req, fuse_ino_t nodeid, size_t size,
+		    off_t off, struct fuse_file_info *fi, bool plus);
+void qm_img_statfs(struct qm_fs *fs, const struct qm_view *v, fuse_req_t req);
+void qm_img_getxattr(struct qm_fs *fs, const struct qm_view *v, fuse_req_t req, fuse_ino_t nodeid,
+		     const char *name, size_t size);
+void qm_img_listxattr(struct qm_fs *fs, const struct qm_view *v, fuse_req_t req, fuse_ino_t nodeid, size_t size);
 
 /* dir.c */
-int qm_dir_load(struct qm_fs *fs, const struct qs_inode *dir, struct qm_dir **out);
+int qm_dir_load(struct qs_image *img, const struct qs_inode *dir, struct qm_dir **out);
 void qm_dir_free(struct qm_dir *d);
 
 /* nodes.c */
@@ -176,10 +223,11 @@ void qm_log(struct qm_fs *fs, const char *fmt, ...) __attribute__((format(printf
 void qm_info(struct qm_fs *fs, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* fill.c */
-struct qm_fill *qm_fill_start(struct fuse_session *se, struct qs_image *img);
+struct qm_fill *qm_fill_start(struct fuse_session *se);
 /* Stop and free; report: one line of counters on stderr. */
 void qm_fill_stop(struct qm_fill *fill, bool report);
-/* Hand over 'block' (a reference the caller owns) to be stored at 'off' of 'nodeid'. */
+/* Hand over 'block' (a reference the caller owns) to be stored at 'off' of 'nodeid'; the
+ * image may close meanwhile (qs_block_release needs no image). */
 void qm_fill_push(struct qm_fill *fill, fuse_ino_t nodeid, uint64_t index, off_t off,
 		  struct qs_block *block, const void *data, size_t len);
 

@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "mount.h"
-#include "mount_int.h"
+#include "catalog.h"
 #include "squashfs_fs.h"
 
 /* squashfuse_ll's notify_pipe= on failure: 'f', written before exiting. */
@@ -114,7 +114,6 @@ static int open_image(const struct qm_options *opt, struct qm_fs *fs)
 	struct qs_image_options io = {
 		.offset = opt->offset, .offset_given = opt->offset_given, .cache_bytes = opt->cache_bytes,
 	};
-	const struct qs_info *info;
 	struct qs_source *src;
 	struct qs_inode root;
 	int err;
@@ -123,31 +122,26 @@ static int open_image(const struct qm_options *opt, struct qm_fs *fs)
 	if (!err && src->notice)
 		fprintf(stderr, "%s: %s: %s\n", opt->msgname, fs->name, src->notice);
 	if (!err)
-		err = qs_image_open(src, &io, &fs->img);
+		err = qs_image_open(src, &io, &fs->view.img);
 	if (!err && opt->subdir) {
-		err = qs_lookup_path(fs->img, opt->subdir, &root);
+		err = qs_lookup_path(fs->view.img, opt->subdir, &root);
 		/* The image is fine; what is missing is the subdir inside it. */
 		if (err == -ENOENT)
 			err = qs_set_error(err, "-o subdir=%s: no such directory in the image", opt->subdir);
 	} else if (!err) {
-		err = qs_inode_root(fs->img, &root);
+		err = qs_inode_root(fs->view.img, &root);
 	}
 	if (!err && root.type != QS_DIR)
 		err = qs_set_error(-ENOTDIR, "-o subdir=%s: not a directory in the image", opt->subdir);
 	if (err) {
 		fprintf(stderr, "%s: %s: %s\n", opt->msgname, fs->name, qs_last_error());
-		if (fs->img)
-			qs_image_close(fs->img);
-		fs->img = NULL;
+		if (fs->view.img)
+			qs_image_close(fs->view.img);
+		fs->view.img = NULL;
 		return err;
 	}
-	info = qs_image_info(fs->img);
-	fs->root_ref = root.ref;
-	fs->block_size = info->block_size;
-	fs->bytes_used = info->bytes_used;
-	fs->inode_count = info->inode_count;
-	fs->has_xattrs = info->xattr_id_table_start != SQFS_INVALID_TABLE && info->xattr_id_count > 0;
-	fs->remote = qs_source_spec_is_remote(opt->image);
+	qm_view_init(&fs->view, fs->view.img, root.ref, qs_source_spec_is_remote(opt->image));
+	fs->view.name = fs->name;
 	return 0;
 }
 
@@ -203,7 +197,7 @@ static int serve(const struct qm_options *opt, int ready_fd)
 	if (!err)
 		err = check_mountpoint(opt, fs);
 	if (!err)
-		err = open_image(opt, fs);
+		err = opt->catalog ? qc_create(fs, &fs->catalog) : open_image(opt, fs);
 	if (!err && !(fs->nodes = qm_nodes_create()))
 		err = -ENOMEM;
 	if (!err)
@@ -211,8 +205,9 @@ static int serve(const struct qm_options *opt, int ready_fd)
 	if (err)
 		notify_failure(opt);
 	qm_nodes_destroy(fs->nodes);
-	if (fs->img)
-		qs_image_close(fs->img);
+	qc_destroy(fs->catalog);
+	if (fs->view.img)
+		qs_image_close(fs->view.img);
 	pthread_mutex_destroy(&fs->ready_lock);
 	pthread_cond_destroy(&fs->ready_cond);
 	free(fs->name);

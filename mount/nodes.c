@@ -120,13 +120,13 @@ static struct qm_node *unlink_victim(struct shard *s)
 static int open_obj(struct qm_fs *fs, fuse_ino_t nodeid, bool is_dir, void **obj)
 {
 	struct qs_inode in;
-	int err = qs_inode_read(fs->img, qm_ref_of(fs, nodeid), &in);
+	int err = qs_inode_read(fs->view.img, qm_ref_of(&fs->view, nodeid), &in);
 
 	if (err)
 		return err;
 	if (is_dir)
-		return in.type == QS_DIR ? qm_dir_load(fs, &in, (struct qm_dir **)obj) : -ENOTDIR;
-	return qs_file_open(fs->img, &in, (struct qs_file **)obj);
+		return in.type == QS_DIR ? qm_dir_load(fs->view.img, &in, (struct qm_dir **)obj) : -ENOTDIR;
+	return qs_file_open(fs->view.img, &in, (struct qs_file **)obj);
 }
 
 /* The node's open file or listing, held until qm_nodes_put(). */

@@ -56,8 +56,10 @@ static void touch(struct qm_fs *fs)
 		atomic_store_explicit(&fs->last_access, (int64_t)time(NULL), memory_order_relaxed);
 }
 
-static void count_open(struct qm_fs *fs, int delta)
+static void count_open(struct qm_fs *fs, const struct qm_view *v, int delta)
 {
+	if (v->opens)
+		atomic_fetch_add(v->opens, delta);
 	if (fs->opt->idle_timeout) {
 		atomic_fetch_add(&fs->open_count, delta);
 		touch(fs);
@@ -65,11 +67,17 @@ static void count_open(struct qm_fs *fs, int delta)
 }
 
 /* Answer a failed request; corruption and I/O errors get a line in the log. */
-static void reply_failure(struct qm_fs *fs, fuse_req_t req, int err, const char *what, fuse_ino_t nodeid)
+static void reply_failure(struct qm_fs *fs, const struct qm_view *v, fuse_req_t req, int err, const char *what,
+			  fuse_ino_t nodeid)
 {
-	if (err != -ENOENT && err != -ENODATA && err != -ERANGE && err != -ENOTDIR)
-		qm_log(fs, "%s of inode reference 0x%llx: %s", what, (unsigned long long)qm_ref_of(fs, nodeid),
-		       qs_last_error());
+	if (err != -ENOENT && err != -ENODATA && err != -ERANGE && err != -ENOTDIR) {
+		if (fs->catalog)
+			qm_log(fs, "%s: %s of inode reference 0x%llx: %s", v->name, what,
+			       (unsigned long long)qm_ref_of(v, nodeid), qs_last_error());
+		else
+			qm_log(fs, "%s of inode reference 0x%llx: %s", what,
+			       (unsigned long long)qm_ref_of(v, nodeid), qs_last_error());
+	}
 	fuse_reply_err(req, err < 0 ? -err : EIO);
 }
 
@@ -88,10 +96,10 @@ static mode_t type_mode(unsigned type)
 }
 
 /* What stat(2) shows on the kernel's squashfs for this inode. */
-static void fill_stat(const struct qm_fs *fs, const struct qs_inode *in, struct stat *st)
+static void fill_stat(const struct qm_fs *fs, const struct qm_view *v, const struct qs_inode *in, struct stat *st)
 {
 	memset(st, 0, sizeof(*st));
-	st->st_ino = in->ino;
+	st->st_ino = v->ino_base + in->ino;
 	st->st_mode = in->mode;
 	st->st_nlink = in->nlink;
 	st->st_uid = fs->opt->uid_set ? fs->opt->uid : in->uid;
@@ -110,15 +118,30 @@ static void fill_stat(const struct qm_fs *fs, const struct qs_inode *in, struct 
 	st->st_atime = st->st_mtime = st->st_ctime = in->mtime;
 }
 
-static int read_node(struct qm_fs *fs, fuse_ino_t nodeid, struct qs_inode *in)
+static int read_node(const struct qm_view *v, fuse_ino_t nodeid, struct qs_inode *in)
 {
-	return qs_inode_read(fs->img, qm_ref_of(fs, nodeid), in);
+	return qs_inode_read(v->img, qm_ref_of(v, nodeid), in);
 }
 
-static void op_init(void *userdata, struct fuse_conn_info *conn)
+void qm_view_init(struct qm_view *v, struct qs_image *img, qs_ref root_ref, bool remote)
 {
-	struct qm_fs *fs = userdata;
+	const struct qs_info *info = qs_image_info(img);
 
+	v->img = img;
+	v->root_ref = root_ref;
+	v->root_nodeid = FUSE_ROOT_ID;
+	v->id_base = 0;
+	v->ino_base = 0;
+	v->block_size = info->block_size;
+	v->bytes_used = info->bytes_used;
+	v->inode_count = info->inode_count;
+	v->has_xattrs = info->xattr_id_table_start != SQFS_INVALID_TABLE && info->xattr_id_count > 0;
+	v->remote = remote;
+}
+
+/* What the mount asks of the kernel at INIT; plain mounts and catalogs alike. */
+void qm_init_conn(struct qm_fs *fs, struct fuse_conn_info *conn)
+{
 	conn->want |= FUSE_CAP_ASYNC_READ;
 	/* libfuse insists that init() agrees with -o max_read= (it passes that to the kernel). */
 	if (fs->opt->max_read)
@@ -135,8 +158,8 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
 	/* nothing changes behind the kernel's back: no invalidation on attribute replies */
 	conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
-	/* timeout= counts open files, so it needs OPEN and RELEASE */
-	if (!fs->opt->idle_timeout && (conn->capable & FUSE_CAP_NO_OPEN_SUPPORT) &&
+	/* timeout= and a catalog count open files, so they need OPEN and RELEASE */
+	if (!fs->opt->idle_timeout && !fs->catalog && (conn->capable & FUSE_CAP_NO_OPEN_SUPPORT) &&
 	    (conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT)) {
 		conn->want |= FUSE_CAP_NO_OPEN_SUPPORT | FUSE_CAP_NO_OPENDIR_SUPPORT;
 		fs->no_open = true;
@@ -151,57 +174,53 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	pthread_mutex_unlock(&fs->ready_lock);
 }
 
-static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+void qm_img_lookup(struct qm_fs *fs, const struct qm_view *v, fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	struct qm_fs *fs = fs_of(req);
 	struct fuse_entry_param e = { .attr_timeout = QM_CACHE_TIMEOUT, .entry_timeout = QM_CACHE_TIMEOUT };
 	struct qs_inode dir, child;
 	int err;
 
 	touch(fs);
-	err = read_node(fs, parent, &dir);
+	err = read_node(v, parent, &dir);
 	if (!err)
-		err = qs_lookup(fs->img, &dir, name, strlen(name), &child);
+		err = qs_lookup(v->img, &dir, name, strlen(name), &child);
 	if (err == -ENOENT) {
 		fuse_reply_entry(req, &e);      /* node id 0: the kernel caches the absence */
 		return;
 	}
 	if (err) {
-		reply_failure(fs, req, err, "lookup", parent);
+		reply_failure(fs, v, req, err, "lookup", parent);
 		return;
 	}
-	e.ino = qm_nodeid_of(fs, child.ref);
-	fill_stat(fs, &child, &e.attr);
+	e.ino = qm_nodeid_of(v, child.ref);
+	fill_stat(fs, v, &child, &e.attr);
 	fuse_reply_entry(req, &e);
 }
 
-static void op_getattr(fuse_req_t req, fuse_ino_t nodeid, struct fuse_file_info *fi)
+void qm_img_getattr(struct qm_fs *fs, const struct qm_view *v, fuse_req_t req, fuse_ino_t nodeid)
 {
-	struct qm_fs *fs = fs_of(req);
 	struct qs_inode in;
 	struct stat st;
 	int err;
 
-	(void)fi;
 	touch(fs);
-	err = read_node(fs, nodeid, &in);
+	err = read_node(v, nodeid, &in);
 	if (err) {
-		reply_failure(fs, req, err, "getattr", nodeid);
+		reply_failure(fs, v, req, err, "getattr", nodeid);
 		return;
 	}
-	fill_stat(fs, &in, &st);
+	fill_stat(fs, v, &in, &st);
 	fuse_reply_attr(req, &st, QM_CACHE_TIMEOUT);
 }
 
-static void op_readlink(fuse_req_t req, fuse_ino_t nodeid)
+void qm_img_readlink(struct qm_fs *fs, const struct qm_view *v, fuse_req_t req, fuse_ino_t nodeid)
 {
-	struct qm_fs *fs = fs_of(req);
 	struct qs_inode in;
 	char *target = NULL;
 	int err;
 
 	touch(fs);
-	err = read_node(fs, nodeid, &in);
+	err = read_node(v, nodeid, &in);
 	if (!err && in.type != QS_SYMLINK)
 		err = -EINVAL;
 	if (!err && in.size > QS_SYMLINK_MAX)
@@ -209,17 +228,17 @@ static void op_readlink(fuse_req_t req, fuse_ino_t nodeid)
 	if (!err && !(target = malloc(in.size + 1)))
 		err = -ENOMEM;
 	if (!err)
-		err = qs_readlink(fs->img, &in, target, in.size + 1);
+		err = qs_readlink(v->img, &in, target, in.size + 1);
 	if (err < 0)
-		reply_failure(fs, req, err, "readlink", nodeid);
+		reply_failure(fs, v, req, err, "readlink", nodeid);
 	else
 		fuse_reply_readlink(req, target);
 	free(target);
 }
 
-static void op_open(fuse_req_t req, fuse_ino_t nodeid, struct fuse_file_info *fi)
+void qm_img_open(struct qm_fs *fs, const struct qm_view *v, fuse_req_t req, fuse_ino_t nodeid,
+		 struct fuse_file_info *fi)
 {
-	struct qm_fs *fs = fs_of(req);
 	struct qs_inode in;
 	struct qs_file *file;
 	int err;
@@ -232,49 +251,46 @@ static void op_open(fuse_req_t req, fuse_ino_t nodeid, struct fuse_file_info *fi
 		fuse_reply_err(req, ENOSYS);    /* from now on the kernel opens by itself */
 		return;
 	}
-	err = read_node(fs, nodeid, &in);
+	err = read_node(v, nodeid, &in);
 	if (!err)
-		err = qs_file_open(fs->img, &in, &file);
+		err = qs_file_open(v->img, &in, &file);
 	if (err) {
-		reply_failure(fs, req, err, "open", nodeid);
+		reply_failure(fs, v, req, err, "open", nodeid);
 		return;
 	}
 	fi->fh = (uintptr_t)file;
 	fi->keep_cache = 1;
 	fi->noflush = 1;
-	count_open(fs, 1);
+	count_open(fs, v, 1);
 	if (fuse_reply_open(req, fi) != 0) {
 		qs_file_close(file);
-		count_open(fs, -1);
+		count_open(fs, v, -1);
 	}
 }
 
-static void op_release(fuse_req_t req, fuse_ino_t nodeid, struct fuse_file_info *fi)
+void qm_img_release(struct qm_fs *fs, const struct qm_view *v, fuse_req_t req, struct fuse_file_info *fi)
 {
-	(void)nodeid;
-	if (!fi->fh) {
-		fuse_reply_err(req, 0);
-		return;
+	if (fi->fh) {
+		qs_file_close((struct qs_file *)(uintptr_t)fi->fh);
+		count_open(fs, v, -1);
 	}
-	qs_file_close((struct qs_file *)(uintptr_t)fi->fh);
-	count_open(fs_of(req), -1);
 	fuse_reply_err(req, 0);
 }
 
-static void release_blocks(struct qm_fs *fs, struct qs_block **blocks, size_t n)
+static void release_blocks(struct qs_block **blocks, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
-		qs_block_release(fs->img, blocks[i]);
+		qs_block_release(NULL, blocks[i]);
 }
 
 /*
  * Reply with [off, off + size) straight from the cached blocks, then hand
  * each block the reply did not cover whole to the page-cache filler.
  */
-static void read_file(struct qm_fs *fs, fuse_req_t req, fuse_ino_t nodeid, struct qs_file *file, size_t size,
-		      off_t off)
+static void read_file(struct qm_fs *fs, const struct qm_view *v, fuse_req_t req, fuse_ino_t nodeid,
+		      struct qs_file *file, size_t size, off_t off)
 {
-	uint64_t file_size = qs_file_inode(file)->size, bs = fs->block_size, end;
+	uint64_t file_size = qs_file_inode(file)->size, bs = v->block_size, end;
 	struct qs_block *blocks[QM_READ_BLOCKS_MAX];
 	const void *data[QM_READ_BLOCKS_MAX];
 	size_t lens[QM_READ_BLOCKS_MAX];
@@ -300,13 +316,13 @@ static void read_file(struct qm_fs *fs, fuse_req_t req, fuse_ino_t nodeid, struc
 
 		err = qs_file_block(file, first + i, &blocks[i], &data[i], &lens[i]);
 		if (!err && lens[i] < to) {
-			qs_block_release(fs->img, blocks[i]);
+			qs_block_release(NULL, blocks[i]);
 			err = qs_set_error(-EIO, "block %llu holds %zu bytes, expected %llu",
 					   (unsigned long long)(first + i), lens[i], (unsigned long long)to);
 		}
 		if (err) {
-			release_blocks(fs, blocks, i);
-			reply_failure(fs, req, err, "read", nodeid);
+			release_blocks(blocks, i);
+			reply_failure(fs, v, req, err, "read", nodeid);
 			return;
 		}
 		iov[i].iov_base = (char *)data[i] + from;
@@ -320,7 +336,7 @@ static void read_file(struct qm_fs *fs, fuse_req_t req, fuse_ino_t nodeid, struc
 		if (fs->fill && !whole)
 			qm_fill_push(fs->fill, nodeid, first + i, (off_t)((first + i) * bs), blocks[i], data[i], lens[i]);
 		else
-			qs_block_release(fs->img, blocks[i]);
+			qs_block_release(NULL, blocks[i]);
 	}
 }
 
@@ -342,9 +358,9 @@ static void on_interrupt(fuse_req_t req, void *flag)
 	__atomic_store_n((bool *)flag, true, __ATOMIC_RELAXED);
 }
 
-static void op_read(fuse_req_t req, fuse_ino_t nodeid, size_t size, off_t off, struct fuse_file_info *fi)
+void qm_img_read(struct qm_fs *fs, const struct qm_view *v, fuse_req_t req, fuse_ino_t nodeid, size_t size,
+		 off_t off, struct fuse_file_info *fi)
 {
-	struct qm_fs *fs = fs_of(req);
 	struct qs_file *file = (struct qs_file *)(uintptr_t)fi->fh;
 	struct qm_node *node = NULL;
 	int err;
@@ -353,26 +369,26 @@ static void op_read(fuse_req_t req, fuse_ino_t nodeid, size_t size, off_t off, s
 	if (!file) {
 		err = qm_nodes_get(fs, nodeid, false, &node);
 		if (err) {
-			reply_failure(fs, req, err, "open", nodeid);
+			reply_failure(fs, v, req, err, "open", nodeid);
 			return;
 		}
 		file = qm_node_obj(node);
 	}
-	if (fs->remote) {
+	if (v->remote) {
 		__atomic_store_n(&read_interrupted, false, __ATOMIC_RELAXED);
 		qs_source_set_interrupt(&read_interrupted);
 		fuse_req_interrupt_func(req, on_interrupt, &read_interrupted);
 	}
-	read_file(fs, req, nodeid, file, size, off);
-	if (fs->remote)
+	read_file(fs, v, req, nodeid, file, size, off);
+	if (v->remote)
 		qs_source_set_interrupt(NULL);
 	if (node)
 		qm_nodes_put(node);
 }
 
-static void op_opendir(fuse_req_t req, fuse_ino_t nodeid, struct fuse_file_info *fi)
+void qm_img_opendir(struct qm_fs *fs, const struct qm_view *v, fuse_req_t req, fuse_ino_t nodeid,
+		    struct fuse_file_info *fi)
 {
-	struct qm_fs *fs = fs_of(req);
 	struct qs_inode in;
 	struct qm_dir *d;
 	int err;
@@ -381,34 +397,31 @@ static void op_opendir(fuse_req_t req, fuse_ino_t nodeid, struct fuse_file_info 
 		fuse_reply_err(req, ENOSYS);
 		return;
 	}
-	err = read_node(fs, nodeid, &in);
+	err = read_node(v, nodeid, &in);
 	if (!err && in.type != QS_DIR)
 		err = -ENOTDIR;
 	if (!err)
-		err = qm_dir_load(fs, &in, &d);
+		err = qm_dir_load(v->img, &in, &d);
 	if (err) {
-		reply_failure(fs, req, err, "opendir", nodeid);
+		reply_failure(fs, v, req, err, "opendir", nodeid);
 		return;
 	}
 	fi->fh = (uintptr_t)d;
 	fi->keep_cache = 1;
 	fi->cache_readdir = 1;
-	count_open(fs, 1);
+	count_open(fs, v, 1);
 	if (fuse_reply_open(req, fi) != 0) {
 		qm_dir_free(d);
-		count_open(fs, -1);
+		count_open(fs, v, -1);
 	}
 }
 
-static void op_releasedir(fuse_req_t req, fuse_ino_t nodeid, struct fuse_file_info *fi)
+void qm_img_releasedir(struct qm_fs *fs, const struct qm_view *v, fuse_req_t req, struct fuse_file_info *fi)
 {
-	(void)nodeid;
-	if (!fi->fh) {
-		fuse_reply_err(req, 0);
-		return;
+	if (fi->fh) {
+		qm_dir_free((struct qm_dir *)(uintptr_t)fi->fh);
+		count_open(fs, v, -1);
 	}
-	qm_dir_free((struct qm_dir *)(uintptr_t)fi->fh);
-	count_open(fs_of(req), -1);
 	fuse_reply_err(req, 0);
 }
 
@@ -416,8 +429,8 @@ static void op_releasedir(fuse_req_t req, fuse_ino_t nodeid, struct fuse_file_in
  * Entry i of the listing as the kernel's squashfs orders it: ".", "..",
  * then the directory's entries.  The offset of entry i is i + 1.
  */
-static size_t add_entry(fuse_req_t req, struct qm_fs *fs, const struct qm_dir *d, size_t i, bool plus,
-			char *buf, size_t room)
+static size_t add_entry(fuse_req_t req, struct qm_fs *fs, const struct qm_view *v, const struct qm_dir *d,
+			size_t i, bool plus, char *buf, size_t room)
 {
 	struct fuse_entry_param e = { .attr_timeout = QM_CACHE_TIMEOUT, .entry_timeout = QM_CACHE_TIMEOUT };
 	const char *name;
@@ -425,24 +438,24 @@ static size_t add_entry(fuse_req_t req, struct qm_fs *fs, const struct qm_dir *d
 
 	if (i < 2) {
 		name = i == 0 ? "." : "..";
-		e.attr.st_ino = i == 0 ? d->self_ino : d->parent_ino;
+		e.attr.st_ino = v->ino_base + (i == 0 ? d->self_ino : d->parent_ino);
 		e.attr.st_mode = S_IFDIR;
 	} else {
 		const struct qm_dirent *ent = &d->ents[i - 2];
 
 		name = d->names + ent->name_off;
-		e.attr.st_ino = ent->ino;
+		e.attr.st_ino = v->ino_base + ent->ino;
 		e.attr.st_mode = type_mode(ent->type);
 		if (plus) {
-			int err = qs_inode_read(fs->img, ent->ref, &in);
+			int err = qs_inode_read(v->img, ent->ref, &in);
 
 			if (err) {
 				/* listed without attributes; a lookup will report the damage */
 				qm_log(fs, "readdirplus of inode reference 0x%llx: %s",
 				       (unsigned long long)ent->ref, qs_last_error());
 			} else {
-				e.ino = qm_nodeid_of(fs, ent->ref);
-				fill_stat(fs, &in, &e.attr);
+				e.ino = qm_nodeid_of(v, ent->ref);
+				fill_stat(fs, v, &in, &e.attr);
 			}
 		}
 	}
@@ -451,10 +464,9 @@ static size_t add_entry(fuse_req_t req, struct qm_fs *fs, const struct qm_dir *d
 	return fuse_add_direntry(req, buf, room, name, &e.attr, (off_t)(i + 1));
 }
 
-static void do_readdir(fuse_req_t req, fuse_ino_t nodeid, size_t size, off_t off, struct fuse_file_info *fi,
-		       bool plus)
+void qm_img_readdir(struct qm_fs *fs, const struct qm_view *v, fuse_req_t req, fuse_ino_t nodeid, size_t size,
+		    off_t off, struct fuse_file_info *fi, bool plus)
 {
-	struct qm_fs *fs = fs_of(req);
 	const struct qm_dir *d = (const struct qm_dir *)(uintptr_t)fi->fh;
 	struct qm_node *node = NULL;
 	size_t used = 0, total;
@@ -465,7 +477,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t nodeid, size_t size, off_t off
 	if (!d) {
 		err = qm_nodes_get(fs, nodeid, true, &node);
 		if (err) {
-			reply_failure(fs, req, err, "opendir", nodeid);
+			reply_failure(fs, v, req, err, "opendir", nodeid);
 			return;
 		}
 		d = qm_node_obj(node);
@@ -479,7 +491,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t nodeid, size_t size, off_t off
 		return;
 	}
 	for (size_t i = off < 0 ? 0 : (size_t)off; i < total; i++) {
-		size_t n = add_entry(req, fs, d, i, plus, buf + used, size - used);
+		size_t n = add_entry(req, fs, v, d, i, plus, buf + used, size - used);
 
 		if (n > size - used)
 			break;
@@ -491,58 +503,45 @@ static void do_readdir(fuse_req_t req, fuse_ino_t nodeid, size_t size, off_t off
 		qm_nodes_put(node);
 }
 
-static void op_readdir(fuse_req_t req, fuse_ino_t nodeid, size_t size, off_t off, struct fuse_file_info *fi)
-{
-	do_readdir(req, nodeid, size, off, fi, false);
-}
-
-static void op_readdirplus(fuse_req_t req, fuse_ino_t nodeid, size_t size, off_t off,
-			   struct fuse_file_info *fi)
-{
-	do_readdir(req, nodeid, size, off, fi, true);
-}
-
 /* Like the kernel's squashfs_statfs(); f_type is FUSE's own, the kernel sets it. */
-static void op_statfs(fuse_req_t req, fuse_ino_t nodeid)
+void qm_img_statfs(struct qm_fs *fs, const struct qm_view *v, fuse_req_t req)
 {
-	struct qm_fs *fs = fs_of(req);
 	struct statvfs st = {
-		.f_bsize = fs->block_size,
-		.f_frsize = fs->block_size,
-		.f_blocks = fs->bytes_used ? (fs->bytes_used - 1) / fs->block_size + 1 : 0,
-		.f_files = fs->inode_count,
+		.f_bsize = v->block_size,
+		.f_frsize = v->block_size,
+		.f_blocks = v->bytes_used ? (v->bytes_used - 1) / v->block_size + 1 : 0,
+		.f_files = v->inode_count,
 		.f_namemax = QM_NAME_MAX,
 	};
 
-	(void)nodeid;
 	touch(fs);
 	fuse_reply_statfs(req, &st);
 }
 
-static int load_xattrs(struct qm_fs *fs, fuse_ino_t nodeid, struct qs_xattr **xs, size_t *count)
+static int load_xattrs(const struct qm_view *v, fuse_ino_t nodeid, struct qs_xattr **xs, size_t *count)
 {
 	struct qs_inode in;
 	int err;
 
 	*xs = NULL;
 	*count = 0;
-	if (!fs->has_xattrs)
+	if (!v->has_xattrs)
 		return 0;
-	err = read_node(fs, nodeid, &in);
+	err = read_node(v, nodeid, &in);
 	if (err || in.xattr == QS_NO_XATTR)
 		return err;
-	return qs_xattr_list(fs->img, &in, xs, count);
+	return qs_xattr_list(v->img, &in, xs, count);
 }
 
-static void op_getxattr(fuse_req_t req, fuse_ino_t nodeid, const char *name, size_t size)
+void qm_img_getxattr(struct qm_fs *fs, const struct qm_view *v, fuse_req_t req, fuse_ino_t nodeid,
+		     const char *name, size_t size)
 {
-	struct qm_fs *fs = fs_of(req);
 	struct qs_xattr *xs;
 	size_t count, i;
 	int err;
 
 	touch(fs);
-	if (!fs->has_xattrs) {
+	if (!v->has_xattrs && !fs->catalog) {
 		/*
 		 * The kernel's squashfs says ENODATA here.  ENOSYS makes the kernel
 		 * answer EOPNOTSUPP by itself from now on: no round trip for each
@@ -551,9 +550,9 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t nodeid, const char *name, siz
 		fuse_reply_err(req, ENOSYS);
 		return;
 	}
-	err = load_xattrs(fs, nodeid, &xs, &count);
+	err = load_xattrs(v, nodeid, &xs, &count);
 	if (err) {
-		reply_failure(fs, req, err, "getxattr", nodeid);
+		reply_failure(fs, v, req, err, "getxattr", nodeid);
 		return;
 	}
 	for (i = 0; i < count && strcmp(xs[i].name, name) != 0; i++)
@@ -574,13 +573,14 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t nodeid, const char *name, siz
  * symlinks and extended regular files have no listxattr (EOPNOTSUPP, seen on
  * Linux 6.18), other inodes list nothing.
  */
-static void listxattr_without_table(struct qm_fs *fs, fuse_req_t req, fuse_ino_t nodeid, size_t size)
+static void listxattr_without_table(struct qm_fs *fs, const struct qm_view *v, fuse_req_t req, fuse_ino_t nodeid,
+				    size_t size)
 {
 	struct qs_inode in;
-	int err = read_node(fs, nodeid, &in);
+	int err = read_node(v, nodeid, &in);
 
 	if (err)
-		reply_failure(fs, req, err, "listxattr", nodeid);
+		reply_failure(fs, v, req, err, "listxattr", nodeid);
 	else if (in.type == QS_DIR || in.type == QS_SYMLINK || (in.type == QS_FILE && in.extended))
 		fuse_reply_err(req, EOPNOTSUPP);
 	else if (size == 0)
@@ -632,9 +632,8 @@ static bool hidden_xattr(const char *name, int *admin, fuse_req_t req)
 	return !*admin;
 }
 
-static void op_listxattr(fuse_req_t req, fuse_ino_t nodeid, size_t size)
+void qm_img_listxattr(struct qm_fs *fs, const struct qm_view *v, fuse_req_t req, fuse_ino_t nodeid, size_t size)
 {
-	struct qm_fs *fs = fs_of(req);
 	struct qs_xattr *xs;
 	size_t count, total = 0;
 	char *list, *p;
@@ -642,13 +641,13 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t nodeid, size_t size)
 	int err;
 
 	touch(fs);
-	if (!fs->has_xattrs) {
-		listxattr_without_table(fs, req, nodeid, size);
+	if (!v->has_xattrs) {
+		listxattr_without_table(fs, v, req, nodeid, size);
 		return;
 	}
-	err = load_xattrs(fs, nodeid, &xs, &count);
+	err = load_xattrs(v, nodeid, &xs, &count);
 	if (err) {
-		reply_failure(fs, req, err, "listxattr", nodeid);
+		reply_failure(fs, v, req, err, "listxattr", nodeid);
 		return;
 	}
 	for (size_t i = 0; i < count; i++)
@@ -674,6 +673,83 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t nodeid, size_t size)
 		free(list);
 	}
 	qs_xattr_free(xs, count);
+}
+
+/* ---- the plain mount: one image, fs->view ------------------------------- */
+
+static void op_init(void *userdata, struct fuse_conn_info *conn)
+{
+	qm_init_conn(userdata, conn);
+}
+
+static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	qm_img_lookup(fs_of(req), &fs_of(req)->view, req, parent, name);
+}
+
+static void op_getattr(fuse_req_t req, fuse_ino_t nodeid, struct fuse_file_info *fi)
+{
+	(void)fi;
+	qm_img_getattr(fs_of(req), &fs_of(req)->view, req, nodeid);
+}
+
+static void op_readlink(fuse_req_t req, fuse_ino_t nodeid)
+{
+	qm_img_readlink(fs_of(req), &fs_of(req)->view, req, nodeid);
+}
+
+static void op_open(fuse_req_t req, fuse_ino_t nodeid, struct fuse_file_info *fi)
+{
+	qm_img_open(fs_of(req), &fs_of(req)->view, req, nodeid, fi);
+}
+
+static void op_release(fuse_req_t req, fuse_ino_t nodeid, struct fuse_file_info *fi)
+{
+	(void)nodeid;
+	qm_img_release(fs_of(req), &fs_of(req)->view, req, fi);
+}
+
+static void op_read(fuse_req_t req, fuse_ino_t nodeid, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	qm_img_read(fs_of(req), &fs_of(req)->view, req, nodeid, size, off, fi);
+}
+
+static void op_opendir(fuse_req_t req, fuse_ino_t nodeid, struct fuse_file_info *fi)
+{
+	qm_img_opendir(fs_of(req), &fs_of(req)->view, req, nodeid, fi);
+}
+
+static void op_releasedir(fuse_req_t req, fuse_ino_t nodeid, struct fuse_file_info *fi)
+{
+	(void)nodeid;
+	qm_img_releasedir(fs_of(req), &fs_of(req)->view, req, fi);
+}
+
+static void op_readdir(fuse_req_t req, fuse_ino_t nodeid, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	qm_img_readdir(fs_of(req), &fs_of(req)->view, req, nodeid, size, off, fi, false);
+}
+
+static void op_readdirplus(fuse_req_t req, fuse_ino_t nodeid, size_t size, off_t off,
+			   struct fuse_file_info *fi)
+{
+	qm_img_readdir(fs_of(req), &fs_of(req)->view, req, nodeid, size, off, fi, true);
+}
+
+static void op_statfs(fuse_req_t req, fuse_ino_t nodeid)
+{
+	(void)nodeid;
+	qm_img_statfs(fs_of(req), &fs_of(req)->view, req);
+}
+
+static void op_getxattr(fuse_req_t req, fuse_ino_t nodeid, const char *name, size_t size)
+{
+	qm_img_getxattr(fs_of(req), &fs_of(req)->view, req, nodeid, name, size);
+}
+
+static void op_listxattr(fuse_req_t req, fuse_ino_t nodeid, size_t size)
+{
+	qm_img_listxattr(fs_of(req), &fs_of(req)->view, req, nodeid, size);
 }
 
 const struct fuse_lowlevel_ops qm_ops = {

@@ -18,7 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "mount_int.h"
+#include "catalog.h"
 
 #define QM_MAX_READAHEAD_KB (64u << 10)
 
@@ -134,6 +134,8 @@ static int parse_one(struct qm_options *opt, char *o)
 			opt->uring = true;
 		else if (strcmp(o, "nouring") == 0)
 			opt->uring = false;
+		else if (strcmp(o, "catalog") == 0)
+			opt->catalog = true;
 		else
 			goto unknown;
 		return 0;
@@ -164,6 +166,15 @@ static int parse_one(struct qm_options *opt, char *o)
 		if (parse_u64(value, &n) || n > UINT32_MAX)
 			return bad_value(opt, o, value);
 		opt->idle_timeout = (unsigned)n;
+	} else if (strcmp(o, "idle") == 0 || strcmp(o, "refresh") == 0 || strcmp(o, "open_max") == 0) {
+		if (parse_u64(value, &n) || n < 1 || n > UINT32_MAX)
+			return bad_value(opt, o, value);
+		if (o[0] == 'i')
+			opt->catalog_idle = (unsigned)n;
+		else if (o[0] == 'r')
+			opt->catalog_refresh = (unsigned)n;
+		else
+			opt->catalog_open_max = (unsigned)n;
 	} else if (strcmp(o, "readahead") == 0) {
 		if (parse_u64(value, &n) || n > QM_MAX_READAHEAD_KB)
 			return bad_value(opt, o, value);
@@ -281,6 +292,8 @@ enum qm_parse_result qm_parse_args(int argc, char **argv, bool squashfuse_compat
 			exit(0);
 		} else if (strcmp(a, "-f") == 0) {
 			opt->foreground = true;
+		} else if (strcmp(a, "--catalog") == 0 && !squashfuse_compat) {
+			opt->catalog = true;
 		} else if (strcmp(a, "-d") == 0) {
 			opt->debug = opt->foreground = true;
 		} else if (strcmp(a, "-s") == 0) {
@@ -301,8 +314,19 @@ enum qm_parse_result qm_parse_args(int argc, char **argv, bool squashfuse_compat
 		}
 	}
 	if (!opt->image || !opt->mountpoint) {
-		fprintf(stderr, "%s: need an IMAGE and a MOUNTPOINT\nTry '%s --help' for more information.\n",
-			opt->msgname, opt->squashfuse_compat ? opt->progname : "quash mount");
+		fprintf(stderr, "%s: need %s and a MOUNTPOINT\nTry '%s --help' for more information.\n",
+			opt->msgname, opt->catalog ? "a catalog SOURCE" : "an IMAGE",
+			opt->squashfuse_compat ? opt->progname : "quash mount");
+		return QM_PARSE_ERROR;
+	}
+	if (opt->catalog && (opt->subdir || opt->offset_given)) {
+		fprintf(stderr, "%s: -o %s is for one image, not a catalog\n", opt->msgname,
+			opt->subdir ? "subdir=" : "offset=");
+		return QM_PARSE_ERROR;
+	}
+	if (!opt->catalog && (opt->catalog_idle || opt->catalog_refresh || opt->catalog_open_max)) {
+		fprintf(stderr, "%s: -o %s is for a catalog (--catalog); for one image see -o timeout=\n",
+			opt->msgname, opt->catalog_idle ? "idle=" : opt->catalog_refresh ? "refresh=" : "open_max=");
 		return QM_PARSE_ERROR;
 	}
 	if (add_kernel_opt(opt, "ro") || add_kernel_opt(opt, "default_permissions")) {
@@ -324,7 +348,10 @@ void qm_usage(const struct qm_options *opt)
 		fprintf(out, "%s (quash %s, compatible with squashfuse_ll)\n\n"
 			"Usage: %s [options] ARCHIVE MOUNTPOINT\n", opt->progname, QUASH_VERSION, opt->progname);
 	else
-		fprintf(out, "Usage: quash mount [-f] [-d] [-s] [-o OPTIONS] IMAGE MOUNTPOINT\n");
+		fprintf(out, "Usage: quash mount [-f] [-d] [-s] [-o OPTIONS] IMAGE MOUNTPOINT\n"
+			"       quash mount --catalog [-f] [-o OPTIONS] SOURCE MOUNTPOINT\n"
+			"\nWith --catalog, every image in SOURCE (a directory, an http(s):// index or an\n"
+			"s3://BUCKET/PREFIX/) is a directory of MOUNTPOINT, opened on first use.\n");
 	fprintf(out,
 		"\nOptions:\n"
 		"    -f                     foreground operation\n"
@@ -336,6 +363,10 @@ void qm_usage(const struct qm_options *opt)
 		"    -o notify_pipe=PATH    named pipe that will receive 's' (success)\n"
 		"                           or 'f' (failure) when the mountpoint is ready\n"
 		"    -o timeout=N           idle N seconds for automatic unmount\n"
+		"    --catalog  -o catalog  SOURCE is a catalog of images (see quash-mount(1))\n"
+		"    -o idle=N              catalog: close an image unused for N seconds (default %d)\n"
+		"    -o refresh=N           catalog: list SOURCE again every N seconds (default %d)\n"
+		"    -o open_max=N          catalog: images open at once (default %d)\n"
 		"    -o uid=N               set file owner to uid N\n"
 		"    -o gid=N               set file group to gid N\n"
 		"    -o cache_size=SIZE     bytes of decompressed blocks held (K, M, G suffixes)\n"
@@ -360,5 +391,5 @@ void qm_usage(const struct qm_options *opt)
 		"                           unless you are root)\n"
 		"    -V, --version          show the version and exit\n"
 		"    -h, --help             show this help and exit\n",
-		QM_DEFAULT_THREADS);
+		QC_DEFAULT_IDLE, QC_DEFAULT_REFRESH, QC_DEFAULT_OPEN_MAX, QM_DEFAULT_THREADS);
 }

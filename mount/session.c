@@ -28,7 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "mount_int.h"
+#include "catalog.h"
 
 void qm_log(struct qm_fs *fs, const char *fmt, ...)
 {
@@ -329,7 +329,8 @@ int qm_session_run(struct qm_fs *fs, int ready_fd, void (*on_ready)(struct qm_fs
 
 	if (session_args(fs, &args))
 		return -ENOMEM;
-	fs->se = fuse_session_new(&args, &qm_ops, sizeof(qm_ops), fs);
+	fs->se = fs->catalog ? fuse_session_new(&args, &qm_catalog_ops, sizeof(qm_catalog_ops), fs) :
+			       fuse_session_new(&args, &qm_ops, sizeof(qm_ops), fs);
 	fuse_opt_free_args(&args);
 	if (!fs->se) {
 		fprintf(stderr, "%s: cannot start a FUSE session\n", fs->opt->msgname);
@@ -351,7 +352,7 @@ int qm_session_run(struct qm_fs *fs, int ready_fd, void (*on_ready)(struct qm_fs
 
 	err = qm_transport_install(fs);
 
-	if (!err && fs->opt->notify_store && !(fs->fill = qm_fill_start(fs->se, fs->img)))
+	if (!err && fs->opt->notify_store && !(fs->fill = qm_fill_start(fs->se)))
 		err = -ENOMEM;
 	for (; !err && started < n; started++)
 		err = -pthread_create(&workers[started], NULL, worker, fs);
@@ -370,6 +371,8 @@ int qm_session_run(struct qm_fs *fs, int ready_fd, void (*on_ready)(struct qm_fs
 			start_detached(idle_watcher, fs);
 		}
 		set_readahead(fs);
+		if (fs->catalog && qc_start(fs->catalog) != 0)
+			qm_log(fs, "catalog: cannot start its watcher: no idle close, no new images");
 		if (fs->opt->notify_pipe)
 			start_detached(pipe_notifier, fs);
 		if (ready_fd >= 0) {

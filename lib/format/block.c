@@ -126,8 +126,8 @@ int qs_metadata_block(struct qs_image *img, uint64_t pos, struct qs_block **out)
 	if (pos >= img->sb.bytes_used)
 		return qs_set_error(-EIO, "metadata block at %llu lies outside the image (%llu bytes)",
 				    (unsigned long long)pos, (unsigned long long)img->sb.bytes_used);
-	/* Key b = 0 marks metadata; data keys always carry a non-zero size word. */
-	return qs_cache_get(img->cache, pos, 0, load_metadata, &r, out);
+	/* Key b's low 32 bits 0 mark metadata; data keys always carry a non-zero size word there. */
+	return qs_cache_get(img->cache, pos, img->cache_tag, load_metadata, &r, out);
 }
 
 static int load_data(void *ctx, struct qs_block *b)
@@ -165,11 +165,28 @@ int qs_data_block(struct qs_image *img, uint64_t pos, uint32_t word, struct qs_b
 	if (pos > img->sb.bytes_used || len > img->sb.bytes_used - pos)
 		return qs_set_error(-EIO, "data block at %llu (%zu bytes) lies outside the image",
 				    (unsigned long long)pos, len);
-	return qs_cache_get(img->cache, pos, word, load_data, &r, out);
+	return qs_cache_get(img->cache, pos, img->cache_tag | word, load_data, &r, out);
+}
+
+static struct qs_block zero_block;
+static pthread_once_t zero_once = PTHREAD_ONCE_INIT;
+
+/* calloc() of 1 MiB maps zero pages: no memory is used until read, and reads share one page. */
+static void zero_block_create(void)
+{
+	zero_block.data = calloc(1, (size_t)1 << SQFS_BLOCK_LOG_MAX);
+	zero_block.size = zero_block.data ? (size_t)1 << SQFS_BLOCK_LOG_MAX : 0;
+}
+
+struct qs_block *qs_zero_block(void)
+{
+	pthread_once(&zero_once, zero_block_create);
+	return zero_block.data ? &zero_block : NULL;
 }
 
 void qs_block_release(struct qs_image *img, struct qs_block *block)
 {
-	if (block && block != &img->sparse_block)
-		qs_cache_release(img->cache, block);
+	(void)img;
+	if (block && block != &zero_block)
+		qs_cache_release(block->owner, block);
 }

@@ -167,6 +167,7 @@ int qs_cache_get(struct qs_cache *cache, uint64_t key_a, uint64_t key_b, qs_cach
 	}
 	b->key_a = key_a;
 	b->key_b = key_b;
+	b->owner = cache;
 	b->state = LOADING;
 	b->refs = 1;
 	b->hash_next = s->buckets[bucket];

@@ -32,6 +32,7 @@ struct qs_block {
 	uint64_t aux;               /* loader-defined (metadata: position of the next block) */
 
 	uint64_t key_a, key_b;
+	struct qs_cache *owner;     /* the cache it lives in: released blocks find it without their image */
 	int state;                  /* LOADING, READY */
 	int error;                  /* of a failed load, for the threads that waited on it */
 	unsigned refs;
@@ -42,14 +43,12 @@ struct qs_block {
 /* Fill block->data, ->size (and ->aux, ->charge); return 0 or -errno with a message. */
 typedef int (*qs_cache_loader)(void *ctx, struct qs_block *block);
 
-struct qs_cache *qs_cache_create(size_t limit_bytes);
-void qs_cache_destroy(struct qs_cache *cache);
+/* qs_cache_create() and qs_cache_destroy() are public (quash.h): images may share one cache. */
 
 /* Find or load the block for (key_a, key_b); release it with qs_cache_release(). */
 int qs_cache_get(struct qs_cache *cache, uint64_t key_a, uint64_t key_b, qs_cache_loader load, void *ctx,
 		 struct qs_block **out);
 void qs_cache_release(struct qs_cache *cache, struct qs_block *block);
 
-void qs_cache_stats(struct qs_cache *cache, struct qs_cache_stats *out);
 
 #endif

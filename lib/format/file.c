@@ -206,8 +206,8 @@ int qs_file_block(struct qs_file *f, uint64_t n, struct qs_block **out, const vo
 	if (err)
 		return err;
 	if ((word & SQFS_BLOCK_SIZE_MASK) == 0) {
-		*out = &f->img->sparse_block;
-		*data = f->img->sparse_block.data;
+		*out = qs_zero_block();
+		*data = (*out)->data;
 		*size = len;
 		return 0;
 	}

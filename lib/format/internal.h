@@ -23,6 +23,8 @@ struct qs_image {
 	const struct qs_compressor *comp;
 	struct qs_comp_options comp_opts;
 	struct qs_cache *cache;
+	bool own_cache;                 /* false: shared, not destroyed with the image */
+	uint64_t cache_tag;             /* in every cache key's high bits: unique per open image */
 
 	uint32_t *ids;                  /* id table, id_count entries */
 
@@ -36,8 +38,10 @@ struct qs_image {
 	uint64_t *xattr_index;          /* metadata block of each 512 xattr ids */
 	uint32_t xattr_index_count;
 
-	struct qs_block sparse_block;   /* zeros, block_size bytes; not in the cache */
 };
+
+/* The process's one block of zeros (SQFS_BLOCK_SIZE_MAX bytes), for sparse blocks; not in any cache. */
+struct qs_block *qs_zero_block(void);
 
 /* ---- block.c: one block, read and decompressed through the cache ---- */
 

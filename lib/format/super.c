@@ -11,11 +11,15 @@
  */
 #include <byteswap.h>
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
 #include "sif.h"
+
+/* Tags for images sharing a cache: 32 bits, starting at 1 (an image's own cache uses 0). */
+static atomic_uint next_cache_tag = 1;
 
 static const char *const compressor_names[] = {
 	[SQFS_COMP_GZIP] = "gzip", [SQFS_COMP_LZMA] = "lzma", [SQFS_COMP_LZO] = "lzo",
@@ -209,10 +213,14 @@ int qs_image_open(struct qs_source *src, const struct qs_image_options *opt, str
 	/* All metadata lies between the inode table and the end: one hint brings it all. */
 	qs_source_prefetch(src, offset + img->sb.inode_table_start,
 			   img->sb.bytes_used - img->sb.inode_table_start);
-	img->cache = qs_cache_create(opt && opt->cache_bytes ? opt->cache_bytes : QS_DEFAULT_CACHE_BYTES);
-	img->sparse_block.data = calloc(1, img->sb.block_size);
-	img->sparse_block.size = img->sb.block_size;
-	if (!img->cache || !img->sparse_block.data) {
+	if (opt && opt->cache) {
+		img->cache = opt->cache;
+		img->cache_tag = (uint64_t)atomic_fetch_add(&next_cache_tag, 1) << 32;
+	} else {
+		img->cache = qs_cache_create(opt && opt->cache_bytes ? opt->cache_bytes : QS_DEFAULT_CACHE_BYTES);
+		img->own_cache = true;
+	}
+	if (!img->cache || !qs_zero_block()) {
 		err = qs_set_error(-ENOMEM, "out of memory");
 		goto fail;
 	}
@@ -236,13 +244,13 @@ void qs_image_close(struct qs_image *img)
 {
 	if (!img)
 		return;
-	qs_cache_destroy(img->cache);
+	if (img->own_cache)
+		qs_cache_destroy(img->cache);
 	qs_source_close(img->src);
 	free(img->ids);
 	free(img->fragment_index);
 	free(img->export_index);
 	free(img->xattr_index);
-	free(img->sparse_block.data);
 	free(img);
 }
 

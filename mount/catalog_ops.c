@@ -1,0 +1,428 @@
+/*
+ * catalog_ops.c - the FUSE operations of a catalog mount: the catalog's own
+ * directories and control files are answered here, everything inside an
+ * image by the plain mount's operations (ops.c) with that image's view,
+ * the image held open (qc_pin) for the length of the request.
+ *
+ * An image's directory (NAME) is answered from the catalog alone: lookup,
+ * getattr, the xattr calls `ls -l` makes, and the catalog directory's
+ * listing never open the image, as autofs's --ghost directories do not
+ * mount it.  Its attributes are therefore the catalog's (mode 0555, the
+ * image file's mtime), not those of the image's root.  The first request
+ * inside it (a lookup, opendir, ...) opens the image.
+ *
+ * Timeouts: entries and attributes of images are cached for ever, as in a
+ * plain mount, since a changed image gets new node ids and the watcher
+ * tells the kernel to forget its name; a name not found is cached for
+ * QC_NEGATIVE_TIMEOUT only, so that a new image is found soon without a
+ * listing per miss.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "catalog.h"
+
+#define QC_NEGATIVE_TIMEOUT 1.0     /* s a missing name stays missing in the kernel */
+#define QC_DIR_ATTR_TIMEOUT 1.0     /* s a catalog directory's attributes (nlink, mtime) hold */
+
+struct ctl_file {                   /* an open control file: its text, made at open */
+	char *text;
+	size_t len;
+};
+
+static inline struct qm_fs *fs_of(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+static void catalog_stat(const struct qm_fs *fs, const struct qc_attr *a, struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_ino = a->ino;
+	st->st_mode = S_IFDIR | 0555;
+	st->st_nlink = a->nlink;
+	st->st_uid = fs->opt->uid_set ? fs->opt->uid : getuid();
+	st->st_gid = fs->opt->gid_set ? fs->opt->gid : getgid();
+	st->st_blksize = 1024;
+	st->st_atime = st->st_mtime = st->st_ctime = a->mtime;
+}
+
+static void ctl_stat(const struct qm_fs *fs, fuse_ino_t nodeid, struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_ino = nodeid;
+	st->st_mode = S_IFREG | 0444;
+	st->st_nlink = 1;
+	st->st_uid = fs->opt->uid_set ? fs->opt->uid : getuid();
+	st->st_gid = fs->opt->gid_set ? fs->opt->gid : getgid();
+}
+
+static bool is_ctl(fuse_ino_t nodeid)
+{
+	return nodeid == QC_CTL_STATUS || nodeid == QC_CTL_REFRESH;
+}
+
+/* The image behind a node id, held for this request; on failure the request is answered. */
+static struct qc_image *pin(fuse_req_t req, fuse_ino_t nodeid)
+{
+	int err;
+	struct qc_image *im = qc_pin(fs_of(req)->catalog, qc_slot_of(nodeid), &err);
+
+	if (!im)
+		fuse_reply_err(req, -err);
+	return im;
+}
+
+static bool is_image_root(fuse_ino_t nodeid)
+{
+	return qc_slot_of(nodeid) != 0 && (nodeid & QC_LOCAL_MASK) == 1;
+}
+
+static void op_init(void *userdata, struct fuse_conn_info *conn)
+{
+	qm_init_conn(userdata, conn);
+}
+
+static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct qm_fs *fs = fs_of(req);
+	struct fuse_entry_param e = { 0 };
+	struct qc_image *im;
+	struct qc_attr a;
+	int err;
+
+	if (qc_slot_of(parent) != 0) {
+		if ((im = pin(req, parent))) {
+			qm_img_lookup(fs, qc_view(im), req, parent, name);
+			qc_unpin(im);
+		}
+		return;
+	}
+	if (parent == FUSE_ROOT_ID && (strcmp(name, QC_CTL_STATUS_NAME) == 0 ||
+				       strcmp(name, QC_CTL_REFRESH_NAME) == 0)) {
+		e.ino = strcmp(name, QC_CTL_STATUS_NAME) == 0 ? QC_CTL_STATUS : QC_CTL_REFRESH;
+		ctl_stat(fs, e.ino, &e.attr);
+		fuse_reply_entry(req, &e);      /* timeouts 0: asked again each time */
+		return;
+	}
+	err = qc_lookup(fs->catalog, parent, name, &a);
+	if (err == -ENOENT) {
+		e.entry_timeout = QC_NEGATIVE_TIMEOUT;
+		fuse_reply_entry(req, &e);
+		return;
+	}
+	if (err) {
+		fuse_reply_err(req, -err);
+		return;
+	}
+	e.ino = a.nodeid;
+	e.entry_timeout = QM_CACHE_TIMEOUT;
+	e.attr_timeout = a.is_dir ? QC_DIR_ATTR_TIMEOUT : QM_CACHE_TIMEOUT;
+	catalog_stat(fs, &a, &e.attr);
+	fuse_reply_entry(req, &e);
+}
+
+static void op_getattr(fuse_req_t req, fuse_ino_t nodeid, struct fuse_file_info *fi)
+{
+	struct qm_fs *fs = fs_of(req);
+	struct qc_image *im;
+	struct qc_attr a;
+	struct stat st;
+	int err;
+
+	(void)fi;
+	if (is_ctl(nodeid)) {
+		ctl_stat(fs, nodeid, &st);
+		fuse_reply_attr(req, &st, 0);
+		return;
+	}
+	if (qc_slot_of(nodeid) == 0 || is_image_root(nodeid)) {
+		err = qc_slot_of(nodeid) == 0 ? qc_dir_attr(fs->catalog, nodeid, &a) :
+						qc_image_attr(fs->catalog, qc_slot_of(nodeid), &a);
+		if (err) {
+			fuse_reply_err(req, -err);
+			return;
+		}
+		catalog_stat(fs, &a, &st);
+		fuse_reply_attr(req, &st, a.is_dir ? QC_DIR_ATTR_TIMEOUT : QM_CACHE_TIMEOUT);
+		return;
+	}
+	if ((im = pin(req, nodeid))) {
+		qm_img_getattr(fs, qc_view(im), req, nodeid);
+		qc_unpin(im);
+	}
+}
+
+static void op_readlink(fuse_req_t req, fuse_ino_t nodeid)
+{
+	struct qc_image *im;
+
+	if (qc_slot_of(nodeid) == 0 || is_image_root(nodeid)) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	if ((im = pin(req, nodeid))) {
+		qm_img_readlink(fs_of(req), qc_view(im), req, nodeid);
+		qc_unpin(im);
+	}
+}
+
+static void ctl_open(fuse_req_t req, fuse_ino_t nodeid, struct fuse_file_info *fi)
+{
+	struct qm_catalog *c = fs_of(req)->catalog;
+	struct ctl_file *f = calloc(1, sizeof(*f));
+
+	if (f)
+		f->text = nodeid == QC_CTL_STATUS ? qc_status(c, &f->len) : qc_refresh_now(c, &f->len);
+	if (!f || !f->text) {
+		free(f);
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	fi->fh = (uintptr_t)f;
+	fi->direct_io = 1;          /* the size is not known to stat: read to the end */
+	if (fuse_reply_open(req, fi) != 0) {
+		free(f->text);
+		free(f);
+	}
+}
+
+static void op_open(fuse_req_t req, fuse_ino_t nodeid, struct fuse_file_info *fi)
+{
+	struct qc_image *im;
+
+	if ((fi->flags & O_ACCMODE) != O_RDONLY) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	if (is_ctl(nodeid)) {
+		ctl_open(req, nodeid, fi);
+		return;
+	}
+	if (qc_slot_of(nodeid) == 0 || is_image_root(nodeid)) {
+		fuse_reply_err(req, EISDIR);
+		return;
+	}
+	if ((im = pin(req, nodeid))) {
+		qm_img_open(fs_of(req), qc_view(im), req, nodeid, fi);
+		qc_unpin(im);
+	}
+}
+
+static void op_release(fuse_req_t req, fuse_ino_t nodeid, struct fuse_file_info *fi)
+{
+	struct qc_image *im;
+
+	if (is_ctl(nodeid)) {
+		struct ctl_file *f = (struct ctl_file *)(uintptr_t)fi->fh;
+
+		free(f->text);
+		free(f);
+		fuse_reply_err(req, 0);
+		return;
+	}
+	/* not pinned: an image with files open is never closed, and this one is */
+	im = qc_slot(fs_of(req)->catalog, qc_slot_of(nodeid));
+	if (im)
+		qm_img_release(fs_of(req), qc_view(im), req, fi);
+	else
+		fuse_reply_err(req, 0);
+}
+
+static void op_read(fuse_req_t req, fuse_ino_t nodeid, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	struct qc_image *im;
+
+	if (is_ctl(nodeid)) {
+		struct ctl_file *f = (struct ctl_file *)(uintptr_t)fi->fh;
+
+		if (off < 0 || (size_t)off >= f->len)
+			fuse_reply_buf(req, NULL, 0);
+		else
+			fuse_reply_buf(req, f->text + off, f->len - (size_t)off < size ? f->len - (size_t)off : size);
+		return;
+	}
+	if ((im = pin(req, nodeid))) {
+		qm_img_read(fs_of(req), qc_view(im), req, nodeid, size, off, fi);
+		qc_unpin(im);
+	}
+}
+
+static void op_opendir(fuse_req_t req, fuse_ino_t nodeid, struct fuse_file_info *fi)
+{
+	struct qc_listing *l;
+	struct qc_image *im;
+	int err;
+
+	if (qc_slot_of(nodeid) != 0) {
+		if ((im = pin(req, nodeid))) {
+			qm_img_opendir(fs_of(req), qc_view(im), req, nodeid, fi);
+			qc_unpin(im);
+		}
+		return;
+	}
+	if (is_ctl(nodeid)) {
+		fuse_reply_err(req, ENOTDIR);
+		return;
+	}
+	err = qc_list(fs_of(req)->catalog, nodeid, &l);
+	if (err) {
+		fuse_reply_err(req, -err);
+		return;
+	}
+	fi->fh = (uintptr_t)l;      /* a snapshot: offsets hold while the catalog changes */
+	if (fuse_reply_open(req, fi) != 0)
+		qc_listing_free(l);
+}
+
+static void op_releasedir(fuse_req_t req, fuse_ino_t nodeid, struct fuse_file_info *fi)
+{
+	struct qc_image *im;
+
+	if (qc_slot_of(nodeid) == 0) {
+		qc_listing_free((struct qc_listing *)(uintptr_t)fi->fh);
+		fuse_reply_err(req, 0);
+		return;
+	}
+	im = qc_slot(fs_of(req)->catalog, qc_slot_of(nodeid));
+	if (im)
+		qm_img_releasedir(fs_of(req), qc_view(im), req, fi);
+	else
+		fuse_reply_err(req, 0);
+}
+
+static size_t add_catalog_entry(fuse_req_t req, const struct qc_listing *l, size_t i, bool plus, char *buf,
+				size_t room)
+{
+	struct fuse_entry_param e = { 0 };
+	const char *name;
+
+	if (i < 2) {
+		name = i == 0 ? "." : "..";
+		e.attr.st_ino = i == 0 ? l->self_ino : l->parent_ino;
+		e.attr.st_mode = S_IFDIR;
+	} else {
+		const struct qc_attr *a = &l->attrs[i - 2];
+
+		name = l->names[i - 2];
+		catalog_stat(fs_of(req), a, &e.attr);
+		if (plus) {
+			e.ino = a->nodeid;
+			e.entry_timeout = QM_CACHE_TIMEOUT;
+			e.attr_timeout = a->is_dir ? QC_DIR_ATTR_TIMEOUT : QM_CACHE_TIMEOUT;
+		}
+	}
+	if (plus)
+		return fuse_add_direntry_plus(req, buf, room, name, &e, (off_t)(i + 1));
+	return fuse_add_direntry(req, buf, room, name, &e.attr, (off_t)(i + 1));
+}
+
+static void do_readdir(fuse_req_t req, fuse_ino_t nodeid, size_t size, off_t off, struct fuse_file_info *fi,
+		       bool plus)
+{
+	const struct qc_listing *l = (const struct qc_listing *)(uintptr_t)fi->fh;
+	struct qc_image *im;
+	size_t used = 0;
+	char *buf;
+
+	if (qc_slot_of(nodeid) != 0) {
+		if ((im = pin(req, nodeid))) {
+			qm_img_readdir(fs_of(req), qc_view(im), req, nodeid, size, off, fi, plus);
+			qc_unpin(im);
+		}
+		return;
+	}
+	buf = malloc(size);
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	for (size_t i = off < 0 ? 0 : (size_t)off; i < l->count + 2; i++) {
+		size_t n = add_catalog_entry(req, l, i, plus, buf + used, size - used);
+
+		if (n > size - used)
+			break;
+		used += n;
+	}
+	fuse_reply_buf(req, buf, used);
+	free(buf);
+}
+
+static void op_readdir(fuse_req_t req, fuse_ino_t nodeid, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	do_readdir(req, nodeid, size, off, fi, false);
+}
+
+static void op_readdirplus(fuse_req_t req, fuse_ino_t nodeid, size_t size, off_t off,
+			   struct fuse_file_info *fi)
+{
+	do_readdir(req, nodeid, size, off, fi, true);
+}
+
+static void op_statfs(fuse_req_t req, fuse_ino_t nodeid)
+{
+	struct statvfs st = { .f_bsize = 4096, .f_frsize = 4096, .f_namemax = 256 };
+	struct qc_image *im;
+
+	if (qc_slot_of(nodeid) == 0 || is_image_root(nodeid)) {
+		fuse_reply_statfs(req, &st);
+		return;
+	}
+	if ((im = pin(req, nodeid))) {
+		qm_img_statfs(fs_of(req), qc_view(im), req);
+		qc_unpin(im);
+	}
+}
+
+/* The catalog's own nodes and image directories have none: `ls -l` must not open every image. */
+static void op_getxattr(fuse_req_t req, fuse_ino_t nodeid, const char *name, size_t size)
+{
+	struct qc_image *im;
+
+	if (qc_slot_of(nodeid) == 0 || is_image_root(nodeid)) {
+		fuse_reply_err(req, ENODATA);
+		return;
+	}
+	if ((im = pin(req, nodeid))) {
+		qm_img_getxattr(fs_of(req), qc_view(im), req, nodeid, name, size);
+		qc_unpin(im);
+	}
+}
+
+static void op_listxattr(fuse_req_t req, fuse_ino_t nodeid, size_t size)
+{
+	struct qc_image *im;
+
+	if (qc_slot_of(nodeid) == 0 || is_image_root(nodeid)) {
+		if (size == 0)
+			fuse_reply_xattr(req, 0);
+		else
+			fuse_reply_buf(req, NULL, 0);
+		return;
+	}
+	if ((im = pin(req, nodeid))) {
+		qm_img_listxattr(fs_of(req), qc_view(im), req, nodeid, size);
+		qc_unpin(im);
+	}
+}
+
+const struct fuse_lowlevel_ops qm_catalog_ops = {
+	.init = op_init,
+	.lookup = op_lookup,
+	.getattr = op_getattr,
+	.readlink = op_readlink,
+	.open = op_open,
+	.read = op_read,
+	.release = op_release,
+	.opendir = op_opendir,
+	.readdir = op_readdir,
+	.readdirplus = op_readdirplus,
+	.releasedir = op_releasedir,
+	.statfs = op_statfs,
+	.getxattr = op_getxattr,
+	.listxattr = op_listxattr,
+};
