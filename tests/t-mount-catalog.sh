@@ -1,0 +1,177 @@
+#!/bin/bash
+# t-mount-catalog.sh - quash mount --catalog over a local directory of
+# images: the names listed without opening anything (the status file's read
+# counters), each image's tree against the kernel's own mount of it, idle
+# close and reopen with the same inode numbers, images added, removed and
+# replaced while mounted (a reader holding a file open finishes on the old
+# bytes), 50 readers across 20 images at once, a corrupt image failing only
+# its own directory with one log line, the command-line errors, and the
+# memory of 10,000 entries before any is opened.
+. "$(dirname "$0")/lib/tap.sh"
+. "$(dirname "$0")/lib/mount.sh"
+
+trap unmount_all EXIT
+mount_fixtures || { not_ok "fixtures"; exit 1; }
+C=$WORK/t-mount-catalog
+rm -rf "$C" && mkdir -p "$C/cat/tools/gcc" "$C/src" "$C/mp"
+
+# 20 small images with known content, in a two-level layout like a site's.
+for i in $(seq 1 20); do
+	mkdir -p "$C/src/t$i/bin" "$C/src/t$i/share/doc"
+	echo "tool $i" >"$C/src/t$i/bin/tool"
+	seq 1 $((i * 3000)) >"$C/src/t$i/share/doc/numbers"
+	"$QUASH" pack -q --no-progress "$C/src/t$i" "$C/cat/img$i.sqfs" || not_ok "pack img$i"
+done
+for v in 12.1 13.2; do cp "$C/cat/img1.sqfs" "$C/cat/tools/gcc/$v.squashfs"; done
+cp "${MF_IMAGES[0]}" "$C/cat/full.img"
+cp "$C/cat/img2.sqfs" "$C/cat/no-extension"        # found by its magic
+echo "not an image" >"$C/cat/README.txt"
+mkdir -p "$C/cat/.hidden" && cp "$C/cat/img3.sqfs" "$C/cat/.hidden/x.sqfs"
+
+status() { cat "$C/mp/.quash-catalog"; }
+state_of() { status | awk -v n="$1" -F'\t' '$1 == n { print $2 }'; }
+reads_of() { status | awk -v n="$1" -F'\t' '$1 == n { print $6 }'; }
+open_images() { status | awk -F'\t' '!/^#/ && $2 == "open"' | wc -l; }
+
+"$QUASH_ASAN" mount --catalog -f -o idle=2 "$C/cat" "$C/mp" 2>"$C/daemon.log" &
+DAEMON=$!
+QM_MOUNTS+=("f:$C/mp")
+check "quash mount --catalog mounts a directory of images" wait_mounted "$C/mp"
+
+want=$(printf '%s\n' full $(seq -f 'img%g' 1 20) no-extension tools | sort | tr '\n' ' ')
+got=$(ls "$C/mp" | tr '\n' ' ')
+check "the top directory lists each image by its name, extensions dropped ($got)" [ "$got" = "$want" ]
+check "keys with '/' are nested directories" [ "$(ls "$C/mp/tools/gcc" | tr '\n' ' ')" = "12.1 13.2 " ]
+ls -l "$C/mp" "$C/mp/tools/gcc" >/dev/null
+stat "$C/mp/img5" "$C/mp/tools/gcc/12.1" >/dev/null
+check "listing and stat of the names open no image (status: $(open_images) open)" [ "$(open_images)" = 0 ]
+check "... and read nothing of any image" [ "$(status | awk -F'\t' '!/^#/ { n += $6 } END { print n + 0 }')" = 0 ]
+
+check "a file inside an image reads right" [ "$(cat "$C/mp/img7/bin/tool")" = "tool 7" ]
+check "the first lookup inside opened that image, and only it" \
+	[ "$(state_of img7)" = open ] && [ "$(open_images)" = 1 ] && [ "$(reads_of img7)" -gt 0 ]
+check "a nested image reads right" cmp -s "$C/mp/tools/gcc/13.2/share/doc/numbers" "$C/src/t1/share/doc/numbers"
+check "an image found by its magic reads right" cmp -s "$C/mp/no-extension/share/doc/numbers" \
+	"$C/src/t2/share/doc/numbers"
+
+# A whole image, every field, against the kernel's own mount.
+if kmount "$C/cat/full.img" "$C/k-full"; then
+	check "an image's tree equals the kernel's mount of it (xattrs, links, devices, sparse)" \
+		env QM_COMPARE=catalog bash -c "$(declare -f compare_trees); compare_trees '$C/k-full' '$C/mp/full'"
+	umount "$C/k-full"
+else
+	not_ok "kernel mount of the full fixture"
+fi
+
+# Inode numbers: distinct across images, stable across an idle close.
+i5=$(stat -c %i "$C/mp/img5/bin/tool") i6=$(stat -c %i "$C/mp/img6/bin/tool")
+check "two images' files have distinct inode numbers" [ "$i5" != "$i6" ]
+sleep 4
+check "an image nobody used for idle=2 s is closed ($(state_of img5))" [ "$(state_of img5)" = closed ]
+echo 2 >/proc/sys/vm/drop_caches
+check "after the close, the same inode number ($i5)" [ "$(stat -c %i "$C/mp/img5/bin/tool")" = "$i5" ]
+check "and the same bytes (reopened: $(state_of img5))" cmp -s "$C/mp/img5/share/doc/numbers" \
+	"$C/src/t5/share/doc/numbers"
+
+# Added and removed while mounted.
+cp "$C/cat/img9.sqfs" "$C/cat/added.sqfs"
+check "an image added is there at once" [ "$(cat "$C/mp/added/bin/tool" 2>&1)" = "tool 9" ]
+sleep 0.5
+check "and listed" grep -qx added <(ls "$C/mp")
+rm "$C/cat/added.sqfs"
+sleep 0.5
+check "an image removed is no longer listed" bash -c "! ls '$C/mp' | grep -qx added"
+check "nor found" test ! -e "$C/mp/added"
+
+# Replaced while a reader holds a file open: it finishes on the old bytes.
+mkdir -p "$C/src/new10/share/doc" "$C/src/new10/bin"
+seq 500000 600000 >"$C/src/new10/share/doc/numbers"
+echo "tool 10 new" >"$C/src/new10/bin/tool"
+"$QUASH" pack -q --no-progress "$C/src/new10" "$C/new10.sqfs"
+python3 - "$C" >"$C/replace.out" 2>&1 <<'PY'
+import os, sys, time
+c = sys.argv[1]
+f = open(f"{c}/mp/img10/share/doc/numbers", "rb")
+first = f.read(1000)
+os.rename(f"{c}/new10.sqfs", f"{c}/cat/img10.sqfs")
+time.sleep(1)
+new = open(f"{c}/mp/img10/share/doc/numbers", "rb").read()
+time.sleep(2.5)            # past idle=2: the old version must stay open for f
+rest = f.read()
+old = open(f"{c}/src/t10/share/doc/numbers", "rb").read()
+want_new = open(f"{c}/src/new10/share/doc/numbers", "rb").read()
+print("old-reader", "same" if first + rest == old else "DIFFERENT")
+print("new-open", "same" if new == want_new else "DIFFERENT")
+f.close()
+PY
+check "a reader holding a file open when its image is replaced reads the old bytes to the end" \
+	grep -q "old-reader same" "$C/replace.out"
+check "a new open after the replacement reads the new image" grep -q "new-open same" "$C/replace.out"
+check "a new lookup sees the new image" [ "$(cat "$C/mp/img10/bin/tool")" = "tool 10 new" ]
+sleep 3
+check "the old version is closed once its last file is" \
+	[ "$(status | head -1 | sed -n 's/.*(\([0-9]*\) old versions).*/\1/p')" = 0 ]
+
+# 50 readers at once across 20 images.
+pids=()
+for r in $(seq 1 50); do
+	(
+		for k in 0 1 2; do
+			i=$(( (r + k * 7) % 20 + 1 ))
+			[ "$i" = 10 ] && continue
+			cmp -s "$C/mp/img$i/share/doc/numbers" "$C/src/t$i/share/doc/numbers" || exit 1
+			[ "$(cat "$C/mp/img$i/bin/tool")" = "tool $i" ] || exit 1
+		done
+	) &
+	pids+=($!)
+done
+bad=0
+for p in "${pids[@]}"; do wait "$p" || bad=$((bad + 1)); done
+check "50 concurrent readers across 20 images read the right bytes ($bad failed)" [ $bad = 0 ]
+
+# A corrupt image fails only its own directory.
+{ printf 'hsqs'; head -c 200000 /dev/urandom; } >"$C/cat/corrupt.sqfs"
+err=$(ls "$C/mp/corrupt" 2>&1)
+check "a corrupt image's directory gives EIO ($err)" grep -q "Input/output error" <<<"$err"
+ls "$C/mp/corrupt/x" >/dev/null 2>&1
+check "... with one line in the log" [ "$(grep -c 'corrupt.sqfs' "$C/daemon.log")" = 1 ]
+check "... and the other images keep working" [ "$(cat "$C/mp/img3/bin/tool")" = "tool 3" ]
+check "the control file is not listed" bash -c "! ls -a '$C/mp' | grep -q quash"
+
+fusermount3 -u "$C/mp"
+wait "$DAEMON"
+check "the daemon exits cleanly after unmount (no sanitizer report)" clean_exit $? "$C/daemon.log"
+
+# Errors: one line each.
+out=$("$QUASH" mount --catalog "$C/cat/img1.sqfs" "$C/mp" 2>&1)
+check "a file given as a catalog is refused in one line ($out)" \
+	[ "$(wc -l <<<"$out")" = 1 ] && grep -q "not a directory" <<<"$out"
+out=$("$QUASH" mount -o idle=5 "$C/cat/img1.sqfs" "$C/mp" 2>&1)
+check "idle= without --catalog is refused ($out)" grep -q "is for a catalog" <<<"$out"
+out=$("$QUASH" mount --catalog -o subdir=x "$C/cat" "$C/mp" 2>&1)
+check "subdir= with --catalog is refused ($out)" grep -q "not a catalog" <<<"$out"
+check "nothing left mounted" not_mounted "$C/mp"
+
+# 10,000 entries before any is opened: the daemon's memory (release build).
+mkdir -p "$C/big"
+python3 - "$C/cat/img1.sqfs" "$C/big" <<'PY'
+import os, sys
+for i in range(10000):
+    os.link(sys.argv[1], f"{sys.argv[2]}/image-{i:05}.sqfs")
+PY
+mkdir -p "$C/empty"
+rss() { awk '/^VmRSS/ { print $2 }' "/proc/$(pgrep -n -f "mount --catalog -f $1")/status"; }
+"$QUASH" mount --catalog -f "$C/empty" "$C/mp" 2>/dev/null &
+wait_mounted "$C/mp"; ls "$C/mp" >/dev/null
+base=$(rss "$C/empty")
+fusermount3 -u "$C/mp"; wait
+"$QUASH" mount --catalog -f "$C/big" "$C/mp" 2>/dev/null &
+wait_mounted "$C/mp"
+n=$(ls "$C/mp" | wc -l)
+stat "$C/mp/image-04242" >/dev/null
+big=$(rss "$C/big")
+fusermount3 -u "$C/mp"; wait
+check "10,000 entries listed ($n)" [ "$n" = 10000 ]
+check "10,000 entries cost $(( (big - base) / 1024 )) MiB before any is opened (at most 10)" \
+	[ $((big - base)) -le 10240 ]
+rm -rf "$C/big"
