@@ -44,6 +44,7 @@
 #define QC_TICK_MS 1000             /* the watcher's clock: idle checks, refreshes */
 #define QC_SETTLE_MS 100            /* inotify events are gathered this long before a listing */
 #define QC_NOTIFY_MAX 65536         /* invalidations queued for the watcher; more: a full flush */
+#define QC_NOTICE_WAIT_MS 1000      /* a refresh waits this long for the kernel to be told */
 
 /* Extensions that make a file an image; anything else needs the squashfs magic (local only). */
 static const char *const image_exts[] = { ".sqfs", ".squashfs", ".img", ".sif" };
@@ -111,9 +112,11 @@ struct qm_catalog {
 	char list_error[256];
 
 	pthread_mutex_t nlock;      /* the notices */
+	pthread_cond_t nsent;
 	struct notice *notices;
 	size_t nnotices, notices_cap;
 	bool flush_all;
+	uint64_t notice_batches_taken, notice_batches_sent;
 
 	int inotify_fd;
 	int wake[2];                /* a pipe: refresh now, notices waiting, stop */
@@ -930,6 +933,8 @@ static void send_notices(struct qm_catalog *c)
 	size_t n;
 	bool all;
 
+	uint64_t batch;
+
 	pthread_mutex_lock(&c->nlock);
 	v = c->notices;
 	n = c->nnotices;
@@ -937,6 +942,7 @@ static void send_notices(struct qm_catalog *c)
 	c->notices = NULL;
 	c->nnotices = c->notices_cap = 0;
 	c->flush_all = false;
+	batch = ++c->notice_batches_taken;
 	pthread_mutex_unlock(&c->nlock);
 	for (size_t i = 0; i < n; i++) {
 		/* -ENOENT: the kernel had nothing cached under that name */
@@ -953,6 +959,34 @@ static void send_notices(struct qm_catalog *c)
 				fuse_lowlevel_notify_inval_inode(c->fs->se, (fuse_ino_t)d + 1, -1, 0);
 		pthread_rwlock_unlock(&c->lock);
 	}
+	pthread_mutex_lock(&c->nlock);
+	c->notice_batches_sent = batch;
+	pthread_cond_broadcast(&c->nsent);
+	pthread_mutex_unlock(&c->nlock);
+}
+
+/*
+ * Wait (QC_NOTICE_WAIT_MS at most) until the watcher has told the kernel
+ * of what is queued now, so that `quash catalog refresh` returns with the
+ * new names visible.  Bounded, since the watcher may itself wait on a
+ * directory lock that the caller's own request holds.
+ */
+static void wait_notices(struct qm_catalog *c)
+{
+	struct timespec until;
+	uint64_t want;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_nsec += QC_NOTICE_WAIT_MS * 1000000L;
+	until.tv_sec += until.tv_nsec / 1000000000L;
+	until.tv_nsec %= 1000000000L;
+	pthread_mutex_lock(&c->nlock);
+	want = c->notice_batches_taken + 1;
+	wake(c);
+	while (c->watching && c->notice_batches_sent < want &&
+	       pthread_cond_timedwait(&c->nsent, &c->nlock, &until) == 0)
+		;
+	pthread_mutex_unlock(&c->nlock);
 }
 
 static bool drain(int fd)
@@ -1276,6 +1310,7 @@ char *qc_refresh_now(struct qm_catalog *c, size_t *len)
 	struct text t = { 0 };
 	int err = refresh(c);
 
+	wait_notices(c);
 	if (err)
 		tprintf(&t, "quash: catalog refresh: %s: %s\n", c->fs->name, c->list_error);
 	else
@@ -1324,6 +1359,7 @@ int qc_create(struct qm_fs *fs, struct qm_catalog **out)
 	pthread_rwlock_init(&c->lock, NULL);
 	pthread_mutex_init(&c->list_lock, NULL);
 	pthread_mutex_init(&c->nlock, NULL);
+	pthread_cond_init(&c->nsent, NULL);
 	c->root.is_dir = true;
 	c->dirs_cap = 64;
 	c->dirs = calloc(c->dirs_cap, sizeof(*c->dirs));
@@ -1415,6 +1451,7 @@ void qc_destroy(struct qm_catalog *c)
 	pthread_rwlock_destroy(&c->lock);
 	pthread_mutex_destroy(&c->list_lock);
 	pthread_mutex_destroy(&c->nlock);
+	pthread_cond_destroy(&c->nsent);
 	free(c);
 }
 

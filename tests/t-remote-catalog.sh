@@ -1,0 +1,93 @@
+#!/bin/bash
+# t-remote-catalog.sh - quash mount --catalog over remote sources: nginx's
+# JSON directory listing, a text index file, and an S3 prefix on Ceph RGW.
+# Each image reads back equal to its local file; names are listed without
+# opening any image; a new object appears after `quash catalog refresh`; with
+# the server stopped, an image already open keeps serving what was read.
+. "$(dirname "$0")/lib/tap.sh"
+. "$(dirname "$0")/lib/remote.sh"
+. "$(dirname "$0")/lib/mount.sh"
+
+W=$WORK/t-remote-catalog
+rm -rf "$W" && mkdir -p "$W/www/images/team" "$W/src"
+S3=$(free_port) HTTP=$(free_port)
+export MON_PORT=$(free_port)
+trap 'unmount_all; remote_cleanup; "$QUASH_TOP/tests/lib/stop-rgw.sh" "$W/rgw"' EXIT
+
+for i in 1 2 3 4 5; do
+	mkdir -p "$W/src/t$i/bin"
+	echo "tool $i" >"$W/src/t$i/bin/tool"
+	head -c $((i * 200000)) /dev/urandom >"$W/src/t$i/data"
+	"$QUASH" pack -q --no-progress "$W/src/t$i" "$W/img$i.sqfs"
+done
+cp "$W/img1.sqfs" "$W/img2.sqfs" "$W/img3.sqfs" "$W/www/images/"
+cp "$W/img4.sqfs" "$W/www/images/team/"
+echo "readme" >"$W/www/images/README"
+printf '# images\nimg1.sqfs\nteam/img4.sqfs 12345\n\nimg3.sqfs\n' >"$W/www/images/index.txt"
+
+NGINX_EXTRA="location /images/ { autoindex on; autoindex_format json; }" \
+	start_nginx "$W/nginx" "$W/www" "$HTTP" || { not_ok "nginx starts"; exit 1; }
+
+status() { cat "$1/.quash-catalog"; }
+open_images() { status "$1" | awk -F'\t' '!/^#/ && $2 == "open"' | wc -l; }
+
+# nginx's JSON listing, recursively.
+M=$W/mp-http
+qmount "$M" "$QUASH_ASAN" mount --catalog -o cache_dir="$W/cache-http" "http://127.0.0.1:$HTTP/images/" "$M" \
+	2>"$W/http.err"
+check "http: the catalog mounts from nginx's JSON listing" is_mounted "$M"
+check "http: every image is listed, subdirectories nested ($(ls "$M" | tr '\n' ' '))" \
+	[ "$(ls "$M" | tr '\n' ' ')" = "img1 img2 img3 team " ] && [ "$(ls "$M/team")" = img4 ]
+stat "$M/img2" "$M/team/img4" >/dev/null
+check "http: listing opens nothing" [ "$(open_images "$M")" = 0 ]
+check "http: an image's file reads right" cmp -s "$M/img2/data" "$W/src/t2/data"
+check "http: a nested image reads right" [ "$(cat "$M/team/img4/bin/tool")" = "tool 4" ]
+cp "$W/img5.sqfs" "$W/www/images/"
+check "http: quash catalog refresh finds a new image" bash -c \
+	"'$QUASH' catalog refresh '$M' >/dev/null && cmp -s '$M/img5/data' '$W/src/t5/data'"
+check "http: quash catalog ls lists the images, which are open" bash -c \
+	"'$QUASH' catalog ls '$M' | grep -E '^img2[[:space:]]+open'"
+cat "$M/img1/bin/tool" >/dev/null
+stop_pid "$NGINX_PID"
+check "http: with the server stopped, an open image keeps serving what it read" \
+	[ "$(cat "$M/img1/bin/tool")" = "tool 1" ]
+check "http: and the listing stays" [ "$(ls "$M" | wc -l)" = 5 ]
+fusermount3 -u "$M"
+NGINX_EXTRA="location /images/ { autoindex on; autoindex_format json; }" \
+	start_nginx "$W/nginx" "$W/www" "$HTTP"
+
+# A text index file.
+M=$W/mp-index
+qmount "$M" "$QUASH" mount --catalog "http://127.0.0.1:$HTTP/images/index.txt" "$M"
+check "index: the names of the index file ($(ls -R "$M" | tr '\n' ' '))" \
+	[ "$(ls "$M" | tr '\n' ' ')" = "img1 img3 team " ]
+check "index: an image reads right" cmp -s "$M/team/img4/data" "$W/src/t4/data"
+fusermount3 -u "$M"
+
+# An S3 prefix, listed with ListObjectsV2.
+EP=$("$QUASH_TOP/tests/lib/start-rgw.sh" "$W/rgw" "$S3" 2>"$W/rgw.err") || { not_ok "rgw starts" "$(tail -3 "$W/rgw.err")"; exit 1; }
+export AWS_ACCESS_KEY_ID=quashtest AWS_SECRET_ACCESS_KEY=quashtestsecret AWS_DEFAULT_REGION=us-east-1
+export AWS_ENDPOINT_URL=$EP HOME=$W/home
+unset AWS_PROFILE AWS_SESSION_TOKEN AWS_CONFIG_FILE AWS_SHARED_CREDENTIALS_FILE
+mkdir -p "$HOME"
+aws_() { aws --endpoint-url "$EP" "$@"; }
+aws_ s3 mb s3://quash-catalog >/dev/null
+for i in 1 2 3; do aws_ s3 cp --only-show-errors "$W/img$i.sqfs" "s3://quash-catalog/sw/v$i.sqfs"; done
+aws_ s3 cp --only-show-errors "$W/img4.sqfs" "s3://quash-catalog/sw/lib/x.squashfs"
+aws_ s3 cp --only-show-errors "$W/img5.sqfs" "s3://quash-catalog/other/no.sqfs"
+M=$W/mp-s3
+qmount "$M" "$QUASH_ASAN" mount --catalog s3://quash-catalog/sw/ "$M" 2>"$W/s3.err"
+check "s3: the catalog mounts from a prefix ($(ls "$M" | tr '\n' ' '))" \
+	[ "$(ls "$M" | tr '\n' ' ')" = "lib v1 v2 v3 " ]
+check "s3: listing opens nothing" [ "$(open_images "$M")" = 0 ]
+check "s3: an image reads right" cmp -s "$M/v3/data" "$W/src/t3/data"
+check "s3: a nested one too" [ "$(cat "$M/lib/x/bin/tool")" = "tool 4" ]
+aws_ s3 cp --only-show-errors "$W/img5.sqfs" "s3://quash-catalog/sw/v5.sqfs"
+check "s3: a new object is found when its name is looked up" \
+	bash -c "sleep 2.1; cmp -s '$M/v5/data' '$W/src/t5/data'"
+aws_ s3 cp --only-show-errors "$W/img1.sqfs" "s3://quash-catalog/sw/v3.sqfs"
+"$QUASH" catalog refresh "$M" >/dev/null
+check "s3: a replaced object is a new version for new lookups" [ "$(cat "$M/v3/bin/tool")" = "tool 1" ]
+fusermount3 -u "$M"
+check "s3: no secret in the mount table or messages" \
+	bash -c "! grep -q quashtestsecret /proc/mounts '$W/s3.err'"
