@@ -52,10 +52,14 @@ bool list_key_safe(const char *key, size_t len)
 
 int list_emit(struct list_run *run, const char *key, size_t len, uint64_t size, int64_t mtime, const char *etag)
 {
-	struct qs_list_entry ent = { key, size, mtime, etag };
+	char copy[LIST_KEY_MAX + 1];
+	struct qs_list_entry ent = { copy, size, mtime, etag };
 
 	if (!list_key_safe(key, len))
 		return 0;
+	/* Parsers pass keys inside their documents: the caller gets a string of its own. */
+	memcpy(copy, key, len);
+	copy[len] = '\0';
 	if (run->entries >= LIST_ENTRIES_MAX)
 		return qs_set_error(-EIO, "%s: more than %u objects; a catalog this large is not supported",
 				    run->where, LIST_ENTRIES_MAX);
