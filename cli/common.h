@@ -43,6 +43,9 @@ struct cli_command {
 
 extern const struct cli_command cmd_info, cmd_ls, cmd_stat, cmd_cat, cmd_extract;
 
+/* quash catalog SUBCOMMAND (cmd_catalog.c): argv[0] is "catalog". */
+int catalog_main(int argc, char **argv);
+
 /* The options every offline subcommand accepts. */
 struct cli_common {
 	const struct cli_command *cmd;

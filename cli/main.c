@@ -139,6 +139,8 @@ int main(int argc, char **argv)
 		return pack_main(argc - 1, argv + 1);
 	if (strcmp(name, "mksquashfs") == 0)
 		return mksquashfs_main(argc - 1, argv + 1);
+	if (strcmp(name, "catalog") == 0)
+		return catalog_main(argc - 1, argv + 1);
 	for (size_t i = 0; i < N_OFFLINE_COMMANDS; i++) {
 		if (strcmp(name, offline_commands[i]->name) == 0)
 			return run_offline(offline_commands[i], argc - 1, argv + 1);

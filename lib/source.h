@@ -90,6 +90,41 @@ bool qs_source_spec_is_remote(const char *spec);
  */
 char *qs_source_display_name(const char *spec);
 
+/* One object of a remote listing; strings valid only during the callback. */
+struct qs_list_entry {
+	const char *key;        /* relative to the listed prefix or index, '/'-separated, never "", never
+				 * starting with '/', no ".." or "." components, no NUL */
+	uint64_t size;          /* bytes, or 0 if the listing does not say */
+	int64_t mtime;          /* seconds since the epoch, or 0 if unknown */
+	const char *etag;       /* without quotes, or "" if unknown */
+};
+
+/* Called once per object; a non-zero return stops the listing and is returned. */
+typedef int (*qs_list_fn)(void *arg, const struct qs_list_entry *ent);
+
+/*
+ * List the objects a catalog spec names:
+ *  - "s3://BUCKET/PREFIX/" (or "s3://BUCKET" / "s3://BUCKET/"; a PREFIX not
+ *    ending in '/' is taken as PREFIX/): ListObjectsV2, every page
+ *    (continuation tokens), signed like reads (endpoint, region and
+ *    credentials as qs_source_open() finds them; anonymous when there are none);
+ *  - "http(s)://HOST/PATH/" (ending in '/'): the directory listing as nginx's
+ *    `autoindex on; autoindex_format json;` gives it, recursing into
+ *    "directory" entries (at most 16 levels below);
+ *  - "http(s)://HOST/PATH/FILE" (not ending in '/'): a text index file, one
+ *    key per line relative to the file's directory, optionally followed by
+ *    whitespace and a size; blank lines and '#' comments skipped.
+ * Every request goes through the options' proxy, with retries and a deadline
+ * (retry_seconds).  Hostile servers: at most 1,000,000 entries, 1024-byte
+ * keys, 1 GiB of answers in all, 10,000 requests (pages or directories);
+ * a malformed answer is -EIO with a one-line message naming the URL (without
+ * credentials or query string) and the problem.  Keys that are unsafe
+ * (empty, ".." or "." or empty components, a leading or trailing '/', NUL,
+ * control characters, longer than 1024 bytes) are skipped, not returned.
+ * Returns 0, fn's non-zero return, or -errno with a message.
+ */
+int qs_source_list(const char *spec, const struct qs_source_options *opt, qs_list_fn fn, void *arg);
+
 /*
  * While *flag is true, remote requests made by the calling thread end
  * within about 100 ms with -EINTR, backoff included; NULL stops watching.

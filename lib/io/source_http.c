@@ -813,12 +813,13 @@ static size_t call_header(char *line, size_t size, size_t nitems, void *arg)
 
 static size_t call_write(char *data, size_t size, size_t nmemb, void *arg)
 {
-	struct remote_reply *r = arg;
-	size_t len = size * nmemb, keep = len;
+	const struct call *c = arg;
+	struct remote_reply *r = c->reply;
+	size_t len = size * nmemb, keep = len, max = c->t->reply_max ? c->t->reply_max : REMOTE_REPLY_MAX;
 	char *grown;
 
-	if (keep > REMOTE_REPLY_MAX - r->body_len)
-		keep = REMOTE_REPLY_MAX - r->body_len;
+	if (keep > max - r->body_len)
+		keep = max - r->body_len;
 	grown = realloc(r->body, r->body_len + keep + 1);
 	if (!grown)
 		return 0;
@@ -895,7 +896,7 @@ static int call_once(void *arg, uint64_t deadline)
 	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, call_header);
 	curl_easy_setopt(h, CURLOPT_HEADERDATA, c->reply);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, call_write);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, c->reply);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, c);
 	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, curl_msg);
 	curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
 	curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, call_progress);

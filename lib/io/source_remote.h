@@ -33,6 +33,7 @@ struct remote_target {
 	struct aws_creds *creds;    /* with sigv4: the keys, or anonymous */
 	const bool *cancel;         /* remote_call() ends with -ECANCELED once this is true, or NULL */
 	char *proxy;                /* CURLOPT_PROXY, or NULL for the environment's */
+	size_t reply_max;           /* bytes of a remote_call() answer kept; 0: REMOTE_REPLY_MAX */
 };
 
 void remote_target_clear(struct remote_target *t);
@@ -42,6 +43,14 @@ int remote_set_proxy(struct remote_target *t, const char *proxy);
 
 /* "s3://BUCKET/KEY" as a target: endpoint, region and credentials resolved. */
 int s3_target(const char *spec, const struct qs_source_options *opt, struct remote_target *t);
+
+/*
+ * "s3://BUCKET", "s3://BUCKET/" or "s3://BUCKET/PREFIX" as the target of
+ * bucket-level requests (ListObjectsV2): the URL is the bucket's, ending in
+ * '/'; *prefix points into spec at what follows "BUCKET/" ("" if nothing).
+ */
+int s3_bucket_target(const char *spec, const struct qs_source_options *opt, struct remote_target *t,
+		     const char **prefix);
 
 /* 'url' without userinfo and query string, for messages; NULL when out of memory. */
 char *remote_display_name(const char *url);
@@ -56,12 +65,12 @@ char *remote_display_name(const char *url);
 char *remote_cache_key(const char *url);
 
 /* An answer to remote_call(). */
-#define REMOTE_REPLY_MAX (64u << 10)    /* bytes of an answer's body kept */
+#define REMOTE_REPLY_MAX (64u << 10)    /* bytes of an answer's body kept, unless t->reply_max says */
 struct remote_reply {
 	long status;
 	char *body;                 /* NUL-terminated, or NULL */
 	size_t body_len;
-	bool cut;                   /* the body went on past REMOTE_REPLY_MAX and was not read further */
+	bool cut;                   /* the body went on past the bound and was not read further */
 	char etag[REMOTE_VALIDATOR_MAX];
 };
 

@@ -83,17 +83,15 @@ static char *bucket_url(const char *endpoint, const char *region, const char *bu
 	return n < 0 ? NULL : url;
 }
 
-int s3_target(const char *spec, const struct qs_source_options *opt, struct remote_target *t)
+/* Resolve endpoint, region and credentials; the URL is the bucket's plus 'path' encoded. */
+static int target_for(const char *spec, size_t bucket_len, const char *path, const struct qs_source_options *opt,
+		      struct remote_target *t)
 {
-	const char *bucket = spec + 5, *slash = strchr(bucket, '/'), *region, *endpoint;
+	const char *bucket = spec + 5, *region, *endpoint;
 	struct aws_profile_settings settings;
-	size_t bucket_len;
 	int ret;
 
 	memset(t, 0, sizeof(*t));
-	if (!slash || !slash[1])
-		return qs_set_error(-EINVAL, "expected s3://BUCKET/KEY");
-	bucket_len = slash - bucket;
 	if (!valid_bucket(bucket, bucket_len))
 		return qs_set_error(-EINVAL, "bucket names are 3 to 63 of a-z, 0-9, '-' and '.'");
 	ret = aws_creds_load(&t->creds, &settings);
@@ -108,7 +106,7 @@ int s3_target(const char *spec, const struct qs_source_options *opt, struct remo
 	t->name = strdup(spec);
 	t->url = bucket_url(endpoint, region, bucket, bucket_len);
 	if (t->name && t->url && asprintf(&t->sigv4, "aws:amz:%s:s3", region) >= 0)
-		ret = remote_append_encoded(&t->url, slash);
+		ret = remote_append_encoded(&t->url, path);
 	else
 		t->sigv4 = NULL;
 	aws_profile_settings_free(&settings);
@@ -117,4 +115,24 @@ int s3_target(const char *spec, const struct qs_source_options *opt, struct remo
 		return qs_set_error(ret, "out of memory");
 	}
 	return 0;
+}
+
+int s3_target(const char *spec, const struct qs_source_options *opt, struct remote_target *t)
+{
+	const char *slash = strchr(spec + 5, '/');
+
+	memset(t, 0, sizeof(*t));
+	if (!slash || !slash[1])
+		return qs_set_error(-EINVAL, "expected s3://BUCKET/KEY");
+	return target_for(spec, slash - (spec + 5), slash, opt, t);
+}
+
+int s3_bucket_target(const char *spec, const struct qs_source_options *opt, struct remote_target *t,
+		     const char **prefix)
+{
+	const char *slash = strchr(spec + 5, '/');
+	size_t bucket_len = slash ? (size_t)(slash - (spec + 5)) : strlen(spec + 5);
+
+	*prefix = slash ? slash + 1 : "";
+	return target_for(spec, bucket_len, "/", opt, t);
 }
