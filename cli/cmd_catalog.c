@@ -2,18 +2,23 @@
  * cmd_catalog.c - quash catalog SUBCOMMAND: catalogs, the directories of
  * images that one `quash mount --catalog` serves.
  *
- *   list SPEC   every object a remote catalog lists (qs_source_list()), one
- *               "KEY<TAB>SIZE<TAB>MTIME<TAB>ETAG" line each: a developer's
- *               and the tests' window on the library, so not in the
- *               command list of `quash --help`.
+ *   ls MOUNTPOINT       the images of a catalog mount: which are open, their
+ *                       version, reads, idle time (its .quash-catalog file)
+ *   refresh MOUNTPOINT  list the catalog's source again now (.quash-refresh)
+ *   list SPEC           every object a remote catalog lists (qs_source_list()), one
+ *                       "KEY<TAB>SIZE<TAB>MTIME<TAB>ETAG" line each: a developer's
+ *                       and the tests' window on the library.
  *
  * Each subcommand is a struct cli_command named "catalog SUB", so that its
  * messages read "quash: catalog SUB: ..." like the other commands'.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common.h"
 #include "source.h"
@@ -83,6 +88,200 @@ static int list_main(int argc, char **argv)
 	return cli_finish_stdout(CLI_EXIT_OK);
 }
 
+/* ---- ls and refresh: the control files of a mounted catalog --------------- */
+
+#define CATALOG_STATUS_FILE ".quash-catalog"
+#define CATALOG_REFRESH_FILE ".quash-refresh"
+#define CATALOG_STATUS_MAX (256u << 20)     /* 1,000,000 images of 256 bytes */
+#define CATALOG_COLUMNS 9
+
+/* The whole control file 'name' of the catalog mounted at 'mp', or NULL with a message. */
+static char *read_control(const char *cmd, const char *mp, const char *name, size_t *len)
+{
+	char *buf = NULL, *p;
+	size_t cap = 0;
+	ssize_t n;
+	int dfd, fd;
+
+	*len = 0;
+	dfd = open(mp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	fd = dfd < 0 ? -1 : openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0) {
+		int err = errno;
+
+		fprintf(stderr, "quash: %s: %s: %s\n", cmd, mp, dfd >= 0 && err == ENOENT ?
+			"not a catalog mount (quash mount --catalog)" : strerror(err));
+		if (dfd >= 0)
+			close(dfd);
+		return NULL;
+	}
+	close(dfd);
+	do {
+		if (*len + 65536 > cap) {
+			cap = cap ? cap * 2 : 65536;
+			p = cap <= CATALOG_STATUS_MAX ? realloc(buf, cap + 1) : NULL;
+			if (!p) {
+				fprintf(stderr, "quash: %s: %s: status too large\n", cmd, mp);
+				free(buf);
+				close(fd);
+				return NULL;
+			}
+			buf = p;
+		}
+		n = read(fd, buf + *len, cap - *len);
+		if (n > 0)
+			*len += (size_t)n;
+	} while (n > 0 || (n < 0 && errno == EINTR));
+	if (n < 0) {
+		fprintf(stderr, "quash: %s: %s: %s\n", cmd, mp, strerror(errno));
+		free(buf);
+		buf = NULL;
+	} else {
+		buf[*len] = '\0';
+	}
+	close(fd);
+	return buf;
+}
+
+/* One row of the status table: '#' lines other than the column names are printed as they are. */
+static void status_row(char *line, size_t *width, bool print)
+{
+	const char *f = line;
+
+	if (line[0] == '#') {
+		if (!strchr(line, '\t')) {
+			if (print)
+				printf("%s\n", line);
+			return;
+		}
+		f = line + 2;       /* "# name<TAB>...": the column names */
+	}
+	for (int col = 0; col < CATALOG_COLUMNS && f; col++) {
+		const char *tab = strchr(f, '\t');
+		int len = tab ? (int)(tab - f) : (int)strlen(f);
+
+		if (!print && (size_t)len > width[col])
+			width[col] = (size_t)len;
+		if (print)
+			printf("%-*.*s%s", tab ? (int)width[col] : 0, len, f, tab ? "  " : "");
+		f = tab ? tab + 1 : NULL;
+	}
+	if (print)
+		printf("\n");
+}
+
+/* The status table with its columns aligned. */
+static void print_status(const char *text)
+{
+	size_t width[CATALOG_COLUMNS] = { 0 };
+
+	for (int print = 0; print < 2; print++) {
+		char *copy = strdup(text), *line, *save = NULL;
+
+		if (!copy) {
+			fputs(text, stdout);
+			return;
+		}
+		for (line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+			status_row(line, width, print);
+		free(copy);
+	}
+}
+
+static int control_main(const struct cli_command *cmd, int argc, char **argv, bool refresh)
+{
+	static const struct option longopts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ 0 }
+	};
+	struct cli_common co = { .cmd = cmd };
+	int opt, st, status = CLI_EXIT_OK;
+
+	while ((opt = getopt_long(argc, argv, "hV", longopts, NULL)) != -1) {
+		st = cli_common_option(&co, opt, optarg);
+		if (st != CLI_CONTINUE)
+			return st;
+	}
+	if (optind == argc)
+		return cli_usage(cmd, "missing MOUNTPOINT");
+	for (int i = optind; i < argc; i++) {
+		size_t len;
+		char *text = read_control(cmd->name, argv[i], refresh ? CATALOG_REFRESH_FILE : CATALOG_STATUS_FILE,
+					  &len);
+
+		if (!text) {
+			status = CLI_EXIT_ERROR;
+			continue;
+		}
+		if (refresh && strncmp(text, "quash: ", 7) == 0) {
+			fputs(text, stderr);        /* the daemon's own one-line error */
+			status = CLI_EXIT_ERROR;
+		} else if (refresh) {
+			printf("%s: %s", argv[i], text);
+		} else {
+			print_status(text);
+		}
+		free(text);
+	}
+	return cli_finish_stdout(status);
+}
+
+static int ls_main(int argc, char **argv);
+static int refresh_main(int argc, char **argv);
+
+static const struct cli_command cmd_catalog_ls = {
+	.name = "catalog ls",
+	.usage = "quash catalog ls MOUNTPOINT...",
+	.summary = "the images of a catalog mount: open or not, version, reads, idle time",
+	.help =
+		"Columns: name, state (open, closed, failed), version (a new one each time the\n"
+		"image is replaced), size, files open, reads and bytes read from the source,\n"
+		"seconds since last use (-1: never opened), ETag.  The first lines give the\n"
+		"totals: images, open ones, old versions still open for their readers, the\n"
+		"shared block cache.\n"
+		"\n"
+		"Options:\n"
+		"  -h, --help            show this help and exit\n"
+		"  -V, --version         show the version and exit\n"
+		"\n"
+		"Exit status:\n"
+		"  0  success\n"
+		"  1  a MOUNTPOINT is not a catalog mount, or cannot be read\n"
+		"  2  the command line is wrong\n",
+	.run = ls_main,
+};
+
+static const struct cli_command cmd_catalog_refresh = {
+	.name = "catalog refresh",
+	.usage = "quash catalog refresh MOUNTPOINT...",
+	.summary = "list a catalog mount's source again now",
+	.help =
+		"New images appear, removed ones go and replaced ones get a new version, as\n"
+		"the periodic listing (-o refresh=) and inotify would do later.  Prints the\n"
+		"number of images.\n"
+		"\n"
+		"Options:\n"
+		"  -h, --help            show this help and exit\n"
+		"  -V, --version         show the version and exit\n"
+		"\n"
+		"Exit status:\n"
+		"  0  success\n"
+		"  1  not a catalog mount, or the source could not be listed (the last listing stays)\n"
+		"  2  the command line is wrong\n",
+	.run = refresh_main,
+};
+
+static int ls_main(int argc, char **argv)
+{
+	return control_main(&cmd_catalog_ls, argc, argv, false);
+}
+
+static int refresh_main(int argc, char **argv)
+{
+	return control_main(&cmd_catalog_refresh, argc, argv, true);
+}
+
 /* ---- the subcommand dispatcher ------------------------------------------------ */
 
 struct catalog_sub {
@@ -91,6 +290,8 @@ struct catalog_sub {
 };
 
 static const struct catalog_sub catalog_subs[] = {
+	{ "ls", &cmd_catalog_ls },
+	{ "refresh", &cmd_catalog_refresh },
 	{ "list", &cmd_catalog_list },
 };
 

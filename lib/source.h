@@ -135,19 +135,6 @@ void qs_source_set_interrupt(const bool *flag);
 /* Is the calling thread's flag set? */
 bool qs_source_interrupted(void);
 
-/* One object of a remote listing; strings valid only during the callback. */
-struct qs_list_entry {
-	const char *key;        /* relative to the listed prefix or index, '/'-separated, never "", never starting with '/', no ".." or "." components, no NUL */
-	uint64_t size;          /* bytes, or 0 if the listing does not say */
-	int64_t mtime;          /* seconds since the epoch, or 0 if unknown */
-	const char *etag;       /* without quotes, or "" if unknown */
-};
-
-/* Called once per object; a non-zero return stops the listing and is returned. */
-typedef int (*qs_list_fn)(void *arg, const struct qs_list_entry *ent);
-
-int qs_source_list(const char *spec, const struct qs_source_options *opt, qs_list_fn fn, void *arg);
-
 /* A local file, opened read-only. */
 int qs_source_open_file(const char *path, struct qs_source **out);
 

@@ -1455,10 +1455,3 @@ void qc_destroy(struct qm_catalog *c)
 	free(c);
 }
 
-/* TEMPORARY until the listing lands (branch list) */
-__attribute__((weak)) int qs_source_list(const char *spec, const struct qs_source_options *opt, qs_list_fn fn,
-					 void *arg)
-{
-	(void)spec; (void)opt; (void)fn; (void)arg;
-	return qs_set_error(-ENOSYS, "remote catalogs are not built yet");
-}
