@@ -35,7 +35,8 @@ static void usage(FILE *f)
 		"  pack      build an image from directories or archives\n"
 		"  mksquashfs  the same with mksquashfs's command line (also as a link named mksquashfs)\n"
 		"  mount     mount an image (local file, HTTP(S) or S3) through FUSE\n"
-		"  umount    unmount it again\n");
+		"  umount    unmount it again\n"
+		"  catalog   the images of a catalog mount (mount --catalog): ls, refresh\n");
 	for (size_t i = 0; i < N_OFFLINE_COMMANDS; i++)
 		fprintf(f, "  %-9s %s\n", offline_commands[i]->name, offline_commands[i]->summary);
 	fprintf(f,
