@@ -55,6 +55,17 @@ struct qs_source {
 				 * serving from the cache"), or NULL; owned by the implementation */
 };
 
+/*
+ * A bound on memory that several sources' caches share (the images of a
+ * catalog mount): each source still evicts its own least recently used
+ * chunks, but while the sum of all of them is over 'limit'.  'used' is
+ * updated atomically by the sources; the caller zeroes it and sets 'limit'.
+ */
+struct qs_memory_budget {
+	uint64_t used;              /* bytes held by all the sources together */
+	uint64_t limit;
+};
+
 /* Options for qs_source_open(); zero-initialised means defaults. */
 struct qs_source_options {
 	const char *endpoint;       /* S3 endpoint URL (else AWS_ENDPOINT_URL, else AWS) */
@@ -63,6 +74,7 @@ struct qs_source_options {
 	uint64_t cache_dir_limit;   /* bytes; 0 = default */
 	size_t chunk_size;          /* remote fetch granularity; 0 = default */
 	size_t memory_cache;        /* bytes of remote chunks held in memory; 0 = default */
+	struct qs_memory_budget *memory_budget;    /* shared with other sources, or NULL */
 	unsigned retry_seconds;     /* total time budget for retries of one request; 0 = default */
 	/*
 	 * HTTP(S) proxy or caching tier every request goes through, or NULL for

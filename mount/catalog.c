@@ -96,6 +96,7 @@ struct qm_catalog {
 	int root_fd;                /* a local catalog's directory */
 	char *base;                 /* a remote catalog: what keys are appended to */
 	struct qs_cache *cache;     /* the one block cache of every image */
+	struct qs_memory_budget remote_memory;  /* the one bound on remote images' chunks in memory */
 	unsigned idle, refresh, open_max;
 
 	pthread_rwlock_t lock;
@@ -436,6 +437,8 @@ static int open_source(struct qm_catalog *c, struct qc_image *im, struct qs_sour
 {
 	struct qs_source_options so = c->fs->opt->source;
 	char path[64], *spec;
+
+	so.memory_budget = &c->remote_memory;
 	int fd, err;
 
 	if (!c->remote) {
@@ -1293,7 +1296,9 @@ char *qc_status(struct qm_catalog *c, size_t *len)
 		c->fs->name, c->nimages, open, old, now - c->listed_at, c->list_error[0] ? "; last listing failed: " : "",
 		c->list_error);
 	tprintf(&t, "# block cache %" PRIu64 " of %" PRIu64 " bytes, %" PRIu64 " hits, %" PRIu64 " misses; "
-		"%" PRIu64 " bytes read from sources\n", cs.bytes, cs.limit, cs.hits, cs.misses, bytes_read);
+		"remote chunks %" PRIu64 " of %" PRIu64 " bytes; %" PRIu64 " bytes read from sources\n", cs.bytes,
+		cs.limit, cs.hits, cs.misses, __atomic_load_n(&c->remote_memory.used, __ATOMIC_RELAXED),
+		c->remote_memory.limit, bytes_read);
 	tprintf(&t, "# name\tstate\tversion\tsize\topen_files\treads\tbytes_read\tidle_s\tetag\n");
 	status_node(&t, &c->root, path, 0, now);
 	pthread_rwlock_unlock(&c->lock);
@@ -1365,6 +1370,7 @@ int qc_create(struct qm_fs *fs, struct qm_catalog **out)
 	c->dirs = calloc(c->dirs_cap, sizeof(*c->dirs));
 	c->slots = calloc((size_t)QC_SLOTS_MAX + 1, sizeof(*c->slots));
 	c->cache = qs_cache_create(opt->cache_bytes ? opt->cache_bytes : QS_DEFAULT_CACHE_BYTES);
+	c->remote_memory.limit = opt->source.memory_cache ? opt->source.memory_cache : QC_DEFAULT_REMOTE_MEMORY;
 	atomic_init(&c->nslots, 1);
 	c->changed = time(NULL);
 	if (!c->dirs || !c->slots || !c->cache || pipe2(c->wake, O_CLOEXEC | O_NONBLOCK) != 0) {

@@ -32,6 +32,7 @@
 #define QC_DEFAULT_OPEN_MAX 1024           /* images open at once: descriptors, tables */
 #define QC_MISS_REFRESH_S 2                /* a name not found lists again, at most this often */
 #define QC_RETRY_S 10                      /* a failed open is tried again after this */
+#define QC_DEFAULT_REMOTE_MEMORY (256u << 20)  /* remote chunks in memory, all images together */
 
 /* Control files at the root: looked up by name, never listed. */
 #define QC_CTL_STATUS_NAME ".quash-catalog"

@@ -58,10 +58,15 @@ NGINX_EXTRA="location /images/ { autoindex on; autoindex_format json; }" \
 
 # A text index file.
 M=$W/mp-index
-qmount "$M" "$QUASH" mount --catalog "http://127.0.0.1:$HTTP/images/index.txt" "$M"
+qmount "$M" "$QUASH" mount --catalog -o chunk_size=64K,remote_cache=256K \
+	"http://127.0.0.1:$HTTP/images/index.txt" "$M"
 check "index: the names of the index file ($(ls -R "$M" | tr '\n' ' '))" \
 	[ "$(ls "$M" | tr '\n' ' ')" = "img1 img3 team " ]
 check "index: an image reads right" cmp -s "$M/team/img4/data" "$W/src/t4/data"
+check "index: and the others" cmp -s "$M/img3/data" "$W/src/t3/data" && cmp -s "$M/img1/data" "$W/src/t1/data"
+read -r used limit < <(status "$M" | sed -n 's/.*remote chunks \([0-9]*\) of \([0-9]*\) bytes.*/\1 \2/p')
+check "index: the images' chunks in memory share one bound ($used of $limit bytes after 1.6 MB read)" \
+	[ -n "$used" ] && [ "$limit" = 262144 ] && [ "$used" -le "$limit" ] && [ "$used" -gt 0 ]
 fusermount3 -u "$M"
 
 # An S3 prefix, listed with ListObjectsV2.

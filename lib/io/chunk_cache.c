@@ -88,6 +88,7 @@ struct chunk_cache {
 	struct chunk **table;           /* by index; NULL = not held */
 	struct chunk lru;               /* list head */
 	size_t lru_bytes, memory_limit;
+	struct qs_memory_budget *budget;    /* shared with other caches, or NULL */
 	uint64_t pinned_bytes;
 	int stale_err;                  /* sticky once the object changed */
 	char stale_msg[MSG_MAX];
@@ -131,6 +132,8 @@ static void lru_unlink(struct chunk_cache *cc, struct chunk *c)
 	c->next->prev = c->prev;
 	c->prev = c->next = NULL;
 	cc->lru_bytes -= c->len;
+	if (cc->budget)
+		__atomic_fetch_sub(&cc->budget->used, c->len, __ATOMIC_RELAXED);
 }
 
 static void lru_push(struct chunk_cache *cc, struct chunk *c)
@@ -140,6 +143,15 @@ static void lru_push(struct chunk_cache *cc, struct chunk *c)
 	cc->lru.next->prev = c;
 	cc->lru.next = c;
 	cc->lru_bytes += c->len;
+	if (cc->budget)
+		__atomic_fetch_add(&cc->budget->used, c->len, __ATOMIC_RELAXED);
+}
+
+/* Over this cache's own limit, or over the budget it shares with other caches? */
+static bool over_limit(const struct chunk_cache *cc)
+{
+	return cc->lru_bytes > cc->memory_limit ||
+	       (cc->budget && __atomic_load_n(&cc->budget->used, __ATOMIC_RELAXED) > cc->budget->limit);
 }
 
 static void chunk_free(struct chunk *c)
@@ -169,7 +181,7 @@ static void evict_locked(struct chunk_cache *cc)
 {
 	struct chunk *c = cc->lru.prev;
 
-	while (cc->lru_bytes > cc->memory_limit && c != &cc->lru) {
+	while (over_limit(cc) && c != &cc->lru) {
 		struct chunk *prev = c->prev;
 
 		if (c->refs == 0)
@@ -635,6 +647,8 @@ static void chunk_cache_close(struct qs_source *src)
 	pthread_mutex_unlock(&cc->lock);
 	for (int w = 0; w < cc->nworkers; w++)
 		pthread_join(cc->workers[w], NULL);
+	if (cc->budget)
+		__atomic_fetch_sub(&cc->budget->used, cc->lru_bytes, __ATOMIC_RELAXED);
 	for (i = 0; cc->table && i < cc->nchunks; i++)
 		if (cc->table[i])
 			chunk_free(cc->table[i]);
@@ -691,6 +705,7 @@ int chunk_cache_open(const struct chunk_fetcher *fetcher, const char *name, cons
 	pthread_cond_init(&cc->work, NULL);
 	cc->lru.next = cc->lru.prev = &cc->lru;
 	cc->memory_limit = opt && opt->memory_cache ? opt->memory_cache : CHUNK_DEFAULT_MEMORY;
+	cc->budget = opt ? opt->memory_budget : NULL;
 	ret = chunk_cache_chunk_size(opt, &cc->chunk_size);
 	if (ret < 0)
 		goto fail;
