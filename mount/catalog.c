@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -1346,6 +1347,31 @@ static int open_root(struct qm_catalog *c)
 	return 0;
 }
 
+/*
+ * Each open image holds a descriptor: raise the soft limit to the hard one
+ * (1,024 by default, often 524,288 hard) and keep open_max below it.
+ */
+static void fit_descriptors(struct qm_catalog *c)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+		getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < (rlim_t)c->open_max + QC_FD_RESERVE) {
+		unsigned fit = rl.rlim_cur > 2 * QC_FD_RESERVE ? (unsigned)(rl.rlim_cur - QC_FD_RESERVE) : QC_FD_RESERVE;
+
+		if (c->fs->opt->catalog_open_max)
+			fprintf(stderr, "%s: -o open_max=%u: only %llu descriptors; keeping %u images open at most\n",
+				c->fs->opt->msgname, c->open_max, (unsigned long long)rl.rlim_cur, fit);
+		c->open_max = fit;
+	}
+}
+
 int qc_create(struct qm_fs *fs, struct qm_catalog **out)
 {
 	struct qm_catalog *c = calloc(1, sizeof(*c));
@@ -1361,6 +1387,7 @@ int qc_create(struct qm_fs *fs, struct qm_catalog **out)
 	c->idle = opt->catalog_idle ? opt->catalog_idle : QC_DEFAULT_IDLE;
 	c->refresh = opt->catalog_refresh ? opt->catalog_refresh : QC_DEFAULT_REFRESH;
 	c->open_max = opt->catalog_open_max ? opt->catalog_open_max : QC_DEFAULT_OPEN_MAX;
+	fit_descriptors(c);
 	pthread_rwlock_init(&c->lock, NULL);
 	pthread_mutex_init(&c->list_lock, NULL);
 	pthread_mutex_init(&c->nlock, NULL);

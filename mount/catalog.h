@@ -30,6 +30,7 @@
 #define QC_DEFAULT_IDLE 300                /* s an unused image stays open (autofs's timeout) */
 #define QC_DEFAULT_REFRESH 60              /* s between listings of the source */
 #define QC_DEFAULT_OPEN_MAX 1024           /* images open at once: descriptors, tables */
+#define QC_FD_RESERVE 128                  /* descriptors kept for everything but images */
 #define QC_MISS_REFRESH_S 2                /* a name not found lists again, at most this often */
 #define QC_RETRY_S 10                      /* a failed open is tried again after this */
 #define QC_DEFAULT_REMOTE_MEMORY (256u << 20)  /* remote chunks in memory, all images together */

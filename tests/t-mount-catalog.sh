@@ -25,6 +25,7 @@ done
 for v in 12.1 13.2; do cp "$C/cat/img1.sqfs" "$C/cat/tools/gcc/$v.squashfs"; done
 cp "${MF_IMAGES[0]}" "$C/cat/full.img"
 cp "$C/cat/img2.sqfs" "$C/cat/no-extension"        # found by its magic
+python3 "$QUASH_TOP/tests/lib/make-sif.py" "$C/cat/img11.sqfs" "$C/cat/container.sif" 65536
 echo "not an image" >"$C/cat/README.txt"
 mkdir -p "$C/cat/.hidden" && cp "$C/cat/img3.sqfs" "$C/cat/.hidden/x.sqfs"
 
@@ -38,7 +39,7 @@ DAEMON=$!
 QM_MOUNTS+=("f:$C/mp")
 check "quash mount --catalog mounts a directory of images" wait_mounted "$C/mp"
 
-want=$(printf '%s\n' full $(seq -f 'img%g' 1 20) no-extension tools | sort | tr '\n' ' ')
+want=$(printf '%s\n' container full $(seq -f 'img%g' 1 20) no-extension tools | sort | tr '\n' ' ')
 got=$(ls "$C/mp" | tr '\n' ' ')
 check "the top directory lists each image by its name, extensions dropped ($got)" [ "$got" = "$want" ]
 check "keys with '/' are nested directories" [ "$(ls "$C/mp/tools/gcc" | tr '\n' ' ')" = "12.1 13.2 " ]
@@ -51,6 +52,7 @@ check "a file inside an image reads right" [ "$(cat "$C/mp/img7/bin/tool")" = "t
 check "the first lookup inside opened that image, and only it" \
 	[ "$(state_of img7)" = open ] && [ "$(open_images)" = 1 ] && [ "$(reads_of img7)" -gt 0 ]
 check "a nested image reads right" cmp -s "$C/mp/tools/gcc/13.2/share/doc/numbers" "$C/src/t1/share/doc/numbers"
+check "a SIF container's squashfs partition reads right" [ "$(cat "$C/mp/container/bin/tool")" = "tool 11" ]
 check "an image found by its magic reads right" cmp -s "$C/mp/no-extension/share/doc/numbers" \
 	"$C/src/t2/share/doc/numbers"
 
