@@ -405,7 +405,7 @@ static int counted_open(struct qs_source *base, struct qc_image *im, struct qs_s
  * time with O_NOFOLLOW, and the file found checked against the listing (a
  * replaced file is another version).  Returns a descriptor or -errno.
  */
-static int open_local(struct qm_catalog *c, const struct qc_image *im)
+static int open_local(struct qm_catalog *c, struct qc_image *im)
 {
 	char key[QC_KEY_MAX + 1], *name, *save = NULL, *next;
 	int dfd = c->root_fd, fd = -1;
@@ -426,10 +426,25 @@ static int open_local(struct qm_catalog *c, const struct qc_image *im)
 	}
 	if (fd < 0)
 		return qs_set_error(-ENOENT, "empty key");
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_dev != im->dev ||
-	    (uint64_t)st.st_ino != im->ino || (uint64_t)st.st_size != im->size || st.st_mtime != im->mtime) {
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
 		close(fd);
-		return qs_set_error(-ESTALE, "replaced since it was listed");
+		return qs_set_error(-ESTALE, "no longer a regular file");
+	}
+	if ((uint64_t)st.st_dev != im->dev || (uint64_t)st.st_ino != im->ino || (uint64_t)st.st_size != im->size ||
+	    st.st_mtime != im->mtime) {
+		if (im->open_total) {
+			close(fd);
+			return qs_set_error(-ESTALE, "replaced since it was listed");
+		}
+		/*
+		 * Nobody has read this version yet (the listing caught the
+		 * file being written, or just before a rename): it becomes
+		 * what is there now, and keeps its node ids.
+		 */
+		im->dev = (uint64_t)st.st_dev;
+		im->ino = (uint64_t)st.st_ino;
+		im->size = (uint64_t)st.st_size;
+		im->mtime = st.st_mtime;
 	}
 	return fd;
 }
