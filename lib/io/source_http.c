@@ -820,10 +820,20 @@ static size_t call_write(char *data, size_t size, size_t nmemb, void *arg)
 
 	if (keep > max - r->body_len)
 		keep = max - r->body_len;
-	grown = realloc(r->body, r->body_len + keep + 1);
-	if (!grown)
-		return 0;
-	r->body = grown;
+	if (r->body_len + keep + 1 > r->body_cap) {
+		/* Doubling: a listing's megabytes arrive 16 KiB at a time. */
+		size_t cap = r->body_cap ? 2 * r->body_cap : 4096;
+
+		while (cap < r->body_len + keep + 1)
+			cap *= 2;
+		if (cap > max + 1)
+			cap = max + 1;
+		grown = realloc(r->body, cap);
+		if (!grown)
+			return 0;
+		r->body = grown;
+		r->body_cap = cap;
+	}
 	memcpy(r->body + r->body_len, data, keep);
 	r->body_len += keep;
 	r->body[r->body_len] = '\0';

@@ -651,7 +651,7 @@ int list_parse_autoindex(struct list_run *run, const char *json, size_t len, con
 
 	json_ws(&j);
 	if (j.p < j.end && *j.p == '<')
-		return json_bad(&j, "an HTML page; the server wants autoindex_format json");
+		return json_bad(&j, "an HTML page (nginx's default autoindex_format html)");
 	if (!json_eat(&j, '['))
 		return json_bad(&j, "expected '['");
 	if (!json_eat(&j, ']')) {

@@ -70,6 +70,7 @@ struct remote_reply {
 	long status;
 	char *body;                 /* NUL-terminated, or NULL */
 	size_t body_len;
+	size_t body_cap;            /* bytes allocated for body */
 	bool cut;                   /* the body went on past the bound and was not read further */
 	char etag[REMOTE_VALIDATOR_MAX];
 };
