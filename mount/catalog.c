@@ -46,6 +46,7 @@
 #define QC_SETTLE_MS 100            /* inotify events are gathered this long before a listing */
 #define QC_NOTIFY_MAX 65536         /* invalidations queued for the watcher; more: a full flush */
 #define QC_NOTICE_WAIT_MS 1000      /* a refresh waits this long for the kernel to be told */
+#define QC_LIST_WAIT_S 30           /* `quash catalog refresh` waits this long for a listing under way */
 
 /* Extensions that make a file an image; anything else needs the squashfs magic (local only). */
 static const char *const image_exts[] = { ".sqfs", ".squashfs", ".img", ".sif" };
@@ -910,13 +911,35 @@ static void drop_unseen(struct qm_catalog *c, struct qc_node *dir)
 	}
 }
 
-/* List the source and merge: 0, or -errno with c->list_error set (the tree is kept as it was). */
-static int refresh(struct qm_catalog *c)
+/*
+ * List the source and merge: 0, or -errno with c->list_error set (the tree
+ * is kept as it was).  'wait' says how a listing already under way is met:
+ * QC_LIST_WAIT waits for it, QC_LIST_BOUNDED for QC_LIST_WAIT_S at most,
+ * QC_LIST_SKIP not at all (-EBUSY) — a lookup must not hang behind a slow
+ * server's pages.
+ */
+enum { QC_LIST_WAIT, QC_LIST_BOUNDED, QC_LIST_SKIP };
+
+static int refresh(struct qm_catalog *c, int wait)
 {
 	struct items items = { 0 };
+	struct timespec until;
 	int err;
 
-	pthread_mutex_lock(&c->list_lock);
+	if (wait == QC_LIST_SKIP) {
+		if (pthread_mutex_trylock(&c->list_lock) != 0)
+			return -EBUSY;
+	} else if (wait == QC_LIST_BOUNDED) {
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += QC_LIST_WAIT_S;
+		if (pthread_mutex_timedlock(&c->list_lock, &until) != 0) {
+			snprintf(c->list_error, sizeof(c->list_error), "a listing already under way takes over %d s",
+				 QC_LIST_WAIT_S);
+			return -EBUSY;
+		}
+	} else {
+		pthread_mutex_lock(&c->list_lock);
+	}
 	err = list_source(c, &items);
 	c->listed_at = now_s();
 	if (err) {
@@ -1040,7 +1063,7 @@ static void *watcher(void *arg)
 			break;
 		if (changed || atomic_exchange(&c->refresh_wanted, false) ||
 		    now_s() - c->listed_at >= (int64_t)c->refresh) {
-			if (refresh(c) != 0)
+			if (refresh(c, QC_LIST_WAIT) != 0)
 				qm_log(c->fs, "catalog: %s: %s; keeping the last listing", c->fs->name, c->list_error);
 		}
 		send_notices(c);
@@ -1160,7 +1183,7 @@ int qc_lookup(struct qm_catalog *c, fuse_ino_t parent, const char *name, struct 
 
 	/* autofs mounts on first access; a name not listed yet may have just arrived */
 	if (err == -ENOENT && (now_s() - c->listed_at >= QC_MISS_REFRESH_S || local_candidate(c, parent, name)) &&
-	    refresh(c) == 0)
+	    refresh(c, QC_LIST_SKIP) == 0)
 		err = lookup_locked(c, parent, name, out);
 	return err;
 }
@@ -1329,7 +1352,7 @@ char *qc_status(struct qm_catalog *c, size_t *len)
 char *qc_refresh_now(struct qm_catalog *c, size_t *len)
 {
 	struct text t = { 0 };
-	int err = refresh(c);
+	int err = refresh(c, QC_LIST_BOUNDED);
 
 	wait_notices(c);
 	if (err)
@@ -1446,7 +1469,7 @@ int qc_create(struct qm_fs *fs, struct qm_catalog **out)
 		}
 		c->inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 	}
-	err = refresh(c);
+	err = refresh(c, QC_LIST_WAIT);
 	if (err) {
 		fprintf(stderr, "%s: catalog %s: %s\n", opt->msgname, fs->name, c->list_error);
 		qc_destroy(c);
