@@ -46,6 +46,7 @@
 #define QC_SETTLE_MS 100            /* inotify events are gathered this long before a listing */
 #define QC_NOTIFY_MAX 65536         /* invalidations queued for the watcher; more: a full flush */
 #define QC_NOTICE_WAIT_MS 1000      /* a refresh waits this long for the kernel to be told */
+#define QC_CTL_REFRESH_S 1          /* `quash catalog refresh` lists at most this often */
 #define QC_LIST_WAIT_S 30           /* `quash catalog refresh` waits this long for a listing under way */
 
 /* Extensions that make a file an image; anything else needs the squashfs magic (local only). */
@@ -433,7 +434,7 @@ static int open_local(struct qm_catalog *c, struct qc_image *im)
 	}
 	if ((uint64_t)st.st_dev != im->dev || (uint64_t)st.st_ino != im->ino || (uint64_t)st.st_size != im->size ||
 	    st.st_mtime != im->mtime) {
-		if (im->open_total) {
+		if (im->open_total || im->superseded) {
 			close(fd);
 			return qs_set_error(-ESTALE, "replaced since it was listed");
 		}
@@ -1352,8 +1353,11 @@ char *qc_status(struct qm_catalog *c, size_t *len)
 char *qc_refresh_now(struct qm_catalog *c, size_t *len)
 {
 	struct text t = { 0 };
-	int err = refresh(c, QC_LIST_BOUNDED);
+	int err = 0;
 
+	/* anyone who can reach the mount may ask: a listing a second at most */
+	if (now_s() - c->listed_at >= QC_CTL_REFRESH_S)
+		err = refresh(c, QC_LIST_BOUNDED);
 	wait_notices(c);
 	if (err)
 		tprintf(&t, "quash: catalog refresh: %s: %s\n", c->fs->name, c->list_error);
