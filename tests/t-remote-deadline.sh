@@ -46,7 +46,7 @@ LIMIT=$((BUDGET + 3))   # the budget, plus start-up and a loaded machine's slack
 proxy drip 0
 within "a dripping server: ls ends within the budget" $LIMIT "gave up after" \
 	"$QUASH_ASAN" ls --retry-seconds $BUDGET "$URL"
-proxy drip 2     # opening takes two requests: the first chunk, then the metadata tables
+proxy drip 2     # opening takes two requests: the first chunk, then the metadata tables (-o noprefetch: no URL.profile)
 within "a dripping server: cat of a file ends within the budget" $LIMIT "gave up after" \
 	"$QUASH_ASAN" cat --retry-seconds $BUDGET "$URL" /sub/deeper/big
 proxy endless200 0
@@ -66,7 +66,7 @@ check "the default budget is 30 s" grep -q "default 30" <("$QUASH" ls --help)
 # The mount: open passes, reads drip.
 proxy drip 2
 mkdir -p "$W/m"
-if qmount "$W/m" "$QUASH" mount -o retry_seconds=$BUDGET "$URL" "$W/m"; then
+if qmount "$W/m" "$QUASH" mount -o noprefetch,retry_seconds=$BUDGET "$URL" "$W/m"; then
 	t0=$(date +%s.%N)
 	timeout -s KILL 60 cat "$W/m/sub/deeper/big" >/dev/null 2>"$W/err"; st=$?
 	dt=$(echo "$(date +%s.%N) - $t0" | bc)
@@ -82,7 +82,7 @@ fi
 
 # A reader killed while it waits: gone at once, though the budget is long.
 proxy drip 2
-if qmount "$W/m" "$QUASH" mount -o retry_seconds=120 "$URL" "$W/m"; then
+if qmount "$W/m" "$QUASH" mount -o noprefetch,retry_seconds=120 "$URL" "$W/m"; then
 	cat "$W/m/file12" >/dev/null 2>&1 &
 	reader=$!
 	for _ in $(seq 100); do     # until the reader waits on the mount (D state)

@@ -36,6 +36,7 @@
 #define READAHEAD_SLACK      (1u << 20)   /* how far off a stream's end a read may start */
 #define READAHEAD_MIN_RUN    (256u << 10) /* a stream reads this much before readahead starts */
 #define HINT_MAX_CHUNKS      64u          /* one async prefetch hint queues at most this many */
+#define WARM_SHARE_DIV       2u           /* warm() fills at most this fraction of the memory limit */
 #define WORKERS              4            /* background fetch threads */
 #define QUEUE_LEN            256          /* pending background fetches; more are dropped */
 #define CHUNK_INTERRUPT_POLL_NS (100 * 1000000L) /* a reader waiting on another's fetch checks for an interrupt */
@@ -89,6 +90,7 @@ struct chunk_cache {
 	struct chunk lru;               /* list head */
 	size_t lru_bytes, memory_limit;
 	uint64_t pinned_bytes;
+	uint64_t warmed_bytes;          /* asked for by warm(), against its budget */
 	int stale_err;                  /* sticky once the object changed */
 	char stale_msg[MSG_MAX];
 
@@ -528,7 +530,12 @@ static int pin_load(struct chunk_cache *cc, struct chunk **owned, uint32_t n)
 	return ret;
 }
 
-static int pin_range(struct chunk_cache *cc, uint32_t first, uint32_t last)
+/*
+ * Load chunks [first, last] in runs of few large requests: pinned for
+ * prefetch(), on the LRU for warm().  Waits for chunks others were loading
+ * only when pinning.
+ */
+static int load_range(struct chunk_cache *cc, uint32_t first, uint32_t last, bool pin)
 {
 	uint32_t n = 0, idx;
 	struct chunk **owned = calloc(last - first + 1, sizeof(*owned));
@@ -541,13 +548,13 @@ static int pin_range(struct chunk_cache *cc, uint32_t first, uint32_t last)
 		struct chunk *c = cc->table[idx];
 
 		if (!c) {
-			c = chunk_new_locked(cc, idx, true);
+			c = chunk_new_locked(cc, idx, pin);
 			if (!c) {
 				ret = qs_set_error(-ENOMEM, "out of memory");
 				break;
 			}
 			owned[n++] = c;
-		} else if (c->state == CHUNK_READY) {
+		} else if (pin && c->state == CHUNK_READY) {
 			pin_locked(cc, c);
 		}
 	}
@@ -559,7 +566,7 @@ static int pin_range(struct chunk_cache *cc, uint32_t first, uint32_t last)
 			ret = err;
 	}
 	free(owned);
-	if (ret < 0)
+	if (ret < 0 || !pin)
 		return ret;
 	/* Chunks that other threads were loading: wait for them, then pin. */
 	pthread_mutex_lock(&cc->lock);
@@ -606,7 +613,27 @@ static int chunk_cache_prefetch(struct qs_source *src, uint64_t off, uint64_t le
 	if (pinned + (uint64_t)(last - first + 1) * cc->chunk_size > PIN_MAX_BYTES)
 		return qs_set_error(-E2BIG, "will not pin more than %llu MiB in memory",
 				    PIN_MAX_BYTES >> 20);
-	return pin_range(cc, first, last);
+	return load_range(cc, first, last, true);
+}
+
+/* A profile's replay: fetch now in few large requests, evictable like any read. */
+static int chunk_cache_warm(struct qs_source *src, uint64_t off, uint64_t len)
+{
+	struct chunk_cache *cc = src->priv;
+	uint64_t want;
+	uint32_t first, last;
+
+	if (!chunk_span(cc, off, len, &first, &last))
+		return 0;
+	want = (uint64_t)(last - first + 1) * cc->chunk_size;
+	pthread_mutex_lock(&cc->lock);
+	if (cc->warmed_bytes + want > cc->memory_limit / WARM_SHARE_DIV) {
+		pthread_mutex_unlock(&cc->lock);
+		return qs_set_error(-E2BIG, "will not warm more than 1/%u of the memory cache", WARM_SHARE_DIV);
+	}
+	cc->warmed_bytes += want;
+	pthread_mutex_unlock(&cc->lock);
+	return load_range(cc, first, last, false);
 }
 
 /* Will be needed soon: queue for the workers and return. */
@@ -655,6 +682,7 @@ static const struct qs_source_ops chunk_cache_ops = {
 	.close = chunk_cache_close,
 	.prefetch = chunk_cache_prefetch,
 	.willneed = chunk_cache_willneed,
+	.warm = chunk_cache_warm,
 };
 
 /* The open request's bytes become chunk 0, so the superblock costs no second trip. */
