@@ -41,7 +41,7 @@ struct cli_command {
 	int (*run)(int argc, char **argv);
 };
 
-extern const struct cli_command cmd_info, cmd_ls, cmd_stat, cmd_cat, cmd_extract;
+extern const struct cli_command cmd_info, cmd_ls, cmd_stat, cmd_cat, cmd_extract, cmd_profile;
 
 /* The options every offline subcommand accepts. */
 struct cli_common {

@@ -46,7 +46,7 @@ LIMIT=$((BUDGET + 3))   # the budget, plus start-up and a loaded machine's slack
 proxy drip 0
 within "a dripping server: ls ends within the budget" $LIMIT "gave up after" \
 	"$QUASH_ASAN" ls --retry-seconds $BUDGET "$URL"
-proxy drip 2     # opening takes two requests: the first chunk, then the metadata tables (-o noprefetch: no URL.profile)
+proxy drip 2     # opening takes two requests: the first chunk, then the metadata tables
 within "a dripping server: cat of a file ends within the budget" $LIMIT "gave up after" \
 	"$QUASH_ASAN" cat --retry-seconds $BUDGET "$URL" /sub/deeper/big
 proxy endless200 0
@@ -63,7 +63,7 @@ within "a body longer than announced: one error at once, not retried" 2 "more by
 	"$QUASH_ASAN" ls --retry-seconds $BUDGET "$URL"
 check "the default budget is 30 s" grep -q "default 30" <("$QUASH" ls --help)
 
-# The mount: open passes, reads drip.
+# The mount: open passes, reads drip (-o noprefetch: no URL.profile request at open).
 proxy drip 2
 mkdir -p "$W/m"
 if qmount "$W/m" "$QUASH" mount -o noprefetch,retry_seconds=$BUDGET "$URL" "$W/m"; then
