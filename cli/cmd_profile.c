@@ -18,6 +18,13 @@
 #include "common.h"
 #include "source.h"
 
+/*
+ * Every open reads the source's first bytes to look for a SIF header
+ * (lib/io/sif.c), past the superblock into the first file's data: those
+ * bytes of a profile name no file.
+ */
+#define PATHS_OPEN_PROBE 128
+
 struct extent {
 	uint64_t start, end;        /* source offsets */
 	size_t file;
@@ -146,6 +153,11 @@ static void print_paths(struct profile_walk *w, const struct qs_profile *prof)
 	for (size_t r = 0; r < prof->count; r++) {
 		uint64_t off = prof->ranges[r].off, end = off + prof->ranges[r].len;
 		size_t lo = 0, hi = w->next;
+
+		if (off < PATHS_OPEN_PROBE)
+			off = PATHS_OPEN_PROBE;
+		if (end <= off)
+			continue;
 
 		while (lo < hi) {                   /* the first extent starting at or after off */
 			size_t mid = lo + (hi - lo) / 2;

@@ -56,6 +56,7 @@ struct chunk {
 	enum chunk_state state;
 	bool in_table;
 	bool pinned;
+	bool warmed;                    /* loaded by warm(): a profile said it would be read */
 	unsigned refs;
 	int err;                        /* CHUNK_FAILED: why, for every waiter */
 	char *msg;
@@ -440,6 +441,7 @@ static int chunk_cache_pread(struct qs_source *src, void *buf, size_t len, uint6
 	struct chunk_cache *cc = src->priv;
 	uint32_t first, last, idx;
 	char *dst = buf;
+	bool profiled = true;
 
 	if (len == 0)
 		return 0;
@@ -466,8 +468,16 @@ static int chunk_cache_pread(struct qs_source *src, void *buf, size_t len, uint6
 			return ret;
 		memcpy(dst, c->data + from, n);
 		dst += n;
+		profiled = profiled && c->warmed;
 		chunk_release(cc, c);
 	}
+	/*
+	 * A read within what a profile's replay fetched needs no guess about
+	 * what comes next: the profile said.  Reading ahead past its ranges
+	 * would cost requests the workload never needed.
+	 */
+	if (profiled)
+		return 0;
 	pthread_mutex_lock(&cc->lock);
 	readahead_locked(cc, off, len);
 	pthread_mutex_unlock(&cc->lock);
@@ -553,6 +563,7 @@ static int load_range(struct chunk_cache *cc, uint32_t first, uint32_t last, boo
 				ret = qs_set_error(-ENOMEM, "out of memory");
 				break;
 			}
+			c->warmed = !pin;
 			owned[n++] = c;
 		} else if (pin && c->state == CHUNK_READY) {
 			pin_locked(cc, c);
