@@ -248,7 +248,7 @@ static int profile_main(int argc, char **argv)
 const struct cli_command cmd_profile = {
 	.name = "profile",
 	.usage = "quash profile paths [--offset N] PROFILE IMAGE",
-	.summary = "list the files a prefetch profile touched, for pack --order",
+	.summary = "list the files a prefetch profile touched, in first-touch order",
 	.help =
 		"paths: prints the regular files of IMAGE whose stored bytes the prefetch profile\n"
 		"PROFILE (recorded with quash mount -o record=PROFILE IMAGE) read, in the order\n"

@@ -138,6 +138,17 @@ check_fails "quash profile paths: another image's profile is an error" "$QUASH_A
 "$QUASH_ASAN" profile paths "$W/bad.profile" "$W/image.sqfs" 2>"$W/err"
 check "quash profile paths: one line naming the line" \
 	bash -c "[ \$(wc -l <'$W/err') = 1 ] && grep -q 'bad.profile:3' '$W/err'"
+# Beside a local image: IMAGE.profile is used when there, silent when not, warned about when stale.
+qmount "$W/m" "$QUASH_ASAN" mount "$W/image2.sqfs" "$W/m" 2>"$W/err"
+fusermount3 -u -z "$W/m"
+check "local image, no IMAGE.profile: nothing said" test ! -s "$W/err"
+cp "$W/a.profile" "$W/image2.sqfs.profile"
+qmount "$W/m" "$QUASH_ASAN" mount "$W/image2.sqfs" "$W/m" 2>"$W/err"
+workload "$W/m" "$W/got"
+fusermount3 -u -z "$W/m"
+check "local image, a stale IMAGE.profile: one warning line naming it, the mount works" \
+	bash -c "[ \$(wc -l <'$W/err') = 1 ] && grep -q 'image2.sqfs.profile was recorded against another image' '$W/err' && cmp -s '$W/want2' '$W/got'"
+rm "$W/image2.sqfs.profile"
 check_fails "-o record to an unwritable place fails the mount" \
 	"$QUASH_ASAN" mount -o "record=/nonexistent/dir/p" "$W/image.sqfs" "$W/m"
 

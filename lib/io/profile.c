@@ -141,7 +141,11 @@ int qs_profile_parse(const char *text, size_t len, const char *name, struct qs_p
 			if (have_id || p->count)
 				err = qs_set_error(-EINVAL, "%s:%u: a second 'image' line, or one after the ranges",
 						   name, lineno);
-			snprintf(p->identity, sizeof(p->identity), "%s", line + 6);
+			if (strlen(line + 6) >= sizeof(p->identity)) {
+				err = qs_set_error(-EINVAL, "%s:%u: 'image' line too long", name, lineno);
+				break;
+			}
+			memcpy(p->identity, line + 6, strlen(line + 6) + 1);
 			have_id = true;
 			continue;
 		}
