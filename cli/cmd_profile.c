@@ -1,7 +1,12 @@
 /*
- * cmd_profile.c - quash profile paths PROFILE IMAGE: the files a recorded
- * prefetch profile (docs/profile.md) touched, in first-touch order, one
- * path a line: the list `quash pack --order` lays out first.
+ * cmd_profile.c - quash profile: recorded prefetch profiles (docs/profile.md).
+ *
+ * record: mount IMAGE with -o record=FILE on a temporary directory, run a
+ * command with the mount's path in $QUASH_MOUNT, unmount, and wait for the
+ * mount's daemon to write the profile.
+ *
+ * paths PROFILE IMAGE: the files a recorded profile touched, in first-touch
+ * order, one path a line: the list `quash pack --order` lays out first.
  *
  * A profile holds byte ranges of the image, not names.  Every regular
  * file's stored bytes (its run of full blocks and the fragment block of its
@@ -12,11 +17,22 @@
  * together keeps them together.
  */
 #include <errno.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "common.h"
+#include "mount.h"
 #include "source.h"
+
+#define RECORD_MAX_O_LISTS   8        /* -o lists quash profile record passes on */
+#define RECORD_MOUNT_WAIT_MS 60000    /* a mount not ready by then has failed */
+#define RECORD_POLL_MS       20
 
 /*
  * Every open reads the source's first bytes to look for a SIF header
@@ -228,17 +244,173 @@ out:
 	return st;
 }
 
+/* ---- record ------------------------------------------------------------------ */
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+/* Is something mounted on 'dir' (another device than its parent's)? */
+static bool mounted_on(const char *dir)
+{
+	char parent[PATH_MAX];
+	struct stat st, pst;
+
+	snprintf(parent, sizeof(parent), "%s/..", dir);
+	return stat(dir, &st) == 0 && stat(parent, &pst) == 0 && st.st_dev != pst.st_dev;
+}
+
+/* The mount, in the foreground, in a child: 0 once ready, else -1 (the child said why). */
+static int start_mount(const char *image, const char *const *lists, int nlists, const char *mp, pid_t *pid)
+{
+	int waited = 0, status;
+
+	*pid = fork();
+	if (*pid < 0) {
+		fprintf(stderr, "quash: profile: fork: %s\n", strerror(errno));
+		return -1;
+	}
+	if (*pid == 0) {
+		char *margv[4 + 2 * RECORD_MAX_O_LISTS + 1];
+		int n = 0;
+
+		margv[n++] = "mount";
+		margv[n++] = "-f";
+		for (int i = 0; i < nlists; i++) {
+			margv[n++] = "-o";
+			margv[n++] = (char *)lists[i];
+		}
+		margv[n++] = (char *)image;
+		margv[n++] = (char *)mp;
+		margv[n] = NULL;
+		_exit(mount_main(n, margv, false));
+	}
+	while (!mounted_on(mp)) {
+		if (waitpid(*pid, &status, WNOHANG) == *pid)
+			return -1;
+		if (waited >= RECORD_MOUNT_WAIT_MS) {
+			fprintf(stderr, "quash: profile: %s: not mounted after %d s\n", image, RECORD_MOUNT_WAIT_MS / 1000);
+			kill(*pid, SIGTERM);
+			waitpid(*pid, &status, 0);
+			return -1;
+		}
+		sleep_ms(RECORD_POLL_MS);
+		waited += RECORD_POLL_MS;
+	}
+	return 0;
+}
+
+/* COMMAND with $QUASH_MOUNT set; its exit status as a shell gives it. */
+static int run_command(char **cmd, const char *mp)
+{
+	pid_t pid = fork();
+	int status;
+
+	if (pid < 0) {
+		fprintf(stderr, "quash: profile: fork: %s\n", strerror(errno));
+		return CLI_EXIT_ERROR;
+	}
+	if (pid == 0) {
+		setenv("QUASH_MOUNT", mp, 1);
+		execvp(cmd[0], cmd);
+		fprintf(stderr, "quash: profile: %s: %s\n", cmd[0], strerror(errno));
+		_exit(127);
+	}
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return CLI_EXIT_ERROR;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static int record_main(int argc, char **argv)
+{
+	const char *image = NULL, *lists[RECORD_MAX_O_LISTS];
+	char mp[PATH_MAX], *uargv[4];
+	const char *tmp = getenv("TMPDIR");
+	int nlists = 0, i, st, status;
+	bool record = false;
+	pid_t mpid;
+
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i], *list;
+
+		if (strcmp(a, "--") == 0) {
+			i++;
+			break;
+		}
+		if (strncmp(a, "-o", 2) == 0) {
+			list = a[2] ? a + 2 : (i + 1 < argc ? argv[++i] : NULL);
+			if (!list)
+				return cli_usage(&cmd_profile, "-o needs a list of mount options");
+			if (nlists == RECORD_MAX_O_LISTS)
+				return cli_usage(&cmd_profile, "more than %d -o lists", RECORD_MAX_O_LISTS);
+			record = record || strncmp(list, "record=", 7) == 0 || strstr(list, ",record=");
+			lists[nlists++] = list;
+		} else if (a[0] == '-' && a[1]) {
+			return cli_usage(&cmd_profile, "record: unknown option '%s'", a);
+		} else if (!image) {
+			image = a;
+		} else {
+			return cli_usage(&cmd_profile, "record: unexpected '%s' (the command goes after --)", a);
+		}
+	}
+	if (!image || i >= argc)
+		return cli_usage(&cmd_profile, "record needs IMAGE, -o record=FILE and -- COMMAND");
+	if (!record)
+		return cli_usage(&cmd_profile, "record needs -o record=FILE");
+	snprintf(mp, sizeof(mp), "%s/quash-profile-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	if (!mkdtemp(mp)) {
+		fprintf(stderr, "quash: profile: %s: %s\n", mp, strerror(errno));
+		return CLI_EXIT_ERROR;
+	}
+	if (start_mount(image, lists, nlists, mp, &mpid) < 0) {
+		rmdir(mp);
+		return CLI_EXIT_ERROR;
+	}
+	st = run_command(argv + i, mp);
+	/* Unmount; if the command left something open there, detach it lazily. */
+	uargv[0] = "umount";
+	uargv[1] = mp;
+	uargv[2] = NULL;
+	optind = 1;
+	if (umount_main(2, uargv) != 0) {
+		uargv[1] = "-z";
+		uargv[2] = mp;
+		uargv[3] = NULL;
+		optind = 1;
+		umount_main(3, uargv);
+	}
+	/* The daemon writes the profile as it exits. */
+	while (waitpid(mpid, &status, 0) < 0 && errno == EINTR)
+		;
+	rmdir(mp);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		fprintf(stderr, "quash: profile: the mount of %s did not end cleanly; the profile may be partial\n",
+			image);
+		return st ? st : CLI_EXIT_ERROR;
+	}
+	return st;
+}
+
 static int profile_main(int argc, char **argv)
 {
 	struct cli_common co = { .cmd = &cmd_profile };
-	int st = cli_parse_common_only(&co, argc, argv);
+	int st;
+
+	/* record's -o is the mount's, not --offset: it has its own command line. */
+	if (argc > 1 && strcmp(argv[1], "record") == 0)
+		return record_main(argc - 1, argv + 1);
+	st = cli_parse_common_only(&co, argc, argv);
 
 	if (st != CLI_CONTINUE)
 		return st;
 	if (argc - optind < 1)
-		return cli_usage(&cmd_profile, "missing the action (paths)");
+		return cli_usage(&cmd_profile, "missing the action (record or paths)");
 	if (strcmp(argv[optind], "paths") != 0)
-		return cli_usage(&cmd_profile, "unknown action '%s' (paths)", argv[optind]);
+		return cli_usage(&cmd_profile, "unknown action '%s' (record or paths)", argv[optind]);
 	if (argc - optind != 3)
 		return cli_usage(&cmd_profile, argc - optind < 3 ? "paths needs PROFILE and IMAGE" :
 				 "paths takes PROFILE and IMAGE only");
@@ -247,9 +419,15 @@ static int profile_main(int argc, char **argv)
 
 const struct cli_command cmd_profile = {
 	.name = "profile",
-	.usage = "quash profile paths [--offset N] PROFILE IMAGE",
-	.summary = "list the files a prefetch profile touched, in first-touch order",
+	.usage = "quash profile record [-o MOUNT-OPTIONS] IMAGE -o record=PROFILE -- COMMAND [ARGS...]\n"
+		 "       quash profile paths [--offset N] PROFILE IMAGE",
+	.summary = "record a prefetch profile; list the files one touched",
 	.help =
+		"record: mounts IMAGE on a temporary directory with the mount options given\n"
+		"(record=PROFILE among them; see quash mount --help), runs COMMAND with the\n"
+		"mount's path in $QUASH_MOUNT, unmounts, and waits until the profile is written.\n"
+		"The exit status is COMMAND's.\n"
+		"\n"
 		"paths: prints the regular files of IMAGE whose stored bytes the prefetch profile\n"
 		"PROFILE (recorded with quash mount -o record=PROFILE IMAGE) read, in the order\n"
 		"it first read them, one path a line.  quash pack --order takes that list and\n"
@@ -257,13 +435,13 @@ const struct cli_command cmd_profile = {
 		"(after recording it again there) costs one or two requests.  PROFILE must have\n"
 		"been recorded against IMAGE itself.  The format is in docs/profile.md.\n"
 		"\n"
-		"Options:\n"
+		"Options of paths:\n"
 		CLI_COMMON_HELP
 		"\n"
 		CLI_EXIT_STATUS_HELP
 		"\n"
 		"Examples:\n"
-		"  quash mount -o record=app.profile app.sqfs /mnt/app && run-app && quash umount /mnt/app\n"
+		"  quash profile record app.sqfs -o record=app.profile -- sh -c 'cd \"$QUASH_MOUNT\" && ./run'\n"
 		"  quash profile paths app.profile app.sqfs >app.order\n"
 		"  quash pack --order app.order app/ app2.sqfs\n",
 	.run = profile_main,

@@ -5,7 +5,7 @@
 # (-o prefetch=, or URL.profile beside the image) in a few coalesced
 # requests and reads the same bytes as the local image; a profile of another
 # image or a malformed one is one warning line and changes nothing; quash
-# profile paths and pack --order lay the workload's files out first, so
+# profile record, profile paths and pack --order lay the workload's files out first, so
 # that the prefetch of the repacked image takes at most two requests.
 . "$(dirname "$0")/lib/tap.sh"
 . "$(dirname "$0")/lib/remote.sh"
@@ -40,19 +40,19 @@ fg_umount() {   # until the daemon has exited (and written its profile)
 	fusermount3 -u "$1"
 	wait "$FG_PID"
 }
-# settled: wait until the proxy has seen no new request for half a second (10 s at most)
+# settled: wait until the proxy has seen no new request for 0.3 s (10 s at most)
 settled() {
 	local last=-1 n i
-	for i in $(seq 40); do
+	for i in $(seq 33); do
 		n=$(requests)
 		[ "$n" = "$last" ] && return 0
 		last=$n
-		sleep 0.5
+		sleep 0.3
 	done
 }
 
 # The oracle: the local image through a local mount.
-qmount "$W/local" "$QUASH_ASAN" mount -o noprefetch "$W/image.sqfs" "$W/local"
+qmount "$W/local" "$QUASH" mount -o noprefetch "$W/image.sqfs" "$W/local"
 workload "$W/local" "$W/want"
 check "the workload runs on the local image" grep -qv "No such" "$W/want"
 
@@ -114,7 +114,7 @@ mksquashfs "$W/tree" "$W/www/a.sqfs.new" -noappend -quiet -no-progress >/dev/nul
 mv "$W/www/a.sqfs.new" "$W/www/a.sqfs"
 unmount_all
 cp "$W/www/a.sqfs" "$W/image2.sqfs"
-qmount "$W/local" "$QUASH_ASAN" mount -o noprefetch "$W/image2.sqfs" "$W/local"
+qmount "$W/local" "$QUASH" mount -o noprefetch "$W/image2.sqfs" "$W/local"
 workload "$W/local" "$W/want2"
 qmount "$W/m" "$QUASH_ASAN" mount -o "prefetch=$W/a.profile,$CS" "$BASE/a.sqfs" "$W/m" 2>"$W/err"
 workload "$W/m" "$W/got"
@@ -156,16 +156,21 @@ check_fails "-o record to an unwritable place fails the mount" \
 "$QUASH_ASAN" profile paths "$W/a.profile" "$W/image.sqfs" >"$W/order" 2>"$W/err"
 check "quash profile paths lists the workload's files first-touch first" \
 	bash -c "[ \"\$(head -4 '$W/order' | sort | tr '\n' ' ')\" = 'file11 file2 file5 file8 ' ] && grep -qx sub/deeper/big '$W/order' && grep -qx sub/s50.txt '$W/order'"
-"$QUASH_ASAN" pack -q --no-progress --order "$W/order" "$W/tree" "$W/www/b.sqfs" 2>"$W/err"
+"$QUASH" pack -q --no-progress --order "$W/order" "$W/tree" "$W/www/b.sqfs" 2>"$W/err"
 check "pack --order builds the image" test -s "$W/www/b.sqfs"
 unmount_all
-qmount "$W/local" "$QUASH_ASAN" mount -o noprefetch "$W/www/b.sqfs" "$W/local"
+qmount "$W/local" "$QUASH" mount -o noprefetch "$W/www/b.sqfs" "$W/local"
 workload "$W/local" "$W/want3"
 check "pack --order: the same files" cmp -s "$W/want2" "$W/want3"
 
 : >"$W/requests.log"
-fg_mount "$W/m" "record=$W/b.profile,$CS,noprefetch" "$BASE/b.sqfs" && workload "$W/m" "$W/got"
-fg_umount "$W/m"
+# Recorded again on the new image, by quash profile record this time.
+"$QUASH_ASAN" profile record "$BASE/b.sqfs" -o "record=$W/b.profile,$CS,noprefetch" -- \
+	bash -c "cd \"\$QUASH_MOUNT\" && (cat file2 file5 file8 file11 sub/s1.txt sub/s50.txt sub/deeper/big | sha256sum && ls -lR --time-style=+%s . | sha256sum) >'$W/got' 2>&1; exit 7"
+st=$?
+check "quash profile record: COMMAND's exit status, its bytes, nothing left mounted" \
+	bash -c "[ $st = 7 ] && cmp -s '$W/want3' '$W/got' && ! grep -q quash-profile- /proc/mounts"
+check "quash profile record: the profile is written" test "$(wc -l <"$W/b.profile")" -gt 3
 # The prefetch alone: requests of a mount with the profile less those of one without.
 : >"$W/requests.log"
 qmount "$W/m" "$QUASH_ASAN" mount -o "$CS,noprefetch" "$BASE/b.sqfs" "$W/m"
