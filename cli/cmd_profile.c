@@ -256,7 +256,7 @@ static void sleep_ms(long ms)
 /* Is something mounted on 'dir' (another device than its parent's)? */
 static bool mounted_on(const char *dir)
 {
-	char parent[PATH_MAX];
+	char parent[PATH_MAX + 4];
 	struct stat st, pst;
 
 	snprintf(parent, sizeof(parent), "%s/..", dir);
