@@ -126,7 +126,8 @@ check "stale profile: the new file is there" cmp -s "$W/tree/new" "$W/local/new"
 
 printf 'quash-profile 1\nimage size=1\n12 apples\n' >"$W/bad.profile"
 head -c 100000 /dev/urandom >"$W/random.profile"
-for bad in bad random missing; do
+mkfifo "$W/fifo.profile"
+for bad in bad random missing fifo; do
 	qmount "$W/m" "$QUASH_ASAN" mount -o "prefetch=$W/$bad.profile,$CS" "$BASE/a.sqfs" "$W/m" 2>"$W/err"
 	workload "$W/m" "$W/got"
 	fusermount3 -u -z "$W/m"

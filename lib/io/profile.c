@@ -171,7 +171,8 @@ int qs_profile_parse(const char *text, size_t len, const char *name, struct qs_p
 
 int qs_profile_load(const char *path, struct qs_profile **out)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC), err;
+	/* O_NONBLOCK: a FIFO put where a profile was expected must not hang the mount. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY), err;
 	struct stat st;
 	char *text = NULL;
 	size_t done = 0;
@@ -231,18 +232,28 @@ static int profile_write(const char *path, const char *identity, const struct qs
 {
 	char tmp[PATH_MAX];
 	FILE *f;
-	int err = 0;
+	int fd, err = 0;
 
 	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid()) >= sizeof(tmp))
 		return qs_set_error(-ENAMETOOLONG, "%s: name too long", path);
-	f = fopen(tmp, "we");
-	if (!f)
+	/* A new file of our own: never through a symlink or into a file someone planted there. */
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0 && errno == EEXIST && unlink(tmp) == 0)
+		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0)
 		return qs_set_error(-errno, "%s: %s", tmp, strerror(errno));
+	f = fdopen(fd, "w");
+	if (!f) {
+		err = -errno;
+		close(fd);
+		unlink(tmp);
+		return qs_set_error(err, "%s: %s", tmp, strerror(-err));
+	}
 	fprintf(f, "%s\nimage %s\n", PROFILE_MAGIC, identity);
 	for (size_t i = 0; i < n; i++)
 		fprintf(f, "%llu %llu\n", (unsigned long long)r[i].off, (unsigned long long)r[i].len);
 	if (fflush(f) != 0 || ferror(f))
-		err = -errno ? -errno : -EIO;
+		err = errno ? -errno : -EIO;
 	if (fclose(f) != 0 && !err)
 		err = -errno;
 	if (!err && rename(tmp, path) != 0)
@@ -543,9 +554,16 @@ static int make_plan(struct profiled *p, const struct qs_profile *prof, uint64_t
 		free(e);
 		return -ENOMEM;
 	}
-	for (size_t i = 0; i < m; i++)
-		p->plan[i] = (struct qs_profile_range){ e[i].off, e[i].end - e[i].off };
-	p->nplan = m;
+	/* The gaps merged in count too: many small ranges a chunk apart must not become the whole image. */
+	total = 0;
+	for (size_t i = 0; i < m && total < PROFILE_PREFETCH_MAX; i++) {
+		uint64_t len = e[i].end - e[i].off;
+
+		if (len > PROFILE_PREFETCH_MAX - total)
+			len = PROFILE_PREFETCH_MAX - total;
+		total += len;
+		p->plan[p->nplan++] = (struct qs_profile_range){ e[i].off, len };
+	}
 	free(e);
 	return 0;
 }
