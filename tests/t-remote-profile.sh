@@ -102,6 +102,12 @@ fusermount3 -u -z "$W/m"
 check "URL.profile: same bytes" cmp -s "$W/want" "$W/got"
 check "URL.profile: replayed ($beside requests, its own fetch included; $warm with -o prefetch)" \
 	test "$beside" -le $((warm + 2))
+echo "not a profile" >"$W/www/a.sqfs.profile"
+qmount "$W/m" "$QUASH_ASAN" mount -o "$CS" "$BASE/a.sqfs" "$W/m" 2>"$W/err"
+workload "$W/m" "$W/got"
+fusermount3 -u -z "$W/m"
+check "a malformed URL.profile: one warning line naming it, the mount works" \
+	bash -c "[ \$(wc -l <'$W/err') = 1 ] && grep -q 'ignored: $BASE/a.sqfs.profile: not a quash profile' '$W/err' && cmp -s '$W/want' '$W/got'"
 rm "$W/www/a.sqfs.profile"
 : >"$W/requests.log"
 qmount "$W/m" "$QUASH_ASAN" mount -o "$CS" "$BASE/a.sqfs" "$W/m" 2>"$W/err"

@@ -626,8 +626,10 @@ static int fetch_remote_profile(const char *url, const struct qs_source_options 
 	if (qs_source_open(url, &o, &src) < 0)
 		return 0;
 	if (src->size > QS_PROFILE_MAX_BYTES) {
+		err = qs_set_error(-E2BIG, "%s: larger than %u MiB; not a profile", src->name,
+				   QS_PROFILE_MAX_BYTES >> 20);
 		qs_source_close(src);
-		return qs_set_error(-E2BIG, "larger than %u MiB; not a profile", QS_PROFILE_MAX_BYTES >> 20);
+		return err;
 	}
 	text = malloc(src->size + 1);
 	if (!text) {
@@ -636,7 +638,7 @@ static int fetch_remote_profile(const char *url, const struct qs_source_options 
 	}
 	err = qs_source_pread(src, text, src->size, 0);
 	if (!err)
-		err = qs_profile_parse(text, src->size, "profile", out);
+		err = qs_profile_parse(text, src->size, src->name, out);
 	free(text);
 	qs_source_close(src);
 	return err < 0 ? err : 1;
@@ -658,6 +660,7 @@ static void start_replay(struct profiled *p, const char *spec, const struct qs_s
 {
 	struct qs_profile *prof = NULL;
 	const char *shown = opt->prefetch;
+	char *remote_shown = NULL;
 	char *beside = NULL;
 	size_t chunk;
 	int err;
@@ -674,15 +677,17 @@ static void start_replay(struct profiled *p, const char *spec, const struct qs_s
 			return;
 		if (qs_source_spec_is_remote(spec)) {
 			err = fetch_remote_profile(beside, opt, &prof);
-			shown = "the image's .profile";
+			remote_shown = qs_source_display_name(beside);
+			shown = remote_shown ? remote_shown : "URL.profile";
 		} else {
 			err = access(beside, F_OK) == 0 ? qs_profile_load(beside, &prof) : 0;
 			shown = beside;
 		}
 		if (err < 0)
-			add_notice(p, "prefetch profile %s ignored: %s", shown, qs_last_error());
+			add_notice(p, "prefetch profile ignored: %s", qs_last_error());
 		if (err <= 0 && !prof) {
 			free(beside);
+			free(remote_shown);
 			return;
 		}
 	}
@@ -698,6 +703,7 @@ static void start_replay(struct profiled *p, const char *spec, const struct qs_s
 			p->nreplayers++;
 out:
 	free(beside);
+	free(remote_shown);
 	qs_profile_free(prof);
 }
 
