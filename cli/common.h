@@ -41,7 +41,7 @@ struct cli_command {
 	int (*run)(int argc, char **argv);
 };
 
-extern const struct cli_command cmd_info, cmd_ls, cmd_stat, cmd_cat, cmd_extract;
+extern const struct cli_command cmd_info, cmd_ls, cmd_stat, cmd_cat, cmd_extract, cmd_profile;
 
 /* quash catalog SUBCOMMAND (cmd_catalog.c): argv[0] is "catalog". */
 int catalog_main(int argc, char **argv);

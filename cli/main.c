@@ -17,7 +17,7 @@
 #include "pack.h"
 
 static const struct cli_command *const offline_commands[] = {
-	&cmd_info, &cmd_ls, &cmd_stat, &cmd_cat, &cmd_extract,
+	&cmd_info, &cmd_ls, &cmd_stat, &cmd_cat, &cmd_extract, &cmd_profile,
 };
 
 #define N_OFFLINE_COMMANDS (sizeof(offline_commands) / sizeof(offline_commands[0]))

@@ -228,6 +228,15 @@ int qs_file_block(struct qs_file *file, uint64_t index, struct qs_block **out, c
  */
 void qs_block_release(struct qs_image *img, struct qs_block *block);
 
+/*
+ * Where the file's stored bytes lie, as image offsets (add qs_info's offset
+ * for the source's): its full blocks are [*start, *start + *len) (*len 0 if
+ * none), the fragment block holding its tail [*frag_start, *frag_start +
+ * *frag_len) (*frag_len 0 if none).  Reads the block list.
+ */
+int qs_file_extent(struct qs_file *file, uint64_t *start, uint64_t *len, uint64_t *frag_start,
+		   uint32_t *frag_len);
+
 /* True if the byte range of block 'index' is a hole (stored as size 0). */
 int qs_file_block_is_sparse(struct qs_file *file, uint64_t index);
 

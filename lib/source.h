@@ -43,6 +43,14 @@ struct qs_source_ops {
 	 * fetching it in the background and returns at once.  May be NULL.
 	 */
 	int (*willneed)(struct qs_source *src, uint64_t off, uint64_t len);
+	/*
+	 * Optional hint: fetch [off, off+len) now, in as few requests as the
+	 * source can, into whatever cache it has, unpinned (a recorded
+	 * profile's replay, from its own threads).  Blocks until the bytes are
+	 * in or the source declines (its budget is spent).  A local file asks
+	 * the kernel for readahead.  May be NULL; errors are not fatal.
+	 */
+	int (*warm)(struct qs_source *src, uint64_t off, uint64_t len);
 };
 
 struct qs_source {
@@ -82,6 +90,20 @@ struct qs_source_options {
 	 * No credentials in it: those stay in the environment.
 	 */
 	const char *proxy;
+	/*
+	 * Prefetch profiles (docs/profile.md).  'record': write the byte ranges
+	 * read, in first-touch order, to this file (every few seconds and at
+	 * close).  'prefetch': replay this profile at open, in the background.
+	 * 'prefetch_beside': when 'prefetch' is NULL, replay SPEC.profile if
+	 * there is one (a missing one is silent).  A profile names the image it
+	 * was recorded against by its superblock, found at 'image_offset' if
+	 * 'image_offset_given', else as qs_image_open() finds it.
+	 */
+	const char *record;
+	const char *prefetch;
+	bool prefetch_beside;
+	uint64_t image_offset;
+	bool image_offset_given;
 };
 
 /*
@@ -168,7 +190,45 @@ static inline int qs_source_willneed(struct qs_source *src, uint64_t off, uint64
 	return src->ops->willneed ? src->ops->willneed(src, off, len) : 0;
 }
 
+static inline int qs_source_warm(struct qs_source *src, uint64_t off, uint64_t len)
+{
+	return src->ops->warm ? src->ops->warm(src, off, len) : qs_source_willneed(src, off, len);
+}
+
 void qs_source_close(struct qs_source *src);
+
+/* ---- prefetch profiles (lib/io/profile.c, docs/profile.md) ---- */
+
+#define QS_PROFILE_ID_MAX 128            /* longest identity line kept */
+#define QS_PROFILE_MAX_BYTES (16u << 20) /* longest profile read */
+#define QS_PROFILE_MAX_RANGES (1u << 20) /* most ranges read or recorded */
+
+struct qs_profile_range {
+	uint64_t off, len;                   /* bytes of the source, not of the image */
+};
+
+struct qs_profile {
+	char identity[QS_PROFILE_ID_MAX];    /* "size=N bytes_used=N super_xxh3=HEX" */
+	struct qs_profile_range *ranges;     /* first-touch order */
+	size_t count;
+};
+
+/*
+ * Parse a profile held in memory ('name' for messages).  Bounded: at most
+ * QS_PROFILE_MAX_BYTES of text and QS_PROFILE_MAX_RANGES ranges.  Returns 0
+ * and *out, or -errno with a one-line message naming the line.
+ */
+int qs_profile_parse(const char *text, size_t len, const char *name, struct qs_profile **out);
+/* Read and parse a local profile file. */
+int qs_profile_load(const char *path, struct qs_profile **out);
+void qs_profile_free(struct qs_profile *p);
+
+/*
+ * The identity a profile records for the image whose superblock starts at
+ * 'sb_offset' of 'src': its size, bytes_used and an XXH3 of the superblock.
+ * -EINVAL if there is no squashfs superblock there.
+ */
+int qs_profile_identity(struct qs_source *src, uint64_t sb_offset, char *buf, size_t size);
 
 /* Helpers for implementations: allocate a source with name and identity copied. */
 struct qs_source *qs_source_alloc(const struct qs_source_ops *ops, const char *name, const char *identity,

@@ -457,6 +457,8 @@ static int open_source(struct qm_catalog *c, struct qc_image *im, struct qs_sour
 	char path[64], *spec;
 
 	so.memory_budget = &c->remote_memory;
+	/* no IMAGE.profile: a remote one would cost a request at every image's first use */
+	so.prefetch_beside = false;
 	int fd, err;
 
 	if (!c->remote) {

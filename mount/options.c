@@ -136,6 +136,8 @@ static int parse_one(struct qm_options *opt, char *o)
 			opt->uring = false;
 		else if (strcmp(o, "catalog") == 0)
 			opt->catalog = true;
+		else if (strcmp(o, "noprefetch") == 0)
+			opt->source.prefetch_beside = false;
 		else
 			goto unknown;
 		return 0;
@@ -144,6 +146,8 @@ static int parse_one(struct qm_options *opt, char *o)
 		if (parse_size(value, &opt->offset))
 			return bad_value(opt, o, value);
 		opt->offset_given = true;
+		opt->source.image_offset = opt->offset;      /* where a profile finds the superblock */
+		opt->source.image_offset_given = true;
 	} else if (strcmp(o, "cache_size") == 0) {
 		if (parse_size(value, &n) || n > SIZE_MAX)
 			return bad_value(opt, o, value);
@@ -203,6 +207,10 @@ static int parse_one(struct qm_options *opt, char *o)
 		opt->source.cache_dir = value;
 	} else if (strcmp(o, "proxy") == 0) {
 		opt->source.proxy = value;
+	} else if (strcmp(o, "record") == 0 || strcmp(o, "prefetch") == 0) {
+		if (!*value)
+			return bad_value(opt, o, value);
+		*(o[0] == 'r' ? &opt->source.record : &opt->source.prefetch) = value;
 	} else if (strcmp(o, "cache_dir_limit") == 0) {
 		if (parse_size(value, &opt->source.cache_dir_limit))
 			return bad_value(opt, o, value);
@@ -273,6 +281,7 @@ enum qm_parse_result qm_parse_args(int argc, char **argv, bool squashfuse_compat
 	opt->msgname = squashfuse_compat ? opt->progname : "quash: mount";
 	opt->notify_store = true;
 	opt->readahead_kb = QM_DEFAULT_READAHEAD_KB;
+	opt->source.prefetch_beside = true;     /* IMAGE.profile, if there is one (docs/profile.md) */
 
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -319,9 +328,10 @@ enum qm_parse_result qm_parse_args(int argc, char **argv, bool squashfuse_compat
 			opt->squashfuse_compat ? opt->progname : "quash mount");
 		return QM_PARSE_ERROR;
 	}
-	if (opt->catalog && (opt->subdir || opt->offset_given)) {
+	if (opt->catalog && (opt->subdir || opt->offset_given || opt->source.record || opt->source.prefetch)) {
 		fprintf(stderr, "%s: -o %s is for one image, not a catalog\n", opt->msgname,
-			opt->subdir ? "subdir=" : "offset=");
+			opt->subdir ? "subdir=" : opt->offset_given ? "offset=" : opt->source.record ? "record=" :
+			"prefetch=");
 		return QM_PARSE_ERROR;
 	}
 	if (!opt->catalog && (opt->catalog_idle || opt->catalog_refresh || opt->catalog_open_max)) {
@@ -383,6 +393,11 @@ void qm_usage(const struct qm_options *opt)
 		"    -o chunk_size=SIZE     remote fetch size (default 4M)\n"
 		"    -o remote_cache=SIZE   remote chunks held in memory (default 256M)\n"
 		"    -o retry_seconds=N     give up a remote read after N seconds of retries\n"
+		"    -o record=FILE         write the ranges of the image read to FILE, a prefetch\n"
+		"                           profile (every 10 s and at unmount; docs/profile.md)\n"
+		"    -o prefetch=FILE       fetch the ranges of profile FILE in the background at mount\n"
+		"                           (default: IMAGE.profile, or URL.profile, if there is one)\n"
+		"    -o noprefetch          do not look for IMAGE.profile\n"
 		"    -o fsname=NAME         the mount table's source (default: the image, secrets hidden)\n"
 		"    -o max_read=N          largest read the kernel sends (a kernel mount option)\n"
 		"    -o default_permissions accepted; always on (the kernel checks the image's modes)\n"

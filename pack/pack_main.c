@@ -49,6 +49,8 @@ static void usage(FILE *f)
 		"                          $SOURCE_DATE_EPOCH if set, else as found)\n"
 		"      --exclude PATTERN   leave out matching paths (repeatable; a pattern with '/'\n"
 		"                          matches the path from the source root, else the name)\n"
+		"      --order FILE       lay out the data of the files FILE lists (one path a\n"
+		"                          line, as quash profile paths prints) first, in its order\n"
 		"      --skip-unreadable   warn about unreadable files instead of failing\n"
 		"      --no-progress       no progress bar (it shows only on a terminal)\n"
 		"      --endpoint URL      S3 endpoint when IMAGE is s3://BUCKET/KEY\n"
@@ -66,7 +68,7 @@ static void usage(FILE *f)
 enum {
 	OPT_NO_FRAGMENTS = 256, OPT_NO_TAIL, OPT_NO_DEDUP, OPT_NO_EXPORTS, OPT_NO_XATTRS, OPT_ALL_ROOT,
 	OPT_UID, OPT_GID, OPT_MODE, OPT_MTIME, OPT_EXCLUDE, OPT_SKIP_UNREADABLE, OPT_NO_PROGRESS,
-	OPT_ENDPOINT, OPT_JSON,
+	OPT_ENDPOINT, OPT_JSON, OPT_ORDER,
 };
 
 static const struct option long_options[] = {
@@ -86,6 +88,7 @@ static const struct option long_options[] = {
 	{ "mtime", required_argument, NULL, OPT_MTIME },
 	{ "exclude", required_argument, NULL, OPT_EXCLUDE },
 	{ "skip-unreadable", no_argument, NULL, OPT_SKIP_UNREADABLE },
+	{ "order", required_argument, NULL, OPT_ORDER },
 	{ "no-progress", no_argument, NULL, OPT_NO_PROGRESS },
 	{ "endpoint", required_argument, NULL, OPT_ENDPOINT },
 	{ "quiet", no_argument, NULL, 'q' },
@@ -209,6 +212,7 @@ static int parse_args(int argc, char **argv, struct pack_options *o_out)
 		case OPT_SKIP_UNREADABLE: o.skip_unreadable = true; break;
 		case OPT_NO_PROGRESS: o.progress = false; break;
 		case OPT_ENDPOINT: o.endpoint = optarg; break;
+		case OPT_ORDER: o.order_file = optarg; break;
 		case 'q': o.quiet = true; break;
 		case OPT_JSON: o.json = true; break;
 		case 'h':

@@ -6,6 +6,12 @@
  * none of its own; the default is 0.  Higher priorities come first, nearer
  * the start of the image; files of one priority keep the tree's order, so
  * the image stays a function of the tree and the sort file.
+ *
+ * quash pack's --order FILE is the same walk over a plainer list: one PATH
+ * a line (what `quash profile paths` prints), the first line first.  Line
+ * n of N gets priority N - n + 1, so listed files come before all others
+ * (priority 0), in the list's order; a path listed twice keeps its first
+ * place.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -18,6 +24,7 @@
 #define SORT_LINE_MAX 8192
 #define SORT_PRIORITY_MIN (-32768)
 #define SORT_PRIORITY_MAX 32767
+#define ORDER_MAX_LINES   (1u << 24)   /* an --order list's longest */
 
 struct sort_rule {
 	char *path;                 /* cleaned: no leading or repeated '/' */
@@ -54,8 +61,35 @@ static void clean(char *p)
 	*out = '\0';
 }
 
-static int read_rules(const char *file, struct sort_rule **out, size_t *count)
+static int rule_cmp_first(const void *a, const void *b)
 {
+	const struct sort_rule *x = a, *y = b;
+	int c = strcmp(x->path, y->path);
+
+	return c ? c : (x->priority > y->priority ? -1 : x->priority < y->priority);
+}
+
+/* --order: priorities from the line numbers; of a path listed twice the first place stays. */
+static void order_priorities(struct sort_rule *rules, size_t *count)
+{
+	size_t n = *count, m = 0;
+
+	for (size_t i = 0; i < n; i++)
+		rules[i].priority = (int)(n - i);
+	qsort(rules, n, sizeof(*rules), rule_cmp_first);
+	for (size_t i = 0; i < n; i++) {
+		if (m && strcmp(rules[m - 1].path, rules[i].path) == 0) {
+			free(rules[i].path);
+			continue;
+		}
+		rules[m++] = rules[i];
+	}
+	*count = m;
+}
+
+static int read_rules(const char *file, bool order, struct sort_rule **out, size_t *count)
+{
+	const char *what = order ? "--order" : "-sort";
 	char line[SORT_LINE_MAX];
 	FILE *f = fopen(file, "re");
 	struct sort_rule *rules = NULL;
@@ -67,7 +101,7 @@ static int read_rules(const char *file, struct sort_rule **out, size_t *count)
 	*count = 0;
 	if (!f) {
 		err = -errno;
-		pack_error("-sort %s: %s", file, strerror(errno));
+		pack_error("%s %s: %s", what, file, strerror(errno));
 		return err;
 	}
 	while (!err && fgets(line, sizeof(line), f)) {
@@ -75,26 +109,40 @@ static int read_rules(const char *file, struct sort_rule **out, size_t *count)
 		long prio;
 
 		lineno++;
+		if (!strchr(line, '\n') && !feof(f)) {
+			pack_error("%s %s:%u: line longer than %d bytes", what, file, lineno, SORT_LINE_MAX - 2);
+			err = -EINVAL;
+			break;
+		}
 		line[strcspn(line, "\r\n")] = '\0';
 		space = strrchr(line, ' ');
 		if (!line[0] || line[0] == '#')
 			continue;
-		if (!space) {
+		if (order) {
+			prio = 0;
+			if (n == ORDER_MAX_LINES) {
+				pack_error("--order %s: more than %u paths", file, ORDER_MAX_LINES);
+				err = -E2BIG;
+				break;
+			}
+		} else if (!space) {
 			pack_error("-sort %s:%u: expected PATH PRIORITY", file, lineno);
 			err = -EINVAL;
 			break;
+		} else {
+			errno = 0;
+			prio = strtol(space + 1, &end, 10);
+			if (errno || end == space + 1 || *end || prio < SORT_PRIORITY_MIN ||
+			    prio > SORT_PRIORITY_MAX) {
+				pack_error("-sort %s:%u: priority '%s' is not in %d..%d", file, lineno, space + 1,
+					   SORT_PRIORITY_MIN, SORT_PRIORITY_MAX);
+				err = -EINVAL;
+				break;
+			}
+			while (space > line && space[-1] == ' ')
+				space--;
+			*space = '\0';
 		}
-		errno = 0;
-		prio = strtol(space + 1, &end, 10);
-		if (errno || end == space + 1 || *end || prio < SORT_PRIORITY_MIN || prio > SORT_PRIORITY_MAX) {
-			pack_error("-sort %s:%u: priority '%s' is not in %d..%d", file, lineno, space + 1,
-				   SORT_PRIORITY_MIN, SORT_PRIORITY_MAX);
-			err = -EINVAL;
-			break;
-		}
-		while (space > line && space[-1] == ' ')
-			space--;
-		*space = '\0';
 		clean(line);
 		if (n == cap) {
 			struct sort_rule *r = realloc(rules, (cap = cap ? 2 * cap : 64) * sizeof(*r));
@@ -112,7 +160,9 @@ static int read_rules(const char *file, struct sort_rule **out, size_t *count)
 	fclose(f);
 	if (err == -ENOMEM)
 		pack_error("out of memory");
-	if (!err)
+	if (!err && order)
+		order_priorities(rules, &n);
+	else if (!err)
 		qsort(rules, n, sizeof(*rules), rule_cmp);
 	*out = rules;
 	*count = n;
@@ -179,12 +229,12 @@ static int entry_cmp(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-int sort_order(struct pack_tree *t, const char *file, struct sort_entry **out, size_t *count)
+int sort_order(struct pack_tree *t, const char *file, bool order, struct sort_entry **out, size_t *count)
 {
 	struct sort_walk w = { 0 };
 	struct sort_rule *rules = NULL;
 	size_t nrules = 0;
-	int err = read_rules(file, &rules, &nrules);
+	int err = read_rules(file, order, &rules, &nrules);
 
 	if (!err) {
 		w.rules = rules;

@@ -4,6 +4,7 @@
 #ifndef QUASH_PACK_SORT_H
 #define QUASH_PACK_SORT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "tree.h"
@@ -14,7 +15,11 @@ struct sort_entry {
 	size_t seq;                 /* its place in the tree's order, for a stable sort */
 };
 
-/* Every regular file of the finished tree, highest priority first; 0 or -errno (said). */
-int sort_order(struct pack_tree *t, const char *file, struct sort_entry **out, size_t *count);
+/*
+ * Every regular file of the finished tree, highest priority first; 0 or
+ * -errno (said).  order: FILE is an --order list (one PATH a line, first
+ * first) rather than -sort's PATH PRIORITY lines.
+ */
+int sort_order(struct pack_tree *t, const char *file, bool order, struct sort_entry **out, size_t *count);
 
 #endif

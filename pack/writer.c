@@ -125,11 +125,12 @@ static int write_data(const struct pack_options *o, struct pack_tree *t, struct 
 
 	if (err)
 		return err;
-	if (o->sort_file) {
+	if (o->sort_file || o->order_file) {
 		struct sort_entry *order = NULL;
 		size_t n = 0;
 
-		err = sort_order(t, o->sort_file, &order, &n);
+		err = sort_order(t, o->order_file ? o->order_file : o->sort_file, o->order_file != NULL,
+				 &order, &n);
 		for (size_t i = 0; !err && i < n; i++)
 			err = write_one(order[i].inode, &dp);
 		free(order);

@@ -22,6 +22,7 @@ struct pack_options {
 	bool one_file_system, one_file_system_x;
 	struct pseudo_options pseudo;           /* mksquashfs form: -p, -pf, -pd */
 	const char *sort_file;                  /* mksquashfs form: -sort FILE, the data's order */
+	const char *order_file;                 /* --order FILE: paths whose data comes first, in order */
 	const char *image;          /* a path, or s3://BUCKET/KEY */
 	const char *endpoint;       /* S3 endpoint for an s3:// image, or NULL */
 

@@ -63,10 +63,10 @@ within "a body longer than announced: one error at once, not retried" 2 "more by
 	"$QUASH_ASAN" ls --retry-seconds $BUDGET "$URL"
 check "the default budget is 30 s" grep -q "default 30" <("$QUASH" ls --help)
 
-# The mount: open passes, reads drip.
+# The mount: open passes, reads drip (-o noprefetch: no URL.profile request at open).
 proxy drip 2
 mkdir -p "$W/m"
-if qmount "$W/m" "$QUASH" mount -o retry_seconds=$BUDGET "$URL" "$W/m"; then
+if qmount "$W/m" "$QUASH" mount -o noprefetch,retry_seconds=$BUDGET "$URL" "$W/m"; then
 	t0=$(date +%s.%N)
 	timeout -s KILL 60 cat "$W/m/sub/deeper/big" >/dev/null 2>"$W/err"; st=$?
 	dt=$(echo "$(date +%s.%N) - $t0" | bc)
@@ -82,7 +82,7 @@ fi
 
 # A reader killed while it waits: gone at once, though the budget is long.
 proxy drip 2
-if qmount "$W/m" "$QUASH" mount -o retry_seconds=120 "$URL" "$W/m"; then
+if qmount "$W/m" "$QUASH" mount -o noprefetch,retry_seconds=120 "$URL" "$W/m"; then
 	cat "$W/m/file12" >/dev/null 2>&1 &
 	reader=$!
 	for _ in $(seq 100); do     # until the reader waits on the mount (D state)

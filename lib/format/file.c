@@ -225,6 +225,35 @@ int qs_file_block(struct qs_file *f, uint64_t n, struct qs_block **out, const vo
 	return 0;
 }
 
+int qs_file_extent(struct qs_file *f, uint64_t *start, uint64_t *len, uint64_t *frag_start,
+		   uint32_t *frag_len)
+{
+	uint32_t count = f->inode.u.file.block_count;
+	struct sqfs_fragment_entry frag;
+	uint64_t pos;
+	uint32_t word;
+	int err;
+
+	*start = f->inode.u.file.blocks_start;
+	*len = 0;
+	*frag_start = 0;
+	*frag_len = 0;
+	if (count) {
+		err = locate_block(f, count - 1, &pos, &word);
+		if (err)
+			return err;
+		*len = pos + (word & SQFS_BLOCK_SIZE_MASK) - *start;
+	}
+	if (f->inode.u.file.fragment != QS_NO_FRAGMENT) {
+		err = qs_fragment_lookup(f->img, f->inode.u.file.fragment, &frag);
+		if (err)
+			return err;
+		*frag_start = frag.start;
+		*frag_len = frag.size & SQFS_BLOCK_SIZE_MASK;
+	}
+	return 0;
+}
+
 int qs_file_block_is_sparse(struct qs_file *f, uint64_t n)
 {
 	uint64_t pos;

@@ -36,6 +36,7 @@
 #define READAHEAD_SLACK      (1u << 20)   /* how far off a stream's end a read may start */
 #define READAHEAD_MIN_RUN    (256u << 10) /* a stream reads this much before readahead starts */
 #define HINT_MAX_CHUNKS      64u          /* one async prefetch hint queues at most this many */
+#define WARM_SHARE_DIV       2u           /* warm() fills at most this fraction of the memory limit */
 #define WORKERS              4            /* background fetch threads */
 #define QUEUE_LEN            256          /* pending background fetches; more are dropped */
 #define CHUNK_INTERRUPT_POLL_NS (100 * 1000000L) /* a reader waiting on another's fetch checks for an interrupt */
@@ -55,6 +56,7 @@ struct chunk {
 	enum chunk_state state;
 	bool in_table;
 	bool pinned;
+	bool warmed;                    /* loaded by warm(): a profile said it would be read */
 	unsigned refs;
 	int err;                        /* CHUNK_FAILED: why, for every waiter */
 	char *msg;
@@ -90,6 +92,7 @@ struct chunk_cache {
 	size_t lru_bytes, memory_limit;
 	struct qs_memory_budget *budget;    /* shared with other caches, or NULL */
 	uint64_t pinned_bytes;
+	uint64_t warmed_bytes;          /* asked for by warm(), against its budget */
 	int stale_err;                  /* sticky once the object changed */
 	char stale_msg[MSG_MAX];
 
@@ -450,6 +453,7 @@ static int chunk_cache_pread(struct qs_source *src, void *buf, size_t len, uint6
 	struct chunk_cache *cc = src->priv;
 	uint32_t first, last, idx;
 	char *dst = buf;
+	bool profiled = true;
 
 	if (len == 0)
 		return 0;
@@ -476,8 +480,16 @@ static int chunk_cache_pread(struct qs_source *src, void *buf, size_t len, uint6
 			return ret;
 		memcpy(dst, c->data + from, n);
 		dst += n;
+		profiled = profiled && c->warmed;
 		chunk_release(cc, c);
 	}
+	/*
+	 * A read within what a profile's replay fetched needs no guess about
+	 * what comes next: the profile said.  Reading ahead past its ranges
+	 * would cost requests the workload never needed.
+	 */
+	if (profiled)
+		return 0;
 	pthread_mutex_lock(&cc->lock);
 	readahead_locked(cc, off, len);
 	pthread_mutex_unlock(&cc->lock);
@@ -540,7 +552,12 @@ static int pin_load(struct chunk_cache *cc, struct chunk **owned, uint32_t n)
 	return ret;
 }
 
-static int pin_range(struct chunk_cache *cc, uint32_t first, uint32_t last)
+/*
+ * Load chunks [first, last] in runs of few large requests: pinned for
+ * prefetch(), on the LRU for warm().  Waits for chunks others were loading
+ * only when pinning.
+ */
+static int load_range(struct chunk_cache *cc, uint32_t first, uint32_t last, bool pin)
 {
 	uint32_t n = 0, idx;
 	struct chunk **owned = calloc(last - first + 1, sizeof(*owned));
@@ -553,13 +570,14 @@ static int pin_range(struct chunk_cache *cc, uint32_t first, uint32_t last)
 		struct chunk *c = cc->table[idx];
 
 		if (!c) {
-			c = chunk_new_locked(cc, idx, true);
+			c = chunk_new_locked(cc, idx, pin);
 			if (!c) {
 				ret = qs_set_error(-ENOMEM, "out of memory");
 				break;
 			}
+			c->warmed = !pin;
 			owned[n++] = c;
-		} else if (c->state == CHUNK_READY) {
+		} else if (pin && c->state == CHUNK_READY) {
 			pin_locked(cc, c);
 		}
 	}
@@ -571,7 +589,7 @@ static int pin_range(struct chunk_cache *cc, uint32_t first, uint32_t last)
 			ret = err;
 	}
 	free(owned);
-	if (ret < 0)
+	if (ret < 0 || !pin)
 		return ret;
 	/* Chunks that other threads were loading: wait for them, then pin. */
 	pthread_mutex_lock(&cc->lock);
@@ -618,7 +636,27 @@ static int chunk_cache_prefetch(struct qs_source *src, uint64_t off, uint64_t le
 	if (pinned + (uint64_t)(last - first + 1) * cc->chunk_size > PIN_MAX_BYTES)
 		return qs_set_error(-E2BIG, "will not pin more than %llu MiB in memory",
 				    PIN_MAX_BYTES >> 20);
-	return pin_range(cc, first, last);
+	return load_range(cc, first, last, true);
+}
+
+/* A profile's replay: fetch now in few large requests, evictable like any read. */
+static int chunk_cache_warm(struct qs_source *src, uint64_t off, uint64_t len)
+{
+	struct chunk_cache *cc = src->priv;
+	uint64_t want;
+	uint32_t first, last;
+
+	if (!chunk_span(cc, off, len, &first, &last))
+		return 0;
+	want = (uint64_t)(last - first + 1) * cc->chunk_size;
+	pthread_mutex_lock(&cc->lock);
+	if (cc->warmed_bytes + want > cc->memory_limit / WARM_SHARE_DIV) {
+		pthread_mutex_unlock(&cc->lock);
+		return qs_set_error(-E2BIG, "will not warm more than 1/%u of the memory cache", WARM_SHARE_DIV);
+	}
+	cc->warmed_bytes += want;
+	pthread_mutex_unlock(&cc->lock);
+	return load_range(cc, first, last, false);
 }
 
 /* Will be needed soon: queue for the workers and return. */
@@ -669,6 +707,7 @@ static const struct qs_source_ops chunk_cache_ops = {
 	.close = chunk_cache_close,
 	.prefetch = chunk_cache_prefetch,
 	.willneed = chunk_cache_willneed,
+	.warm = chunk_cache_warm,
 };
 
 /* The open request's bytes become chunk 0, so the superblock costs no second trip. */

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "quash.h"
+#include "profile.h"
 #include "source_remote.h"
 
 struct qs_source *qs_source_alloc(const struct qs_source_ops *ops, const char *name, const char *identity,
@@ -45,13 +46,24 @@ void qs_source_close(struct qs_source *src)
 
 int qs_source_open(const char *spec, const struct qs_source_options *opt, struct qs_source **out)
 {
+	struct qs_source *src;
+	int ret;
+
 	if (qs_source_spec_is_remote(spec)) {
 		/* libcurl is opened only now (lazy_lib.h): say so if it cannot be. */
 		if (qs_curl_load() < 0)
 			return qs_set_error(-ENOSYS, "%s", qs_curl_error());
-		return qs_source_open_remote(spec, opt, out);
+		ret = qs_source_open_remote(spec, opt, &src);
+	} else {
+		ret = qs_source_open_file(spec, &src);
 	}
-	return qs_source_open_file(spec, out);
+	if (ret < 0)
+		return ret;
+	/* Recording and replaying profiles wrap whatever was opened (profile.c). */
+	if (opt && (opt->record || opt->prefetch || opt->prefetch_beside))
+		return qs_source_open_profiled(src, spec, opt, out);
+	*out = src;
+	return 0;
 }
 
 /* qs_source_set_interrupt(): this thread's remote requests end once *flag is true. */
@@ -103,6 +115,13 @@ static int window_willneed(struct qs_source *src, uint64_t off, uint64_t len)
 	return qs_source_willneed(w->base, w->offset + off, len);
 }
 
+static int window_warm(struct qs_source *src, uint64_t off, uint64_t len)
+{
+	struct window *w = src->priv;
+
+	return qs_source_warm(w->base, w->offset + off, len);
+}
+
 static void window_close(struct qs_source *src)
 {
 	struct window *w = src->priv;
@@ -116,6 +135,7 @@ static const struct qs_source_ops window_ops = {
 	.close = window_close,
 	.prefetch = window_prefetch,
 	.willneed = window_willneed,
+	.warm = window_warm,
 };
 
 int qs_source_open_window(struct qs_source *base, uint64_t offset, uint64_t size, struct qs_source **out)

@@ -137,6 +137,18 @@ static int file_prefetch(struct qs_source *src, uint64_t off, uint64_t len)
 	return 0;
 }
 
+/* A profile's replay: the kernel's readahead is enough for a local file. */
+static int file_warm(struct qs_source *src, uint64_t off, uint64_t len)
+{
+	struct file_source *f = src->priv;
+
+	if (off >= src->size)
+		return 0;
+	if (len > src->size - off)
+		len = src->size - off;
+	return -posix_fadvise(f->fd, (off_t)off, (off_t)len, POSIX_FADV_WILLNEED);
+}
+
 static void file_close(struct qs_source *src)
 {
 	struct file_source *f = src->priv;
@@ -153,6 +165,7 @@ static void file_close(struct qs_source *src)
 static const struct qs_source_ops file_ops = {
 	.pread = file_pread,
 	.prefetch = file_prefetch,
+	.warm = file_warm,
 	.close = file_close,
 };
 

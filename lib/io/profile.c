@@ -1,0 +1,793 @@
+/*
+ * profile.c - prefetch profiles: the byte ranges a workload read from an
+ * image, recorded by a wrapper source and replayed at the next open.
+ *
+ * The wrapper sits over whatever qs_source_open() opened (a local file, or
+ * the chunk cache over HTTP(S) or S3), so it sees exactly the reads the
+ * reader makes: metadata blocks, data blocks and fragments, at offsets of
+ * the source.  Recording keeps them in first-touch order, a read that only
+ * repeats bytes already seen being dropped and one that continues the last
+ * range extending it.  The list is written (to a temporary file, then
+ * renamed) every PROFILE_FLUSH_SECONDS while it changes and when the source
+ * closes, so a killed daemon still leaves a profile behind.
+ *
+ * Replay loads a profile, checks that it was recorded against these very
+ * bytes (the image's size, bytes_used and an XXH3 of its superblock), and
+ * turns its ranges into a plan: the first PROFILE_PREFETCH_MAX bytes in
+ * first-touch order, sorted, merged when closer than one chunk, and fetched
+ * by a few threads with the source's warm() hook, the earliest-touched
+ * first.  A profile that does not match or does not parse costs one line
+ * in the source's notice and nothing else: it is only a hint.
+ *
+ * The format is in docs/profile.md.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <xxhash.h>
+
+#include "chunk_cache.h"
+#include "profile.h"
+#include "quash.h"
+#include "sif.h"
+#include "squashfs_fs.h"
+
+#define PROFILE_MAGIC          "quash-profile 1"
+#define PROFILE_LINE_MAX       256                 /* longest line of a profile */
+#define PROFILE_SUFFIX         ".profile"          /* the profile found beside an image */
+#define PROFILE_FLUSH_SECONDS  10                  /* a recording is rewritten this often while it grows */
+#define PROFILE_PREFETCH_MAX   (256ull << 20)      /* bytes a replay fetches at most */
+#define PROFILE_REPLAY_THREADS 4                   /* replay requests in flight */
+#define PROFILE_FETCH_RETRY_SECONDS 2              /* a remote URL.profile is not worth a long wait */
+#define PROFILE_NOTICE_MAX     512
+
+/* ---- the format ------------------------------------------------------------ */
+
+void qs_profile_free(struct qs_profile *p)
+{
+	if (!p)
+		return;
+	free(p->ranges);
+	free(p);
+}
+
+static int parse_u64(const char *s, const char **end, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	for (; *s >= '0' && *s <= '9'; s++) {
+		if (v > (UINT64_MAX - (uint64_t)(*s - '0')) / 10)
+			return -EINVAL;
+		v = v * 10 + (uint64_t)(*s - '0');
+	}
+	*end = s;
+	*out = v;
+	return 0;
+}
+
+/* One "OFFSET LENGTH" line into the profile. */
+static int parse_range(struct qs_profile *p, size_t *cap, const char *line)
+{
+	const char *end;
+	uint64_t off, len;
+
+	if (parse_u64(line, &end, &off) || *end != ' ' || parse_u64(end + 1, &end, &len) || *end ||
+	    len == 0 || off > UINT64_MAX - len)
+		return -EINVAL;
+	if (p->count == QS_PROFILE_MAX_RANGES)
+		return -E2BIG;
+	if (p->count == *cap) {
+		size_t ncap = *cap ? 2 * *cap : 256;
+		struct qs_profile_range *r = realloc(p->ranges, ncap * sizeof(*r));
+
+		if (!r)
+			return -ENOMEM;
+		p->ranges = r;
+		*cap = ncap;
+	}
+	p->ranges[p->count++] = (struct qs_profile_range){ off, len };
+	return 0;
+}
+
+int qs_profile_parse(const char *text, size_t len, const char *name, struct qs_profile **out)
+{
+	struct qs_profile *p;
+	char line[PROFILE_LINE_MAX];
+	size_t pos = 0, cap = 0;
+	unsigned lineno = 0;
+	bool have_id = false;
+	int err = 0;
+
+	if (len > QS_PROFILE_MAX_BYTES)
+		return qs_set_error(-E2BIG, "%s: larger than %u MiB; not a profile", name,
+				    QS_PROFILE_MAX_BYTES >> 20);
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return qs_set_error(-ENOMEM, "out of memory");
+	while (pos < len && !err) {
+		const char *nl = memchr(text + pos, '\n', len - pos);
+		size_t n = (nl ? (size_t)(nl - text) : len) - pos;
+
+		lineno++;
+		if (n >= sizeof(line) || memchr(text + pos, '\0', n)) {
+			err = qs_set_error(-EINVAL, "%s:%u: line too long or not text", name, lineno);
+			break;
+		}
+		memcpy(line, text + pos, n);
+		line[n] = '\0';
+		if (n && line[n - 1] == '\r')
+			line[n - 1] = '\0';
+		pos += n + 1;
+		if (lineno == 1) {
+			if (strcmp(line, PROFILE_MAGIC) != 0)
+				err = qs_set_error(-EINVAL, "%s: not a quash profile (the first line is not '%s')",
+						   name, PROFILE_MAGIC);
+			continue;
+		}
+		if (!line[0] || line[0] == '#')
+			continue;
+		if (strncmp(line, "image ", 6) == 0) {
+			if (have_id || p->count)
+				err = qs_set_error(-EINVAL, "%s:%u: a second 'image' line, or one after the ranges",
+						   name, lineno);
+			if (strlen(line + 6) >= sizeof(p->identity)) {
+				err = qs_set_error(-EINVAL, "%s:%u: 'image' line too long", name, lineno);
+				break;
+			}
+			memcpy(p->identity, line + 6, strlen(line + 6) + 1);
+			have_id = true;
+			continue;
+		}
+		err = parse_range(p, &cap, line);
+		if (err == -ENOMEM)
+			err = qs_set_error(err, "out of memory");
+		else if (err == -E2BIG)
+			err = qs_set_error(err, "%s: more than %u ranges", name, QS_PROFILE_MAX_RANGES);
+		else if (err)
+			err = qs_set_error(err, "%s:%u: expected 'OFFSET LENGTH', found '%.40s'", name, lineno, line);
+	}
+	if (!err && lineno == 0)
+		err = qs_set_error(-EINVAL, "%s: empty; not a quash profile", name);
+	if (!err && !have_id)
+		err = qs_set_error(-EINVAL, "%s: no 'image' line naming the image it was recorded against", name);
+	if (err) {
+		qs_profile_free(p);
+		return err;
+	}
+	*out = p;
+	return 0;
+}
+
+int qs_profile_load(const char *path, struct qs_profile **out)
+{
+	/* O_NONBLOCK: a FIFO put where a profile was expected must not hang the mount. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY), err;
+	struct stat st;
+	char *text = NULL;
+	size_t done = 0;
+
+	if (fd < 0)
+		return qs_set_error(-errno, "%s: %s", path, strerror(errno));
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return qs_set_error(-EINVAL, "%s: not a regular file", path);
+	}
+	if ((uint64_t)st.st_size > QS_PROFILE_MAX_BYTES) {
+		close(fd);
+		return qs_set_error(-E2BIG, "%s: larger than %u MiB; not a profile", path,
+				    QS_PROFILE_MAX_BYTES >> 20);
+	}
+	text = malloc((size_t)st.st_size + 1);
+	if (!text) {
+		close(fd);
+		return qs_set_error(-ENOMEM, "out of memory");
+	}
+	while (done < (size_t)st.st_size) {
+		ssize_t r = read(fd, text + done, (size_t)st.st_size - done);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		done += (size_t)r;
+	}
+	close(fd);
+	err = qs_profile_parse(text, done, path, out);
+	free(text);
+	return err;
+}
+
+int qs_profile_identity(struct qs_source *src, uint64_t sb_offset, char *buf, size_t size)
+{
+	uint8_t raw[SQFS_SUPER_SIZE];
+	struct sqfs_super sb;
+	int err;
+
+	if (sb_offset > src->size || src->size - sb_offset < SQFS_SUPER_SIZE)
+		return qs_set_error(-EINVAL, "no squashfs superblock at %llu", (unsigned long long)sb_offset);
+	err = qs_source_pread(src, raw, sizeof(raw), sb_offset);
+	if (err)
+		return err;
+	sqfs_super_decode(&sb, raw);
+	if (sb.magic != SQFS_MAGIC)
+		return qs_set_error(-EINVAL, "no squashfs superblock at %llu", (unsigned long long)sb_offset);
+	snprintf(buf, size, "size=%llu bytes_used=%llu super_xxh3=%016llx", (unsigned long long)src->size,
+		 (unsigned long long)sb.bytes_used, (unsigned long long)XXH3_64bits(raw, sizeof(raw)));
+	return 0;
+}
+
+/* Write the profile to path.tmp.PID, then rename over path. */
+static int profile_write(const char *path, const char *identity, const struct qs_profile_range *r, size_t n)
+{
+	char tmp[PATH_MAX];
+	FILE *f;
+	int fd, err = 0;
+
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid()) >= sizeof(tmp))
+		return qs_set_error(-ENAMETOOLONG, "%s: name too long", path);
+	/* A new file of our own: never through a symlink or into a file someone planted there. */
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0 && errno == EEXIST && unlink(tmp) == 0)
+		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return qs_set_error(-errno, "%s: %s", tmp, strerror(errno));
+	f = fdopen(fd, "w");
+	if (!f) {
+		err = -errno;
+		close(fd);
+		unlink(tmp);
+		return qs_set_error(err, "%s: %s", tmp, strerror(-err));
+	}
+	fprintf(f, "%s\nimage %s\n", PROFILE_MAGIC, identity);
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "%llu %llu\n", (unsigned long long)r[i].off, (unsigned long long)r[i].len);
+	if (fflush(f) != 0 || ferror(f))
+		err = errno ? -errno : -EIO;
+	if (fclose(f) != 0 && !err)
+		err = -errno;
+	if (!err && rename(tmp, path) != 0)
+		err = -errno;
+	if (err) {
+		unlink(tmp);
+		return qs_set_error(err, "%s: %s", path, strerror(-err));
+	}
+	return 0;
+}
+
+/* ---- the wrapper --------------------------------------------------------- */
+
+struct profiled {
+	struct qs_source *base;
+	char *notice;
+
+	/* recording: everything under lock */
+	char *record_path;              /* absolute: the daemon changes directory */
+	char identity[QS_PROFILE_ID_MAX];
+	pthread_mutex_t lock;
+	pthread_cond_t stop_cond;
+	struct qs_profile_range *order; /* first-touch order */
+	size_t n, cap;
+	struct qs_profile_range *seen;  /* bytes read so far: sorted, disjoint, not adjacent */
+	size_t nseen, seen_cap;
+	bool full, dirty, stopping;
+	pthread_t flusher;
+	bool flusher_started;
+
+	/* replay */
+	struct qs_profile_range *plan;  /* merged requests, earliest-touched first */
+	size_t nplan;
+	atomic_size_t next;
+	atomic_bool stop_replay;
+	pthread_t replayers[PROFILE_REPLAY_THREADS];
+	int nreplayers;
+};
+
+static int grow(struct qs_profile_range **a, size_t *cap, size_t want)
+{
+	size_t ncap;
+	struct qs_profile_range *r;
+
+	if (want <= *cap)
+		return 0;
+	ncap = *cap ? 2 * *cap : 256;
+	r = realloc(*a, ncap * sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	*a = r;
+	*cap = ncap;
+	return 0;
+}
+
+/* Note a successful read of [off, off+len).  Under p->lock. */
+static void record_locked(struct profiled *p, uint64_t off, uint64_t len)
+{
+	uint64_t end = off + len;
+	size_t lo = 0, hi = p->nseen, j;
+	struct qs_profile_range *last;
+
+	/* The first seen range that ends at or after off. */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (p->seen[mid].off + p->seen[mid].len < off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < p->nseen && p->seen[lo].off <= off && p->seen[lo].off + p->seen[lo].len >= end)
+		return;                 /* nothing new: a re-read after the block cache let it go */
+	if (p->full || grow(&p->order, &p->cap, p->n + 1) || grow(&p->seen, &p->seen_cap, p->nseen + 1)) {
+		p->full = true;
+		return;
+	}
+	/* Replace every seen range that overlaps or touches [off, end) by their union. */
+	{
+		uint64_t uoff = off, uend = end;
+
+		for (j = lo; j < p->nseen && p->seen[j].off <= end; j++) {
+			if (p->seen[j].off < uoff)
+				uoff = p->seen[j].off;
+			if (p->seen[j].off + p->seen[j].len > uend)
+				uend = p->seen[j].off + p->seen[j].len;
+		}
+		if (j == lo) {
+			memmove(p->seen + lo + 1, p->seen + lo, (p->nseen - lo) * sizeof(*p->seen));
+			p->nseen++;
+		} else if (j > lo + 1) {
+			memmove(p->seen + lo + 1, p->seen + j, (p->nseen - j) * sizeof(*p->seen));
+			p->nseen -= j - lo - 1;
+		}
+		p->seen[lo] = (struct qs_profile_range){ uoff, uend - uoff };
+	}
+
+	last = p->n ? &p->order[p->n - 1] : NULL;
+	if (last && off >= last->off && off <= last->off + last->len) {
+		if (off + len > last->off + last->len)
+			last->len = off + len - last->off;
+	} else if (p->n < QS_PROFILE_MAX_RANGES) {
+		p->order[p->n++] = (struct qs_profile_range){ off, len };
+	} else {
+		p->full = true;
+	}
+	p->dirty = true;
+}
+
+static int profiled_pread(struct qs_source *src, void *buf, size_t len, uint64_t off)
+{
+	struct profiled *p = src->priv;
+	int ret = qs_source_pread(p->base, buf, len, off);
+
+	if (ret == 0 && len && p->record_path) {
+		pthread_mutex_lock(&p->lock);
+		record_locked(p, off, len);
+		pthread_mutex_unlock(&p->lock);
+	}
+	return ret;
+}
+
+/* Write the recording if it changed; the copy is taken under the lock, the file written outside it. */
+static void flush_recording(struct profiled *p)
+{
+	struct qs_profile_range *copy = NULL;
+	size_t n;
+
+	pthread_mutex_lock(&p->lock);
+	if (!p->dirty) {
+		pthread_mutex_unlock(&p->lock);
+		return;
+	}
+	n = p->n;
+	copy = malloc((n ? n : 1) * sizeof(*copy));
+	if (copy) {
+		memcpy(copy, p->order, n * sizeof(*copy));
+		p->dirty = false;
+	}
+	pthread_mutex_unlock(&p->lock);
+	if (copy && profile_write(p->record_path, p->identity, copy, n) < 0) {
+		pthread_mutex_lock(&p->lock);
+		p->dirty = true;        /* try again at the next flush */
+		pthread_mutex_unlock(&p->lock);
+	}
+	free(copy);
+}
+
+static void *flusher_main(void *arg)
+{
+	struct profiled *p = arg;
+
+	pthread_mutex_lock(&p->lock);
+	while (!p->stopping) {
+		struct timespec until;
+
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += PROFILE_FLUSH_SECONDS;
+		pthread_cond_timedwait(&p->stop_cond, &p->lock, &until);
+		if (p->stopping)
+			break;
+		pthread_mutex_unlock(&p->lock);
+		flush_recording(p);
+		pthread_mutex_lock(&p->lock);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return NULL;
+}
+
+static void *replay_main(void *arg)
+{
+	struct profiled *p = arg;
+
+	while (!atomic_load(&p->stop_replay)) {
+		size_t i = atomic_fetch_add(&p->next, 1);
+
+		if (i >= p->nplan)
+			break;
+		/* A hint: a failure (a budget spent, a server gone) only ends this replay. */
+		if (qs_source_warm(p->base, p->plan[i].off, p->plan[i].len) < 0)
+			break;
+	}
+	return NULL;
+}
+
+static int profiled_prefetch(struct qs_source *src, uint64_t off, uint64_t len)
+{
+	return qs_source_prefetch(((struct profiled *)src->priv)->base, off, len);
+}
+
+static int profiled_willneed(struct qs_source *src, uint64_t off, uint64_t len)
+{
+	return qs_source_willneed(((struct profiled *)src->priv)->base, off, len);
+}
+
+static int profiled_warm(struct qs_source *src, uint64_t off, uint64_t len)
+{
+	return qs_source_warm(((struct profiled *)src->priv)->base, off, len);
+}
+
+static void profiled_free(struct profiled *p)
+{
+	atomic_store(&p->stop_replay, true);
+	for (int i = 0; i < p->nreplayers; i++)
+		pthread_join(p->replayers[i], NULL);
+	if (p->flusher_started) {
+		pthread_mutex_lock(&p->lock);
+		p->stopping = true;
+		pthread_cond_broadcast(&p->stop_cond);
+		pthread_mutex_unlock(&p->lock);
+		pthread_join(p->flusher, NULL);
+	}
+	if (p->record_path)
+		flush_recording(p);
+	qs_source_close(p->base);
+	pthread_mutex_destroy(&p->lock);
+	pthread_cond_destroy(&p->stop_cond);
+	free(p->order);
+	free(p->seen);
+	free(p->plan);
+	free(p->record_path);
+	free(p->notice);
+	free(p);
+}
+
+static void profiled_close(struct qs_source *src)
+{
+	profiled_free(src->priv);
+}
+
+static const struct qs_source_ops profiled_ops = {
+	.pread = profiled_pread,
+	.close = profiled_close,
+	.prefetch = profiled_prefetch,
+	.willneed = profiled_willneed,
+	.warm = profiled_warm,
+};
+
+/* ---- replay plan ------------------------------------------------------------ */
+
+struct plan_entry {
+	uint64_t off, end;
+	size_t first;                   /* earliest place in the profile */
+};
+
+static int by_offset(const void *a, const void *b)
+{
+	const struct plan_entry *x = a, *y = b;
+
+	return x->off < y->off ? -1 : x->off > y->off;
+}
+
+static int by_first(const void *a, const void *b)
+{
+	const struct plan_entry *x = a, *y = b;
+
+	return x->first < y->first ? -1 : x->first > y->first;
+}
+
+/*
+ * The profile's first PROFILE_PREFETCH_MAX bytes (in first-touch order),
+ * clipped to the source, merged where less than 'gap' apart, earliest first.
+ */
+static int make_plan(struct profiled *p, const struct qs_profile *prof, uint64_t gap)
+{
+	struct plan_entry *e = calloc(prof->count ? prof->count : 1, sizeof(*e));
+	uint64_t total = 0, size = p->base->size;
+	size_t n = 0, m = 0;
+
+	if (!e)
+		return -ENOMEM;
+	for (size_t i = 0; i < prof->count && total < PROFILE_PREFETCH_MAX; i++) {
+		uint64_t off = prof->ranges[i].off, len = prof->ranges[i].len;
+
+		if (off >= size)
+			continue;
+		if (len > size - off)
+			len = size - off;
+		if (len > PROFILE_PREFETCH_MAX - total)
+			len = PROFILE_PREFETCH_MAX - total;
+		total += len;
+		e[n++] = (struct plan_entry){ off, off + len, i };
+	}
+	qsort(e, n, sizeof(*e), by_offset);
+	for (size_t i = 0; i < n; i++) {
+		if (m && e[i].off <= e[m - 1].end + gap) {
+			if (e[i].end > e[m - 1].end)
+				e[m - 1].end = e[i].end;
+			if (e[i].first < e[m - 1].first)
+				e[m - 1].first = e[i].first;
+		} else {
+			e[m++] = e[i];
+		}
+	}
+	qsort(e, m, sizeof(*e), by_first);
+	p->plan = calloc(m ? m : 1, sizeof(*p->plan));
+	if (!p->plan) {
+		free(e);
+		return -ENOMEM;
+	}
+	/* The gaps merged in count too: many small ranges a chunk apart must not become the whole image. */
+	total = 0;
+	for (size_t i = 0; i < m && total < PROFILE_PREFETCH_MAX; i++) {
+		uint64_t len = e[i].end - e[i].off;
+
+		if (len > PROFILE_PREFETCH_MAX - total)
+			len = PROFILE_PREFETCH_MAX - total;
+		total += len;
+		p->plan[p->nplan++] = (struct qs_profile_range){ e[i].off, len };
+	}
+	free(e);
+	return 0;
+}
+
+/* Add one line to the wrapper's notice (shown once by the opener). */
+static void add_notice(struct profiled *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void add_notice(struct profiled *p, const char *fmt, ...)
+{
+	char line[PROFILE_NOTICE_MAX];
+	char *joined;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (p->notice) {
+		size_t n = strlen(p->notice) + strlen(line) + 3;
+
+		joined = malloc(n);
+		if (joined)
+			snprintf(joined, n, "%s; %s", p->notice, line);
+	} else {
+		joined = strdup(line);
+	}
+	if (joined) {
+		free(p->notice);
+		p->notice = joined;
+	}
+}
+
+/* SPEC with ".profile" before any query string; NULL if out of memory. */
+static char *beside_name(const char *spec)
+{
+	const char *q = strstr(spec, "://") ? strchr(spec, '?') : NULL;
+	size_t head = q ? (size_t)(q - spec) : strlen(spec);
+	size_t n = strlen(spec) + sizeof(PROFILE_SUFFIX);
+	char *s = malloc(n);
+
+	if (s)
+		snprintf(s, n, "%.*s%s%s", (int)head, spec, PROFILE_SUFFIX, q ? q : "");
+	return s;
+}
+
+/*
+ * The remote URL.profile, fetched once (through its own source, no cache
+ * directory, a short retry budget).  1 and *out if found, 0 if there is
+ * none (or the server would not say), -errno if it is there but unusable.
+ */
+static int fetch_remote_profile(const char *url, const struct qs_source_options *opt, struct qs_profile **out)
+{
+	struct qs_source_options o = *opt;
+	struct qs_source *src;
+	char *text;
+	int err;
+
+	o.cache_dir = NULL;
+	o.record = o.prefetch = NULL;
+	o.prefetch_beside = false;
+	o.retry_seconds = PROFILE_FETCH_RETRY_SECONDS;
+	if (qs_source_open(url, &o, &src) < 0)
+		return 0;
+	if (src->size > QS_PROFILE_MAX_BYTES) {
+		err = qs_set_error(-E2BIG, "%s: larger than %u MiB; not a profile", src->name,
+				   QS_PROFILE_MAX_BYTES >> 20);
+		qs_source_close(src);
+		return err;
+	}
+	text = malloc(src->size + 1);
+	if (!text) {
+		qs_source_close(src);
+		return qs_set_error(-ENOMEM, "out of memory");
+	}
+	err = qs_source_pread(src, text, src->size, 0);
+	if (!err)
+		err = qs_profile_parse(text, src->size, src->name, out);
+	free(text);
+	qs_source_close(src);
+	return err < 0 ? err : 1;
+}
+
+/* Where the image's superblock is: the given offset, a SIF partition, or 0. */
+static uint64_t superblock_offset(struct qs_source *base, const struct qs_source_options *opt)
+{
+	uint64_t off = 0, size;
+
+	if (opt->image_offset_given)
+		return opt->image_offset;
+	return qs_sif_find_squashfs(base, &off, &size) > 0 ? off : 0;
+}
+
+/* Load the profile to replay and start the threads; every problem is only a notice. */
+static void start_replay(struct profiled *p, const char *spec, const struct qs_source_options *opt,
+			 const char *identity)
+{
+	struct qs_profile *prof = NULL;
+	const char *shown = opt->prefetch;
+	char *remote_shown = NULL;
+	char *beside = NULL;
+	size_t chunk;
+	int err;
+
+	if (opt->prefetch) {
+		err = qs_profile_load(opt->prefetch, &prof);
+		if (err < 0) {
+			add_notice(p, "prefetch profile ignored: %s", qs_last_error());
+			return;
+		}
+	} else {
+		/* Beside the image: only worth a look when the source is healthy. */
+		if (p->base->notice || !(beside = beside_name(spec)))
+			return;
+		if (qs_source_spec_is_remote(spec)) {
+			err = fetch_remote_profile(beside, opt, &prof);
+			remote_shown = qs_source_display_name(beside);
+			shown = remote_shown ? remote_shown : "URL.profile";
+		} else {
+			err = access(beside, F_OK) == 0 ? qs_profile_load(beside, &prof) : 0;
+			shown = beside;
+		}
+		if (err < 0)
+			add_notice(p, "prefetch profile ignored: %s", qs_last_error());
+		if (err <= 0 && !prof) {
+			free(beside);
+			free(remote_shown);
+			return;
+		}
+	}
+	if (!identity || strcmp(prof->identity, identity) != 0) {
+		add_notice(p, "prefetch profile %s was recorded against another image (%s); ignored", shown,
+			   identity ? "its superblock differs" : "no superblock here");
+		goto out;
+	}
+	if (chunk_cache_chunk_size(opt, &chunk) < 0 || make_plan(p, prof, chunk) < 0)
+		goto out;
+	for (int i = 0; i < PROFILE_REPLAY_THREADS && (size_t)i < p->nplan; i++)
+		if (pthread_create(&p->replayers[p->nreplayers], NULL, replay_main, p) == 0)
+			p->nreplayers++;
+out:
+	free(beside);
+	free(remote_shown);
+	qs_profile_free(prof);
+}
+
+/* A relative path made absolute against the current directory; NULL if out of memory. */
+static char *absolute(const char *path)
+{
+	char cwd[PATH_MAX];
+	size_t n;
+	char *s;
+
+	if (path[0] == '/' || !getcwd(cwd, sizeof(cwd)))
+		return strdup(path);
+	n = strlen(cwd) + strlen(path) + 2;
+	s = malloc(n);
+	if (s)
+		snprintf(s, n, "%s/%s", cwd, path);
+	return s;
+}
+
+int qs_source_open_profiled(struct qs_source *base, const char *spec, const struct qs_source_options *opt,
+			    struct qs_source **out)
+{
+	struct profiled *p = calloc(1, sizeof(*p));
+	char identity[QS_PROFILE_ID_MAX];
+	bool have_id;
+	int err = 0;
+
+	if (!p) {
+		qs_source_close(base);
+		return qs_set_error(-ENOMEM, "out of memory");
+	}
+	p->base = base;
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->stop_cond, NULL);
+	have_id = qs_profile_identity(base, superblock_offset(base, opt), identity, sizeof(identity)) == 0;
+	if (opt->record) {
+		/* The file is written now, empty, so that a path that cannot be written is said at once. */
+		if (!have_id) {
+			err = qs_set_error(-EINVAL, "-o record: no squashfs superblock to record against");
+			goto fail;
+		}
+		snprintf(p->identity, sizeof(p->identity), "%s", identity);
+		p->record_path = absolute(opt->record);
+		if (!p->record_path) {
+			err = qs_set_error(-ENOMEM, "out of memory");
+			goto fail;
+		}
+		err = profile_write(p->record_path, p->identity, NULL, 0);
+		if (err < 0) {
+			err = qs_set_error(err, "-o record=%s: %s", opt->record, qs_last_error());
+			goto fail;
+		}
+		if (pthread_create(&p->flusher, NULL, flusher_main, p) == 0)
+			p->flusher_started = true;
+	}
+	if (opt->prefetch || opt->prefetch_beside)
+		start_replay(p, spec, opt, have_id ? identity : NULL);
+	if (!p->record_path && p->nreplayers == 0 && !p->notice) {
+		/* Nothing to record or replay: no wrapper in the way. */
+		pthread_mutex_destroy(&p->lock);
+		pthread_cond_destroy(&p->stop_cond);
+		free(p->plan);
+		free(p);
+		*out = base;
+		return 0;
+	}
+	if (base->notice) {
+		/* The source's own notice first ("server unreachable ..."), then the profile's. */
+		char *ours = p->notice;
+
+		p->notice = NULL;
+		add_notice(p, "%s", base->notice);
+		if (ours)
+			add_notice(p, "%s", ours);
+		free(ours);
+	}
+	*out = qs_source_alloc(&profiled_ops, base->name, base->identity, base->size, p);
+	if (!*out) {
+		err = qs_set_error(-ENOMEM, "out of memory");
+		goto fail;
+	}
+	(*out)->notice = p->notice;
+	return 0;
+fail:
+	profiled_free(p);
+	return err;
+}

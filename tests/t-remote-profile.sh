@@ -1,0 +1,198 @@
+#!/bin/bash
+# t-remote-profile.sh - prefetch profiles (docs/profile.md) over a real
+# nginx, requests counted by the fault proxy's log: a mount records the
+# ranges a workload read (-o record=); a cold mount replays them
+# (-o prefetch=, or URL.profile beside the image) in a few coalesced
+# requests and reads the same bytes as the local image; a profile of another
+# image or a malformed one is one warning line and changes nothing; quash
+# profile record, profile paths and pack --order lay the workload's files out first, so
+# that the prefetch of the repacked image takes at most two requests.
+. "$(dirname "$0")/lib/tap.sh"
+. "$(dirname "$0")/lib/remote.sh"
+. "$(dirname "$0")/lib/mount.sh"
+
+W=$WORK/remote-profile
+rm -rf "$W" && mkdir -p "$W/www" "$W/m" "$W/local"
+trap 'unmount_all; remote_cleanup' EXIT
+
+make_test_image "$W"
+cp "$W/image.sqfs" "$W/www/a.sqfs"
+HTTP=$(free_port) PROXY=$(free_port)
+start_nginx "$W/nginx" "$W/www" "$HTTP" || not_ok "nginx starts" "$(tail -3 "$W/nginx/error.log")"
+start_faultproxy "$PROXY" "http://127.0.0.1:$HTTP" pass --log "$W/requests.log"
+BASE=http://127.0.0.1:$PROXY
+CS=chunk_size=64K       # small chunks: a miss per 64 KiB, so that coalescing shows
+
+# The workload: a few files spread over the image, two small ones (in a
+# fragment), a large one, and a listing of everything.
+workload() {   # workload DIR OUT
+	(cd "$1" && cat file2 file5 file8 file11 sub/s1.txt sub/s50.txt sub/deeper/big | sha256sum &&
+		ls -lR --time-style=+%s . | sha256sum) >"$2" 2>&1
+}
+requests() { wc -l <"$W/requests.log"; }
+# fg_mount MP OPTS IMAGE: a foreground mount in the background ($FG_PID), stderr to $W/fg.err
+fg_mount() {
+	"$QUASH_ASAN" mount -f -o "$2" "$3" "$1" 2>"$W/fg.err" &
+	FG_PID=$!
+	wait_mounted "$1"
+}
+fg_umount() {   # until the daemon has exited (and written its profile)
+	fusermount3 -u "$1"
+	wait "$FG_PID"
+}
+# settled: wait until the proxy has seen no new request for 0.3 s (10 s at most)
+settled() {
+	local last=-1 n i
+	for i in $(seq 33); do
+		n=$(requests)
+		[ "$n" = "$last" ] && return 0
+		last=$n
+		sleep 0.3
+	done
+}
+
+# The oracle: the local image through a local mount.
+qmount "$W/local" "$QUASH" mount -o noprefetch "$W/image.sqfs" "$W/local"
+workload "$W/local" "$W/want"
+check "the workload runs on the local image" grep -qv "No such" "$W/want"
+
+# ---- record --------------------------------------------------------------------
+: >"$W/requests.log"
+if fg_mount "$W/m" "record=$W/a.profile,$CS,noprefetch" "$BASE/a.sqfs"; then
+	workload "$W/m" "$W/got"
+	fg_umount "$W/m"; st=$?
+	cold=$(requests)
+	check "recording mount: same bytes as the local image" cmp -s "$W/want" "$W/got"
+	check "recording mount exits cleanly" clean_exit $st "$W/fg.err"
+else
+	not_ok "recording mount" "$(cat "$W/fg.err")"
+fi
+nranges=$(($(wc -l <"$W/a.profile") - 2))
+check "the profile: a header, the image line and $nranges ranges" \
+	bash -c "head -1 '$W/a.profile' | grep -qx 'quash-profile 1' && sed -n 2p '$W/a.profile' | grep -q '^image size=' && [ $nranges -ge 5 ]"
+check "the profile's ranges are OFFSET LENGTH lines" \
+	bash -c "tail -n +3 '$W/a.profile' | grep -qvE '^[0-9]+ [1-9][0-9]*\$' && exit 1 || exit 0"
+
+# ---- replay, cold cache ----------------------------------------------------------
+: >"$W/requests.log"
+qmount "$W/m" "$QUASH_ASAN" mount -o "prefetch=$W/a.profile,$CS" "$BASE/a.sqfs" "$W/m" 2>"$W/err"
+settled
+prefetch_a=$(requests)
+workload "$W/m" "$W/got"
+settled
+warm=$(requests)
+fusermount3 -u -z "$W/m"
+check "replaying mount: same bytes as the local image" cmp -s "$W/want" "$W/got"
+check "replaying mount: nothing said" test ! -s "$W/err"
+if [ "$warm" -le $((cold / 3)) ] && [ "$warm" -le 16 ]; then
+	ok "cold mount with the profile: $warm requests (open and prefetch $prefetch_a), without: $cold"
+else
+	not_ok "cold mount with the profile takes few requests" "$warm with, $cold without: $(cat "$W/requests.log")"
+fi
+
+# URL.profile beside the image is fetched once and replayed.
+cp "$W/a.profile" "$W/www/a.sqfs.profile"
+: >"$W/requests.log"
+qmount "$W/m" "$QUASH_ASAN" mount -o "$CS" "$BASE/a.sqfs" "$W/m" 2>"$W/err"
+settled
+workload "$W/m" "$W/got"
+settled
+beside=$(requests)
+fusermount3 -u -z "$W/m"
+check "URL.profile: same bytes" cmp -s "$W/want" "$W/got"
+check "URL.profile: replayed ($beside requests, its own fetch included; $warm with -o prefetch)" \
+	test "$beside" -le $((warm + 2))
+echo "not a profile" >"$W/www/a.sqfs.profile"
+qmount "$W/m" "$QUASH_ASAN" mount -o "$CS" "$BASE/a.sqfs" "$W/m" 2>"$W/err"
+workload "$W/m" "$W/got"
+fusermount3 -u -z "$W/m"
+check "a malformed URL.profile: one warning line naming it, the mount works" \
+	bash -c "[ \$(wc -l <'$W/err') = 1 ] && grep -q 'ignored: $BASE/a.sqfs.profile: not a quash profile' '$W/err' && cmp -s '$W/want' '$W/got'"
+rm "$W/www/a.sqfs.profile"
+: >"$W/requests.log"
+qmount "$W/m" "$QUASH_ASAN" mount -o "$CS" "$BASE/a.sqfs" "$W/m" 2>"$W/err"
+fusermount3 -u -z "$W/m"
+check "a missing URL.profile is silent" test ! -s "$W/err"
+
+# ---- a stale profile, a malformed one ------------------------------------------------
+echo "a new file" >"$W/tree/new"
+mksquashfs "$W/tree" "$W/www/a.sqfs.new" -noappend -quiet -no-progress >/dev/null
+mv "$W/www/a.sqfs.new" "$W/www/a.sqfs"
+unmount_all
+cp "$W/www/a.sqfs" "$W/image2.sqfs"
+qmount "$W/local" "$QUASH" mount -o noprefetch "$W/image2.sqfs" "$W/local"
+workload "$W/local" "$W/want2"
+qmount "$W/m" "$QUASH_ASAN" mount -o "prefetch=$W/a.profile,$CS" "$BASE/a.sqfs" "$W/m" 2>"$W/err"
+workload "$W/m" "$W/got"
+fusermount3 -u -z "$W/m"
+check "stale profile: one warning line" \
+	bash -c "[ \$(wc -l <'$W/err') = 1 ] && grep -q 'recorded against another image.*ignored' '$W/err'"
+check "stale profile: the new image reads correctly" cmp -s "$W/want2" "$W/got"
+check "stale profile: the new file is there" cmp -s "$W/tree/new" "$W/local/new"
+
+printf 'quash-profile 1\nimage size=1\n12 apples\n' >"$W/bad.profile"
+head -c 100000 /dev/urandom >"$W/random.profile"
+mkfifo "$W/fifo.profile"
+for bad in bad random missing fifo; do
+	qmount "$W/m" "$QUASH_ASAN" mount -o "prefetch=$W/$bad.profile,$CS" "$BASE/a.sqfs" "$W/m" 2>"$W/err"
+	workload "$W/m" "$W/got"
+	fusermount3 -u -z "$W/m"
+	check "$bad profile: one warning line, the mount works" \
+		bash -c "[ \$(wc -l <'$W/err') = 1 ] && grep -q 'prefetch profile ignored' '$W/err' && cmp -s '$W/want2' '$W/got'"
+done
+check_fails "quash profile paths: a malformed profile is an error" "$QUASH_ASAN" profile paths "$W/bad.profile" "$W/image.sqfs"
+check_fails "quash profile paths: another image's profile is an error" "$QUASH_ASAN" profile paths "$W/a.profile" "$W/image2.sqfs"
+"$QUASH_ASAN" profile paths "$W/bad.profile" "$W/image.sqfs" 2>"$W/err"
+check "quash profile paths: one line naming the line" \
+	bash -c "[ \$(wc -l <'$W/err') = 1 ] && grep -q 'bad.profile:3' '$W/err'"
+# Beside a local image: IMAGE.profile is used when there, silent when not, warned about when stale.
+qmount "$W/m" "$QUASH_ASAN" mount "$W/image2.sqfs" "$W/m" 2>"$W/err"
+fusermount3 -u -z "$W/m"
+check "local image, no IMAGE.profile: nothing said" test ! -s "$W/err"
+cp "$W/a.profile" "$W/image2.sqfs.profile"
+qmount "$W/m" "$QUASH_ASAN" mount "$W/image2.sqfs" "$W/m" 2>"$W/err"
+workload "$W/m" "$W/got"
+fusermount3 -u -z "$W/m"
+check "local image, a stale IMAGE.profile: one warning line naming it, the mount works" \
+	bash -c "[ \$(wc -l <'$W/err') = 1 ] && grep -q 'image2.sqfs.profile was recorded against another image' '$W/err' && cmp -s '$W/want2' '$W/got'"
+rm "$W/image2.sqfs.profile"
+check_fails "-o record to an unwritable place fails the mount" \
+	"$QUASH_ASAN" mount -o "record=/nonexistent/dir/p" "$W/image.sqfs" "$W/m"
+
+# ---- profile paths, pack --order -------------------------------------------------------
+"$QUASH_ASAN" profile paths "$W/a.profile" "$W/image.sqfs" >"$W/order" 2>"$W/err"
+check "quash profile paths lists the workload's files first-touch first" \
+	bash -c "[ \"\$(head -4 '$W/order' | sort | tr '\n' ' ')\" = 'file11 file2 file5 file8 ' ] && grep -qx sub/deeper/big '$W/order' && grep -qx sub/s50.txt '$W/order'"
+"$QUASH" pack -q --no-progress --order "$W/order" "$W/tree" "$W/www/b.sqfs" 2>"$W/err"
+check "pack --order builds the image" test -s "$W/www/b.sqfs"
+unmount_all
+qmount "$W/local" "$QUASH" mount -o noprefetch "$W/www/b.sqfs" "$W/local"
+workload "$W/local" "$W/want3"
+check "pack --order: the same files" cmp -s "$W/want2" "$W/want3"
+
+: >"$W/requests.log"
+# Recorded again on the new image, by quash profile record this time.
+"$QUASH_ASAN" profile record "$BASE/b.sqfs" -o "record=$W/b.profile,$CS,noprefetch" -- \
+	bash -c "cd \"\$QUASH_MOUNT\" && (cat file2 file5 file8 file11 sub/s1.txt sub/s50.txt sub/deeper/big | sha256sum && ls -lR --time-style=+%s . | sha256sum) >'$W/got' 2>&1; exit 7"
+st=$?
+check "quash profile record: COMMAND's exit status, its bytes, nothing left mounted" \
+	bash -c "[ $st = 7 ] && cmp -s '$W/want3' '$W/got' && ! grep -q quash-profile- /proc/mounts"
+check "quash profile record: the profile is written" test "$(wc -l <"$W/b.profile")" -gt 3
+# The prefetch alone: requests of a mount with the profile less those of one without.
+: >"$W/requests.log"
+qmount "$W/m" "$QUASH_ASAN" mount -o "$CS,noprefetch" "$BASE/b.sqfs" "$W/m"
+settled; base=$(requests); fusermount3 -u -z "$W/m"
+: >"$W/requests.log"
+qmount "$W/m" "$QUASH_ASAN" mount -o "prefetch=$W/b.profile,$CS" "$BASE/b.sqfs" "$W/m"
+settled; with=$(requests)
+workload "$W/m" "$W/got"
+fusermount3 -u -z "$W/m"
+check "pack --order, replayed: same bytes" cmp -s "$W/want3" "$W/got"
+: >"$W/requests.log"
+qmount "$W/m" "$QUASH_ASAN" mount -o "$CS,noprefetch" "$BASE/a.sqfs" "$W/m"
+settled; base_a=$(requests); fusermount3 -u -z "$W/m"
+if [ $((with - base)) -le 2 ]; then
+	ok "pack --order: the prefetch takes $((with - base)) requests (before the repack: $((prefetch_a - base_a)))"
+else
+	not_ok "pack --order: the prefetch takes at most 2 requests" "$with - $base: $(cat "$W/requests.log")"
+fi
