@@ -46,7 +46,7 @@
 #define QC_SETTLE_MS 100            /* inotify events are gathered this long before a listing */
 #define QC_NOTIFY_MAX 65536         /* invalidations queued for the watcher; more: a full flush */
 #define QC_NOTICE_WAIT_MS 1000      /* a refresh waits this long for the kernel to be told */
-#define QC_CTL_REFRESH_S 1          /* `quash catalog refresh` lists at most this often */
+#define QC_CTL_REFRESH_MS 1000      /* `quash catalog refresh` lists at most this often */
 #define QC_LIST_WAIT_S 30           /* `quash catalog refresh` waits this long for a listing under way */
 
 /* Extensions that make a file an image; anything else needs the squashfs magic (local only). */
@@ -113,6 +113,7 @@ struct qm_catalog {
 
 	pthread_mutex_t list_lock;  /* one listing at a time */
 	int64_t listed_at;
+	_Atomic int64_t listed_at_ms;   /* the same, to the millisecond, for the refresh rate */
 	char list_error[256];
 
 	pthread_mutex_t nlock;      /* the notices */
@@ -135,6 +136,14 @@ static int64_t now_s(void)
 
 	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
 	return ts.tv_sec;
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static void wake(struct qm_catalog *c)
@@ -945,6 +954,7 @@ static int refresh(struct qm_catalog *c, int wait)
 	}
 	err = list_source(c, &items);
 	c->listed_at = now_s();
+	atomic_store(&c->listed_at_ms, now_ms());
 	if (err) {
 		snprintf(c->list_error, sizeof(c->list_error), "%s", err == -ENOMEM ? "out of memory" :
 			 c->remote ? qs_last_error() : strerror(-err));
@@ -1355,11 +1365,16 @@ char *qc_status(struct qm_catalog *c, size_t *len)
 char *qc_refresh_now(struct qm_catalog *c, size_t *len)
 {
 	struct text t = { 0 };
-	int err = 0;
+	int64_t wait_ms = atomic_load(&c->listed_at_ms) + QC_CTL_REFRESH_MS - now_ms();
+	int err;
 
-	/* anyone who can reach the mount may ask: a listing a second at most */
-	if (now_s() - c->listed_at >= QC_CTL_REFRESH_S)
-		err = refresh(c, QC_LIST_BOUNDED);
+	/* anyone who can reach the mount may ask: it always lists, but a second after the last listing at most */
+	if (wait_ms > 0) {
+		struct timespec ts = { wait_ms / 1000, (wait_ms % 1000) * 1000000L };
+
+		nanosleep(&ts, NULL);
+	}
+	err = refresh(c, QC_LIST_BOUNDED);
 	wait_notices(c);
 	if (err)
 		tprintf(&t, "quash: catalog refresh: %s: %s\n", c->fs->name, c->list_error);
