@@ -377,6 +377,13 @@ static int counted_willneed(struct qs_source *src, uint64_t off, uint64_t len)
 	return qs_source_willneed(((struct counted *)src->priv)->base, off, len);
 }
 
+static int counted_warm(struct qs_source *src, uint64_t off, uint64_t len)
+{
+	struct qs_source *base = ((struct counted *)src->priv)->base;
+
+	return base->ops->warm ? base->ops->warm(base, off, len) : 0;
+}
+
 static void counted_close(struct qs_source *src)
 {
 	struct counted *k = src->priv;
@@ -387,7 +394,7 @@ static void counted_close(struct qs_source *src)
 
 static const struct qs_source_ops counted_ops = {
 	.pread = counted_pread, .close = counted_close,
-	.prefetch = counted_prefetch, .willneed = counted_willneed,
+	.prefetch = counted_prefetch, .willneed = counted_willneed, .warm = counted_warm,
 };
 
 static int counted_open(struct qs_source *base, struct qc_image *im, struct qs_source **out)
