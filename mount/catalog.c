@@ -27,6 +27,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -67,10 +68,10 @@ struct qc_image {                   /* one version of one image: a slot */
 	uint32_t slot;
 	struct qm_catalog *cat;
 	char *key;                  /* as listed: the path below the source */
-	char *display;              /* the source and key, no secrets: for messages */
+	char *display;              /* the source and key, no secrets, for messages: made at first open */
 	uint64_t size, dev, ino;
 	int64_t mtime;
-	char *etag;
+	char *etag;                 /* NULL: none */
 
 	pthread_mutex_t lock;
 	struct qm_view view;        /* view.img NULL: closed */
@@ -298,10 +299,51 @@ static void image_free(struct qc_image *im)
 	free(im);
 }
 
+/* An ETag kept only when there is one: most catalogs (local ones) have none, and strdup("") costs 32 bytes. */
+static char *etag_dup(const char *etag, bool *failed)
+{
+	char *e = etag && *etag ? strdup(etag) : NULL;
+
+	if (etag && *etag && !e)
+		*failed = true;
+	return e;
+}
+
+static bool etag_eq(const char *a, const char *b)
+{
+	return strcmp(a ? a : "", b ? b : "") == 0;
+}
+
+/*
+ * The name messages give a version: the source (no secrets) and its key.
+ * Made when the image is first opened, not for every entry listed: 10,000
+ * never-opened entries must stay small.
+ */
+static const char *display_of(struct qc_image *im)
+{
+	struct qm_catalog *c = im->cat;
+	char *base, *d;
+	size_t len;
+
+	if (im->display)
+		return im->display;
+	base = c->remote ? qs_source_display_name(c->base) : strdup(c->spec);
+	if (!base)
+		return im->key;
+	len = strlen(base) + strlen(im->key) + 2;
+	d = malloc(len);
+	if (d)
+		snprintf(d, len, "%s%s%s", base, base[0] && base[strlen(base) - 1] == '/' ? "" : "/", im->key);
+	free(base);
+	im->display = d;
+	return d ? d : im->key;
+}
+
 static struct qc_image *new_version(struct qm_catalog *c, const char *key, const char *etag)
 {
 	unsigned slot = atomic_load(&c->nslots);
 	struct qc_image *im;
+	bool failed = false;
 
 	if (slot > QC_SLOTS_MAX) {
 		qm_log(c->fs, "catalog: %s: no version slots left (%u over this mount's life); remount",
@@ -314,25 +356,10 @@ static struct qc_image *new_version(struct qm_catalog *c, const char *key, const
 	im->slot = slot;
 	im->cat = c;
 	im->key = strdup(key);
-	im->etag = strdup(etag ? etag : "");
-	if (c->remote)
-		im->display = qs_source_display_name(c->base);
-	else
-		im->display = strdup(c->spec);
-	if (im->display) {
-		size_t len = strlen(im->display) + strlen(key) + 2;
-		char *d = malloc(len);
-
-		if (d)
-			snprintf(d, len, "%s%s%s", im->display,
-				 im->display[0] && im->display[strlen(im->display) - 1] == '/' ? "" : "/", key);
-		free(im->display);
-		im->display = d;
-	}
-	if (!im->key || !im->etag || !im->display) {
+	im->etag = etag_dup(etag, &failed);
+	if (!im->key || failed) {
 		free(im->key);
 		free(im->etag);
-		free(im->display);
 		free(im);
 		return NULL;
 	}
@@ -527,7 +554,7 @@ static int open_image(struct qm_catalog *c, struct qc_image *im)
 		return err;
 	}
 	qm_view_init(&im->view, img, root.ref, c->remote);
-	im->view.name = im->display;
+	im->view.name = display_of(im);
 	im->view.id_base = (fuse_ino_t)im->slot << QC_SLOT_SHIFT;
 	im->view.root_nodeid = im->view.id_base | 1;
 	im->view.ino_base = (uint64_t)im->slot << 32;
@@ -535,7 +562,7 @@ static int open_image(struct qm_catalog *c, struct qc_image *im)
 	im->open_total++;
 	atomic_store(&im->open, true);
 	if (src->notice)
-		qm_info(c->fs, "%s: %s", im->display, src->notice);
+		qm_info(c->fs, "%s: %s", display_of(im), src->notice);
 	return 0;
 }
 
@@ -568,7 +595,7 @@ struct qc_image *qc_pin(struct qm_catalog *c, uint32_t slot, int *err)
 			bool stale = *err == -ESTALE;
 
 			if (!im->logged || stale)
-				qm_log(c->fs, "%s: %s", im->display, qs_last_error());
+				qm_log(c->fs, "%s: %s", display_of(im), qs_last_error());
 			im->logged = true;
 			im->failed_at = now;
 			if (stale) {
@@ -671,6 +698,7 @@ struct items {
 static int items_add(struct items *it, const char *key, uint64_t size, int64_t mtime, const char *etag,
 		     uint64_t dev, uint64_t ino)
 {
+	bool failed = false;
 	struct item *x;
 
 	if (it->n == QC_ENTRIES_MAX) {
@@ -688,8 +716,8 @@ static int items_add(struct items *it, const char *key, uint64_t size, int64_t m
 	}
 	x = &it->v[it->n];
 	x->key = strdup(key);
-	x->etag = strdup(etag ? etag : "");
-	if (!x->key || !x->etag) {
+	x->etag = etag_dup(etag, &failed);
+	if (!x->key || failed) {
 		free(x->key);
 		free(x->etag);
 		return -ENOMEM;
@@ -830,7 +858,7 @@ static void strip_ext(char *name)
 static bool same_identity(const struct qc_image *im, const struct item *x)
 {
 	return im->size == x->size && im->mtime == x->mtime && im->dev == x->dev && im->ino == x->ino &&
-	       strcmp(im->etag, x->etag) == 0;
+	       etag_eq(im->etag, x->etag);
 }
 
 static void supersede(struct qc_image *im)
@@ -981,6 +1009,8 @@ static int refresh(struct qm_catalog *c, int wait)
 	pthread_rwlock_unlock(&c->lock);
 	pthread_mutex_unlock(&c->list_lock);
 	items_free(&items);
+	/* the listing's copies are gone: give their pages back rather than keep them for the next one */
+	malloc_trim(0);
 	if (err)
 		snprintf(c->list_error, sizeof(c->list_error), "out of memory");
 	wake(c);                    /* the notices */
@@ -1324,7 +1354,7 @@ static void status_node(struct text *t, const struct qc_node *n, char *path, siz
 			tprintf(t, "%s\t%s\t%u\t%" PRIu64 "\t%d\t%" PRIu64 "\t%" PRIu64 "\t%" PRId64 "\t%s\n", path,
 				state, im->slot, im->size, atomic_load(&im->opens), atomic_load(&im->reads),
 				atomic_load(&im->bytes_read), im->open_total ? now - im->last_used : -1,
-				im->etag[0] ? im->etag : "-");
+				im->etag ? im->etag : "-");
 			pthread_mutex_unlock(&im->lock);
 		}
 		path[plen] = '\0';
