@@ -150,7 +150,8 @@ the filesystem does it).  OP:
   sample KEYSFILE   stat KEY/bin/tool for the first half of the keys, read
                     it for the second: prints median and p99 (ms) of each
   sweep MANIFEST    read KEY/bin/tool of every key, check its MD5: prints
-                    the total seconds and the number of wrong reads
+                    the total seconds, the number of wrong reads, and the
+                    mean ms per image over the first and the last tenth
 """
 import hashlib, os, statistics, subprocess, sys, time
 
@@ -203,14 +204,17 @@ if op == "sample":
     print(f"{statistics.median(st):.3f} {pct(st, 99):.3f} {statistics.median(rd):.3f} {pct(rd, 99):.3f}")
 elif op == "sweep":
     want = dict(line.split() for line in open(arg))
-    bad = 0
+    bad, each = 0, []
     t = time.perf_counter()
     for k in sorted(want):
+        t1 = time.perf_counter()
         trigger(k)
         if hashlib.md5(read(f"{mp}/{k}/bin/tool")).hexdigest() != want[k]:
             bad += 1
             print(f"drv.py: wrong bytes in {mp}/{k}/bin/tool", file=sys.stderr)
-    print(f"{time.perf_counter() - t:.3f} {bad}")
+        each.append(time.perf_counter() - t1)
+    tenth = max(1, len(each) // 10)
+    print(f"{time.perf_counter() - t:.3f} {bad} {sum(each[:tenth]) / tenth * 1e3:.3f} {sum(each[-tenth:]) / tenth * 1e3:.3f}")
 PY
 
 # ---- mounting ----------------------------------------------------------
@@ -229,13 +233,13 @@ import fcntl, os, sys, time
 fd = os.open("/dev/loop-control", os.O_RDWR)
 left = 0
 for n in map(int, sys.stdin.read().split()):
-    for _ in range(50):
+    for _ in range(250):
         try:
             fcntl.ioctl(fd, 0x4C81, n)   # LOOP_CTL_REMOVE
             break
         except OSError as e:
             if e.errno == 16:            # EBUSY: autoclear still detaching
-                time.sleep(0.02)
+                time.sleep(0.02)   # up to 5 s
                 continue
             if e.errno in (2, 19):       # gone already
                 break
@@ -331,7 +335,7 @@ check_trees() {   # check_trees WHO MP
 # ---- one round of one mounter ------------------------------------------
 
 round() {   # round R WHO
-	local r=$1 who=$2 mp t0 t1 v pid kb ka ub ua bad st_med st_p99 rd_med rd_p99
+	local r=$1 who=$2 mp t0 t1 v pid kb ka ub ua bad first last st_med st_p99 rd_med rd_p99
 	local keys=$OUT/keys.$r
 	[ -f "$keys" ] || python3 -c "
 import random, sys
@@ -367,12 +371,14 @@ print('\n'.join(f'img-{i:05d}' for i in r.sample(range(int(sys.argv[2])), 2 * in
 	[ "$who" = peer ] && loops_now >"$LOOPS_BEFORE"
 	up || die "$who: mount failed"
 	drop_caches
-	read -r v bad < <(python3 "$DRV" "$who" "$mp" "$C/auto.catalog" sweep "$SRC.md5")
-	[ -n "$bad" ] || die "$who: the sweep failed"
+	read -r v bad first last < <(python3 "$DRV" "$who" "$mp" "$C/auto.catalog" sweep "$SRC.md5")
+	[ -n "$last" ] || die "$who: the sweep failed"
 	[ "$bad" -eq 0 ] || echo "  $who: $bad of $N reads had wrong bytes" >&2
 	record "$r" "sweep: read bin/tool in all $N, cold" "$who" "$v" s
+	record "$r" "  per image, first tenth of the sweep" "$who" "$first" ms
+	record "$r" "  per image, last tenth of the sweep" "$who" "$last" ms
 	record "$r" "sweep cold: wrong reads" "$who" "$bad" reads
-	read -r v bad < <(python3 "$DRV" "$who" "$mp" "$C/auto.catalog" sweep "$SRC.md5")
+	read -r v bad _ _ < <(python3 "$DRV" "$who" "$mp" "$C/auto.catalog" sweep "$SRC.md5")
 	record "$r" "sweep again, warm" "$who" "$v" s
 	[ "$bad" -eq 0 ] || echo "  $who: $bad of $N warm reads had wrong bytes" >&2
 	bad=$(check_trees "$who" "$mp")
@@ -420,7 +426,7 @@ variants = sys.argv[2].split()
 
 def rng(vals):
     lo, hi = min(vals), max(vals)
-    return f"{lo:g}" if lo == hi else f"{lo:g}-{hi:g}"
+    return f"{lo:g}" if lo == hi else f"{lo:g} to {hi:g}" if lo < 0 else f"{lo:g}-{hi:g}"
 
 out = csv.writer(open(sys.argv[3], "w", newline=""))
 out.writerow(["metric", "round", "mounter", "value", "unit", "ratio_to_peer"])
