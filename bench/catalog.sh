@@ -43,8 +43,8 @@
 #
 #   bench/catalog.sh
 #   env: CATALOG_N (2000) CATALOG_ROUNDS (2) SAMPLE (200) SAMPLE_DIFF (20)
-#        QUASH_VARIANTS ("quash quash,open_max=4096": quash,OPTS is quash with
-#        -o OPTS; the default open_max 1024 is below N) BENCH_DIR
+#        QUASH_VARIANTS ("quash": add e.g. "quash,open_max=1024" to run quash
+#        with -o OPTS as well) BENCH_DIR
 #        (/var/tmp/quash-bench) QUASH CSV (bench/results/catalog.csv)
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -55,7 +55,7 @@ ROUNDS=${CATALOG_ROUNDS:-2}
 SAMPLE=${SAMPLE:-200}
 SAMPLE_DIFF=${SAMPLE_DIFF:-20}
 BIG=10000
-QUASH_VARIANTS=${QUASH_VARIANTS:-quash quash,open_max=4096}
+QUASH_VARIANTS=${QUASH_VARIANTS:-quash}
 CSV=${CSV:-$top/bench/results/catalog.csv}
 C=$B/catalog
 SRC=$C/src-$N           # the trees
