@@ -640,7 +640,8 @@ int mksquashfs_main(int argc, char **argv)
 		status = refuse("-offset", "not for an s3:// image");
 		goto out;
 	}
-	if (!noappend && stat(o.image, &st) == 0 && (st.st_size > 0 || o.offset)) {
+	/* As mksquashfs: even an empty DEST is appended to, and so refused (no superblock). */
+	if (!noappend && stat(o.image, &st) == 0 && (S_ISREG(st.st_mode) || st.st_size > 0 || o.offset)) {
 		if (o.offset) {
 			status = refuse(o.image, "exists; appending to an image at an -offset is not supported "
 						 "yet: give -noappend to replace it");

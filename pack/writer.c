@@ -465,7 +465,7 @@ int pack_run(const struct pack_options *given)
 
 	if (!dir)
 		return -ENOMEM;
-	if (o->append && !is_s3 && stat(o->image, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+	if (o->append && !is_s3 && stat(o->image, &st) == 0 && S_ISREG(st.st_mode)) {
 		/* Read before the sources, so that a DEST that cannot be appended to costs nothing. */
 		err = append_open(o->image, &base);
 		if (err) {
