@@ -313,8 +313,8 @@ static int load_entry(struct loader *l, struct pack_inode *dir, const struct qs_
 	err = load_inode(l, &qi, &inode);
 	if (err)
 		return err;
-	if (ino_put(&l->map, qi.ino, inode) < 0 ||
-	    !tree_insert(l->t, dir, de->name, de->name_len, inode)) {
+	/* tree_insert frees the inode if it fails; the tree owns it once it succeeds. */
+	if (!tree_insert(l->t, dir, de->name, de->name_len, inode) || ino_put(&l->map, qi.ino, inode) < 0) {
 		pack_error("out of memory");
 		return -ENOMEM;
 	}
