@@ -667,6 +667,12 @@ int mksquashfs_main(int argc, char **argv)
 			status = refuse("-tar", "the source must be - (the tar comes on standard input)");
 			goto out;
 		}
+		if (o.append) {
+			/* mksquashfs: "Appending is not supported reading tar files". */
+			status = refuse(o.image, "exists, and appending is not supported reading a tar (as in "
+						 "mksquashfs): give -noappend (sqfstar: -force) to replace it");
+			goto out;
+		}
 		o.fake_root = true;
 		status = pack_run(&o) ? MKSQ_EXIT_ERROR : MKSQ_EXIT_OK;
 		goto out;

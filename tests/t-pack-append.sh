@@ -116,6 +116,14 @@ check "quash pack --append: the same tree, quash's zstd and 64K blocks kept" bas
 "$QUASH_ASAN" pack -q --no-progress "$W/B" "$W/p.sqfs" >/dev/null 2>&1
 check "quash pack without --append still replaces" bash -c "! listing '$W/p.sqfs' | grep -q 'c/d/small'"
 
+tar -C "$W/B" -cf "$W/b.tar" .
+cp "$W/q-before.sqfs" "$W/t.sqfs"
+"$QM" - "$W/t.sqfs" -tar -quiet -no-progress <"$W/b.tar" >/dev/null 2>"$W/err"
+st=$?
+check "appending from a tar is refused, as mksquashfs refuses it: one line, exit 1, DEST kept" bash -c \
+	"[ $st = 1 ] && [ \"\$(wc -l <'$W/err')\" = 1 ] && grep -q 'appending is not supported reading a tar' '$W/err' &&
+	 cmp -s '$W/t.sqfs' '$W/q-before.sqfs'"
+
 # Images that cannot be appended to: one line naming DEST, exit 1, DEST as it was.
 refused_dest() {
 	local name=$1 st
