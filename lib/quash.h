@@ -240,6 +240,21 @@ int qs_file_extent(struct qs_file *file, uint64_t *start, uint64_t *len, uint64_
 /* True if the byte range of block 'index' is a hole (stored as size 0). */
 int qs_file_block_is_sparse(struct qs_file *file, uint64_t index);
 
+/*
+ * The stored size words of blocks first .. first+count-1, as the file's
+ * block list holds them: the low 24 bits the bytes stored (0: a hole),
+ * bit 24 (QS_BLOCK_UNCOMPRESSED) set when stored uncompressed.  Block i
+ * lies at blocks_start plus the stored sizes before it.  For copying
+ * blocks as they are stored, without decompressing them (appending).
+ */
+#define QS_BLOCK_UNCOMPRESSED (1u << 24)
+int qs_file_block_words(struct qs_file *file, uint64_t first, uint32_t *words, size_t count);
+
+/* ---- fragments --------------------------------------------------------- */
+
+/* Where fragment block 'index' is stored and its size word (as above); checked against the image. */
+int qs_fragment_get(struct qs_image *img, uint32_t index, uint64_t *start, uint32_t *size_word);
+
 /* ---- extended attributes ----------------------------------------------- */
 
 struct qs_xattr {

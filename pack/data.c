@@ -37,8 +37,9 @@ struct data_writer {
 	int error;
 };
 
-/* An open file's bytes: a source file, or a range of the archive spool. */
+/* An open file's bytes: a source file, a range of the archive spool, or a file of the image appended to. */
 struct content {
+	struct qs_file *stored;     /* the last: read back through libquash */
 	int fd;
 	uint64_t base;
 	bool owned;
@@ -54,6 +55,20 @@ static int content_open(struct data_writer *w, struct pack_inode *file, struct c
 {
 	const struct pack_content *ct = &file->u.file.content;
 
+	c->stored = NULL;
+	if (file->stored) {
+		struct qs_inode qi;
+		int err = qs_inode_read(w->cfg.stored, file->stored_ref, &qi);
+
+		snprintf(c->name, sizeof(c->name), "the image appended to");
+		c->owned = false;
+		c->fd = -1;
+		if (!err)
+			err = qs_file_open(w->cfg.stored, &qi, &c->stored);
+		if (err)
+			pack_error("%s: %s", c->name, qs_last_error());
+		return err;
+	}
 	c->owned = ct->dir != NULL;
 	if (!c->owned) {
 		snprintf(c->name, sizeof(c->name), "archive spool");
@@ -78,6 +93,7 @@ static int content_open(struct data_writer *w, struct pack_inode *file, struct c
 
 static void content_close(struct content *c)
 {
+	qs_file_close(c->stored);
 	if (c->owned)
 		close(c->fd);
 }
@@ -86,6 +102,17 @@ static int content_read(struct content *c, void *buf, size_t len, uint64_t off)
 {
 	uint8_t *p = buf;
 
+	if (c->stored) {
+		ssize_t n = qs_file_pread(c->stored, buf, len, off);
+
+		if (n >= 0 && (size_t)n != len)
+			n = qs_set_error(-EIO, "file ends early");
+		if (n < 0) {
+			pack_error("%s: %s", c->name, qs_last_error());
+			return (int)n;
+		}
+		return 0;
+	}
 	while (len > 0) {
 		ssize_t n = pread(c->fd, p, len, (off_t)(c->base + off));
 
@@ -172,10 +199,32 @@ static int prepare_file(struct pack_inode *inode, void *arg)
 {
 	struct prepare *pr = arg;
 
-	if (!tree_is_reg(inode) || inode->u.file.size == 0)
+	if (!tree_is_reg(inode) || inode->u.file.size == 0 || inode->stored)
 		return 0;
 	pr->files++;
 	return pr->w->dedup ? dedup_count_size(pr->w->dedup, inode->u.file.size) : 0;
+}
+
+/*
+ * Appending: files of the old image whose size a new file has join the
+ * index (read back and hashed), so that a new file identical to an old one
+ * shares its stored data.  Others are never read.
+ */
+static int index_stored(struct pack_inode *inode, void *arg)
+{
+	struct data_writer *w = arg;
+	int err;
+
+	if (!tree_is_reg(inode) || !inode->stored || inode->u.file.size == 0 || inode->u.file.hash_done ||
+	    !dedup_size_known(w->dedup, inode->u.file.size))
+		return 0;
+	inode->u.file.hash_done = true;
+	err = hash_file(w, inode);
+	if (!err)
+		err = dedup_count_size(w->dedup, inode->u.file.size);
+	if (!err)
+		err = dedup_add(w->dedup, inode);
+	return err;
 }
 
 int data_writer_start(const struct data_config *cfg, struct pack_sink *sink, struct pack_tree *tree,
@@ -196,10 +245,12 @@ int data_writer_start(const struct data_config *cfg, struct pack_sink *sink, str
 		err = dedup_init(&w->dedup);
 	if (!err)
 		err = tree_walk_files(tree->root, prepare_file, &pr);
+	if (!err && cfg->dedup && cfg->stored)
+		err = tree_walk_files(tree->root, index_stored, w);
 	if (!err)
 		err = pipeline_start(cfg->comp, cfg->params, cfg->block_size, cfg->jobs, sink, &w->pipe);
 	if (!err)
-		err = frag_init(&w->frags, w->pipe, cfg->block_size, pr.files);
+		err = frag_init(&w->frags, w->pipe, cfg->block_size, cfg->fragment_base, pr.files);
 	if (err) {
 		if (err == -ENOMEM)
 			pack_error("out of memory");

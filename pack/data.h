@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "compressor.h"
+#include "quash.h"
 #include "tree.h"
 
 struct pack_sink;
@@ -32,6 +33,8 @@ struct data_config {
 	bool dedup;
 	int spool_fd;               /* where archive contents were spooled, or -1 */
 	bool skip_unreadable;
+	struct qs_image *stored;    /* appending: the old image, whose files are read back to compare, or NULL */
+	uint32_t fragment_base;     /* appending: the old image's fragment count */
 };
 
 int data_writer_start(const struct data_config *cfg, struct pack_sink *sink, struct pack_tree *tree,
@@ -43,7 +46,7 @@ int data_write_file(struct data_writer *w, struct pack_inode *file);
 /* Flush the last fragment and wait until everything is written.  First error, or 0. */
 int data_writer_finish(struct data_writer *w);
 
-/* Fragment table entries, valid after finish. */
+/* The new fragments' table entries (fragment_base on), valid after finish. */
 uint32_t data_fragment_count(const struct data_writer *w);
 const struct sqfs_fragment_entry *data_fragments(const struct data_writer *w);
 

@@ -116,6 +116,11 @@ bool dedup_size_shared(struct dedup_index *d, uint64_t size)
 	return c->used && c->count > 1;
 }
 
+bool dedup_size_known(struct dedup_index *d, uint64_t size)
+{
+	return find(d, size)->used;
+}
+
 static size_t key_slot(uint64_t size, uint64_t hash, size_t table_size)
 {
 	return slot_of(size ^ (hash * 0xff51afd7ed558ccdull), table_size);

@@ -20,6 +20,8 @@ void dedup_free(struct dedup_index *d);
 /* First pass: every file size in the tree.  Only sizes seen twice are worth hashing. */
 int dedup_count_size(struct dedup_index *d, uint64_t size);
 bool dedup_size_shared(struct dedup_index *d, uint64_t size);
+/* Has dedup_count_size() seen this size at all? */
+bool dedup_size_known(struct dedup_index *d, uint64_t size);
 
 /* An earlier written file with file's size and hash and the same bytes, or NULL (or *err). */
 struct pack_inode *dedup_find(struct dedup_index *d, struct pack_inode *file, dedup_same_fn same, void *arg,

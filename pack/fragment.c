@@ -14,11 +14,12 @@
 #include "fragment.h"
 #include "pipeline.h"
 
-int frag_init(struct frag_packer *fp, struct pipeline *pipe, uint32_t block_size, uint64_t max)
+int frag_init(struct frag_packer *fp, struct pipeline *pipe, uint32_t block_size, uint32_t base, uint64_t max)
 {
 	memset(fp, 0, sizeof(*fp));
-	if (max >= SQFS_INVALID_FRAG)
+	if (max + base >= SQFS_INVALID_FRAG)
 		return -EFBIG;
+	fp->base = base;
 	fp->pipe = pipe;
 	fp->block_size = block_size;
 	fp->cap = (uint32_t)max;
@@ -67,7 +68,7 @@ uint8_t *frag_reserve(struct frag_packer *fp, uint32_t len, uint32_t *index, uin
 
 	if (fp->fill + len > fp->block_size && frag_flush(fp) < 0)
 		return NULL;
-	*index = fp->count;
+	*index = fp->base + fp->count;
 	*offset = fp->fill;
 	at = fp->buf + fp->fill;
 	fp->fill += len;

@@ -14,14 +14,15 @@ struct frag_packer {
 	struct pipeline *pipe;
 	uint8_t *buf;               /* the fragment block being filled */
 	uint32_t fill, block_size;
+	uint32_t base;              /* index of the first fragment (appending: the old image's count) */
 	uint64_t *starts;           /* per fragment: image offset, set by the writer */
 	uint32_t *sizes;            /* per fragment: on-disk size word */
 	struct sqfs_fragment_entry *table;
 	uint32_t count, cap;
 };
 
-/* 'max' bounds the fragments this image can need (one per file with a tail). */
-int frag_init(struct frag_packer *fp, struct pipeline *pipe, uint32_t block_size, uint64_t max);
+/* 'max' bounds the fragments this image can need (one per file with a tail); numbered from 'base'. */
+int frag_init(struct frag_packer *fp, struct pipeline *pipe, uint32_t block_size, uint32_t base, uint64_t max);
 void frag_free(struct frag_packer *fp);
 
 /*
@@ -34,7 +35,7 @@ uint8_t *frag_reserve(struct frag_packer *fp, uint32_t len, uint32_t *index, uin
 /* Queue the last, partly filled block.  0 or -errno. */
 int frag_flush(struct frag_packer *fp);
 
-/* The fragment table, once the pipeline has finished. */
+/* The new fragments' entries (base on), once the pipeline has finished. */
 const struct sqfs_fragment_entry *frag_table(struct frag_packer *fp);
 
 #endif

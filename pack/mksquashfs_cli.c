@@ -10,8 +10,9 @@
  * are exact paths from the source's root unless -wildcards.  An option
  * quash cannot honour yet is refused in one line naming it, exit 1: a
  * script that relies on it must not get an image that silently differs.
- * The same for appending: without -noappend mksquashfs would add to an
- * existing DEST, which quash does not do yet, so it says so and stops.
+ * Without -noappend an existing DEST is appended to, as mksquashfs does
+ * (append.c): its compressor, block size and settings are kept and the
+ * options that would change them are ignored, as mksquashfs ignores them.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -66,7 +67,7 @@ static const struct {
 	{ "-percentage", 0, "not supported yet" },
 	{ "-throttle", 1, "not supported" },
 	{ "-limit", 1, "not supported" },
-	{ "-root-becomes", 1, "appending is not supported yet" },
+	{ "-root-becomes", 1, "not supported yet (the new sources go into the old root)" },
 	{ "-no-hardlinks", 0, "not supported: hard links are always kept" },
 	{ "-nopad", 0, "not supported: images are always padded to 4 KiB" },
 	{ "-read-queue", 1, NULL },
@@ -111,9 +112,12 @@ static void usage(FILE *f)
 		"-no-xattrs, -xattrs, -no-fragments, -always-use-fragments, -no-duplicates,\n"
 		"-no-exports, -exports, -mkfs-time, -all-time, SOURCE_DATE_EPOCH, -processors,\n"
 		"-quiet, -progress, -no-progress, -version, -help.\n"
-		"Any other option is refused with one line (exit 1), never ignored; so is\n"
-		"appending to an existing DEST (give -noappend).  'quash pack --help' lists\n"
-		"quash's own command line.\n",
+		"Without -noappend an existing DEST is appended to, as mksquashfs does: the\n"
+		"sources go into its root (a name it has becomes NAME_1, NAME_2, ...), and its\n"
+		"compressor, block size and settings are kept (-comp, -b, -no-fragments,\n"
+		"-always-use-fragments, -no-duplicates, -no-exports are then ignored).\n"
+		"Any other option is refused with one line (exit 1), never ignored.\n"
+		"'quash pack --help' lists quash's own command line.\n",
 		QUASH_VERSION, MKSQ_COMPAT_VERSION);
 }
 
@@ -636,10 +640,19 @@ int mksquashfs_main(int argc, char **argv)
 		status = refuse("-offset", "not for an s3:// image");
 		goto out;
 	}
-	if (!noappend && stat(o.image, &st) == 0 && (st.st_size > 0 || o.offset)) {
-		status = refuse(o.image, "exists; mksquashfs would append to it, which quash does not do yet: "
-					 "give -noappend to replace it");
-		goto out;
+	/* As mksquashfs: even an empty DEST is appended to, and so refused (no superblock). */
+	if (!noappend && stat(o.image, &st) == 0 && (S_ISREG(st.st_mode) || st.st_size > 0 || o.offset)) {
+		if (o.offset) {
+			status = refuse(o.image, "exists; appending to an image at an -offset is not supported "
+						 "yet: give -noappend to replace it");
+			goto out;
+		}
+		if (!S_ISREG(st.st_mode)) {
+			status = refuse(o.image, "exists and is not a regular file: quash appends only to "
+						 "image files (give -noappend to replace it)");
+			goto out;
+		}
+		o.append = true;
 	}
 	o.pseudo = (struct pseudo_options){
 		.defs = ps.defs, .count = ps.count,
@@ -652,6 +665,12 @@ int mksquashfs_main(int argc, char **argv)
 		/* mksquashfs - DEST -tar: a tar on standard input, in a root of its own. */
 		if (nsrc != 1 || strcmp(o.sources[0], "-") != 0) {
 			status = refuse("-tar", "the source must be - (the tar comes on standard input)");
+			goto out;
+		}
+		if (o.append) {
+			/* mksquashfs: "Appending is not supported reading tar files". */
+			status = refuse(o.image, "exists, and appending is not supported reading a tar (as in "
+						 "mksquashfs): give -noappend (sqfstar: -force) to replace it");
 			goto out;
 		}
 		o.fake_root = true;

@@ -53,6 +53,10 @@ static void usage(FILE *f)
 		"                          line, as quash profile paths prints) first, in its order\n"
 		"      --skip-unreadable   warn about unreadable files instead of failing\n"
 		"      --no-progress       no progress bar (it shows only on a terminal)\n"
+		"      --append            add the sources to an existing IMAGE, as mksquashfs does:\n"
+		"                          into its root (a name it has becomes NAME_1, NAME_2...),\n"
+		"                          with its compressor, block size and settings; its data\n"
+		"                          is copied, not recompressed (without it: IMAGE is replaced)\n"
 		"      --endpoint URL      S3 endpoint when IMAGE is s3://BUCKET/KEY\n"
 		"                          (else $AWS_ENDPOINT_URL)\n"
 		"  -q, --quiet             no summary line (the progress bar stays: --no-progress)\n"
@@ -68,7 +72,7 @@ static void usage(FILE *f)
 enum {
 	OPT_NO_FRAGMENTS = 256, OPT_NO_TAIL, OPT_NO_DEDUP, OPT_NO_EXPORTS, OPT_NO_XATTRS, OPT_ALL_ROOT,
 	OPT_UID, OPT_GID, OPT_MODE, OPT_MTIME, OPT_EXCLUDE, OPT_SKIP_UNREADABLE, OPT_NO_PROGRESS,
-	OPT_ENDPOINT, OPT_JSON, OPT_ORDER,
+	OPT_ENDPOINT, OPT_JSON, OPT_ORDER, OPT_APPEND,
 };
 
 static const struct option long_options[] = {
@@ -91,6 +95,7 @@ static const struct option long_options[] = {
 	{ "order", required_argument, NULL, OPT_ORDER },
 	{ "no-progress", no_argument, NULL, OPT_NO_PROGRESS },
 	{ "endpoint", required_argument, NULL, OPT_ENDPOINT },
+	{ "append", no_argument, NULL, OPT_APPEND },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "help", no_argument, NULL, 'h' },
@@ -213,6 +218,7 @@ static int parse_args(int argc, char **argv, struct pack_options *o_out)
 		case OPT_NO_PROGRESS: o.progress = false; break;
 		case OPT_ENDPOINT: o.endpoint = optarg; break;
 		case OPT_ORDER: o.order_file = optarg; break;
+		case OPT_APPEND: o.append = true; break;
 		case 'q': o.quiet = true; break;
 		case OPT_JSON: o.json = true; break;
 		case 'h':
@@ -249,6 +255,8 @@ static int parse_args(int argc, char **argv, struct pack_options *o_out)
 	o.sources = (const char **)argv + optind;
 	o.source_count = (size_t)(argc - optind - 1);
 	o.image = argv[argc - 1];
+	if (o.append && strncmp(o.image, "s3://", 5) == 0)
+		return usage_error("--append: not for an s3:// image (append to a local file, then upload it)");
 	*o_out = o;
 	return 0;
 }
@@ -263,12 +271,13 @@ int pack_main(int argc, char **argv)
 	status = parse_args(argc, argv, &o);
 	if (status == 0) {
 		struct stat st;
-		/* mksquashfs would add to an existing image; this form replaces it, and says so. */
-		bool existed = strncmp(o.image, "s3://", 5) != 0 && stat(o.image, &st) == 0 && S_ISREG(st.st_mode);
+		/* Without --append an existing image is replaced, and this form says so. */
+		bool existed = !o.append && strncmp(o.image, "s3://", 5) != 0 && stat(o.image, &st) == 0 &&
+			       S_ISREG(st.st_mode);
 
 		status = pack_run(&o) ? 1 : 0;
 		if (status == 0 && existed && !o.quiet)
-			fprintf(stderr, "quash: pack: %s: the image that was there is replaced (nothing is appended)\n",
+			fprintf(stderr, "quash: pack: %s: the image that was there is replaced (--append adds to it instead)\n",
 				o.image);
 	}
 	else if (status == PARSE_HELP)

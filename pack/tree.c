@@ -262,6 +262,24 @@ struct pack_inode *tree_insert(struct pack_tree *t, struct pack_inode *dir, cons
 	return inode;
 }
 
+int tree_rename(struct pack_tree *t, struct pack_dirent *d, const char *name, size_t len)
+{
+	char *copy = strndup(name, len);
+	size_t b;
+
+	if (!copy)
+		return -ENOMEM;
+	hash_remove(t, d);
+	free(d->name);
+	d->name = copy;
+	d->name_len = len;
+	b = name_hash(d->parent, name, len) & (t->hash_size - 1);
+	d->hash_next = t->hash[b];
+	t->hash[b] = d;
+	t->hash_used++;
+	return 0;
+}
+
 int tree_link(struct pack_tree *t, struct pack_inode *dir, const char *name, size_t len,
 	      struct pack_inode *inode)
 {
@@ -365,6 +383,8 @@ void tree_xattrs_filter(struct pack_xattrs *x, const regex_t *include, const reg
 
 static void apply_overrides(struct pack_inode *inode, const struct pack_overrides *o)
 {
+	if (inode->stored)
+		return;     /* appended to: kept as the image has it, as mksquashfs keeps it */
 	if (o->all_root)
 		inode->uid = inode->gid = 0;
 	if (o->uid >= 0)

@@ -86,6 +86,14 @@ struct pack_inode {
 	uint32_t rdev;              /* devices: Linux "new" encoding, as squashfs stores it */
 	uint32_t nlink;             /* names in the final tree (directories: 2 + subdirectories) */
 	struct pack_xattrs xattrs;
+	/*
+	 * From the image being appended to (append.c): its metadata is kept as
+	 * stored (no overrides), and a file's data is already in the image, at
+	 * the positions its fields below hold; its bytes are read back through
+	 * libquash, by stored_ref, only to compare it with new files.
+	 */
+	bool stored;
+	uint64_t stored_ref;
 
 	/* Assigned while writing. */
 	uint32_t ino;               /* 1 .. inode count, 0 = not yet numbered */
@@ -107,6 +115,7 @@ struct pack_inode {
 			struct pack_inode *dup_of;  /* data shared with this earlier file */
 			uint64_t hash;              /* of the contents, for deduplication */
 			bool data_done;
+			bool hash_done;             /* a stored file already indexed (hard links meet it again) */
 		} file;
 		struct {
 			char *target;
@@ -191,6 +200,9 @@ struct pack_dirent *tree_lookup(struct pack_tree *t, struct pack_inode *dir, con
  */
 struct pack_inode *tree_insert(struct pack_tree *t, struct pack_inode *dir, const char *name, size_t len,
 			       struct pack_inode *inode);
+
+/* Give dirent 'd' another name (none may exist in its directory); 0 or -ENOMEM. */
+int tree_rename(struct pack_tree *t, struct pack_dirent *d, const char *name, size_t len);
 
 /* Add one more name for an existing inode (a hard link). */
 int tree_link(struct pack_tree *t, struct pack_inode *dir, const char *name, size_t len,

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "writer.h"
+#include "append.h"
 #include "data.h"
 #include "image.h"
 #include "json.h"
@@ -108,8 +109,10 @@ static int write_one(struct pack_inode *inode, void *arg)
 }
 
 static int write_data(const struct pack_options *o, struct pack_tree *t, struct pack_sink *sink, int spool_fd,
-		      struct sqfs_super *sb, uint8_t **frag_table, uint32_t *frag_count, struct pack_stats *stats)
+		      const struct append_base *base, struct sqfs_super *sb, uint8_t **frag_table,
+		      uint32_t *frag_count, struct pack_stats *stats)
 {
+	uint32_t old = base ? base->fragment_count : 0;
 	struct data_config cfg = {
 		.comp = o->comp,
 		.params = &o->params,
@@ -119,6 +122,8 @@ static int write_data(const struct pack_options *o, struct pack_tree *t, struct 
 		.tail_packing = o->tail_packing,
 		.dedup = o->dedup,
 		.spool_fd = spool_fd,
+		.stored = base ? base->img : NULL,
+		.fragment_base = old,
 	};
 	struct data_pass dp;
 	int err = data_writer_start(&cfg, sink, t, &dp.w);
@@ -141,16 +146,19 @@ static int write_data(const struct pack_options *o, struct pack_tree *t, struct 
 		err = data_writer_finish(dp.w);
 	if (!err) {
 		const struct sqfs_fragment_entry *f = data_fragments(dp.w);
+		uint32_t fresh = data_fragment_count(dp.w);
 
-		*frag_count = data_fragment_count(dp.w);
+		/* Appending: the old image's fragments keep their numbers, the new ones follow. */
+		*frag_count = old + fresh;
 		*frag_table = malloc((size_t)*frag_count * SQFS_FRAGMENT_ENTRY_SIZE + 1);
-		if (!*frag_table || (*frag_count && !f))
+		if (!*frag_table || (fresh && !f))
 			err = -ENOMEM;
 		for (uint32_t i = 0; !err && i < *frag_count; i++) {
 			uint8_t *p = *frag_table + (size_t)i * SQFS_FRAGMENT_ENTRY_SIZE;
+			const struct sqfs_fragment_entry *e = i < old ? &base->fragments[i] : &f[i - old];
 
-			sqfs_put64(p, f[i].start);
-			sqfs_put32(p + 8, f[i].size);
+			sqfs_put64(p, e->start);
+			sqfs_put32(p + 8, e->size);
 			sqfs_put32(p + 12, 0);
 		}
 	}
@@ -205,7 +213,7 @@ static int write_tables(const struct pack_options *o, struct pack_tree *t, struc
 	return err;
 }
 
-static uint16_t image_flags(const struct pack_options *o, const struct sqfs_super *sb, size_t options_len)
+static uint16_t image_flags(const struct pack_options *o, const struct sqfs_super *sb, bool options)
 {
 	uint16_t flags = 0;
 
@@ -219,7 +227,7 @@ static uint16_t image_flags(const struct pack_options *o, const struct sqfs_supe
 		flags |= SQFS_FLAG_EXPORTABLE;
 	if (sb->xattr_id_table_start == SQFS_INVALID_TABLE)
 		flags |= SQFS_FLAG_NO_XATTRS;
-	if (options_len)
+	if (options)
 		flags |= SQFS_FLAG_COMPRESSOR_OPTIONS;
 	return flags;
 }
@@ -370,12 +378,18 @@ static void print_report(const struct pack_options *o, const struct pack_tree *t
 
 #define HEAD_MAX (SQFS_SUPER_SIZE + 2 + QS_COMP_OPTIONS_MAX)
 
-/* Everything but the head, which is returned for the sink's finish. */
+/*
+ * Everything but the head, which is returned for the sink's finish.
+ * Appending, the head is the superblock alone: the old options block is
+ * copied with the old data area that follows it.
+ */
 static int pack_image(const struct pack_options *o, struct pack_tree *t, struct pack_sink *sink, int spool_fd,
-		      uint8_t head[HEAD_MAX], size_t *head_len_out, struct pack_stats *stats)
+		      const struct append_base *base, uint8_t head[HEAD_MAX], size_t *head_len_out,
+		      struct pack_stats *stats)
 {
 	uint8_t options[QS_COMP_OPTIONS_MAX];
-	size_t options_len = o->comp->write_options(&o->params, options);
+	size_t options_len = base ? 0 : o->comp->write_options(&o->params, options);
+	bool has_options = base ? (base->flags & SQFS_FLAG_COMPRESSOR_OPTIONS) != 0 : options_len > 0;
 	size_t head_len = super_head_size(options_len);
 	struct sqfs_super sb = { 0 };
 	uint8_t *frag_table = NULL;
@@ -384,8 +398,10 @@ static int pack_image(const struct pack_options *o, struct pack_tree *t, struct 
 
 	memset(head, 0, HEAD_MAX);
 	err = sink_append(sink, head, head_len);
+	if (!err && base)
+		err = append_copy_data((struct append_base *)base, sink);
 	if (!err)
-		err = write_data(o, t, sink, spool_fd, &sb, &frag_table, &frag_count, stats);
+		err = write_data(o, t, sink, spool_fd, base, &sb, &frag_table, &frag_count, stats);
 	if (!err)
 		err = write_tables(o, t, sink, &sb, frag_table, frag_count, stats);
 	free(frag_table);
@@ -400,7 +416,7 @@ static int pack_image(const struct pack_options *o, struct pack_tree *t, struct 
 	sb.compressor = o->comp->id;
 	for (sb.block_log = 0; (1u << sb.block_log) < o->block_size; sb.block_log++)
 		;
-	sb.flags = image_flags(o, &sb, options_len);
+	sb.flags = image_flags(o, &sb, has_options);
 	sb.version_major = SQFS_VERSION_MAJOR;
 	sb.version_minor = SQFS_VERSION_MINOR;
 	sb.bytes_used = sink->written;
@@ -413,8 +429,30 @@ static int pack_image(const struct pack_options *o, struct pack_tree *t, struct 
 	return 0;
 }
 
-int pack_run(const struct pack_options *o)
+/*
+ * Appending: the old image's compressor, its options, block size and
+ * fragment, duplicate and export settings replace the command line's, as
+ * mksquashfs ignores those options when it appends.
+ */
+static void take_base_settings(struct pack_options *o, const struct append_base *b)
 {
+	o->comp = b->comp;
+	o->params = b->params;
+	o->block_size = b->block_size;
+	o->pseudo.block_size = b->block_size;
+	o->fragments = !(b->flags & SQFS_FLAG_NO_FRAGMENTS);
+	o->tail_packing = (b->flags & SQFS_FLAG_ALWAYS_FRAGMENTS) != 0;
+	o->dedup = (b->flags & SQFS_FLAG_DUPLICATES) != 0;
+	o->exportable = (b->flags & SQFS_FLAG_EXPORTABLE) != 0;
+}
+
+int pack_run(const struct pack_options *given)
+{
+	struct pack_options settings = *given;
+	const struct pack_options *o = &settings;
+	struct append_base base = { 0 };
+	bool appending = false;
+	struct stat st;
 	struct pack_tree tree;
 	struct pack_sink *sink = NULL;
 	char *dir = strdup(o->image);
@@ -428,6 +466,17 @@ int pack_run(const struct pack_options *o)
 
 	if (!dir)
 		return -ENOMEM;
+	if (o->append && !is_s3 && stat(o->image, &st) == 0 && S_ISREG(st.st_mode)) {
+		/* Read before the sources, so that a DEST that cannot be appended to costs nothing. */
+		err = append_open(o->image, &base);
+		if (err) {
+			append_close(&base);
+			free(dir);
+			return err;
+		}
+		appending = true;
+		take_base_settings(&settings, &base);
+	}
 	if (slash)
 		*slash = '\0';
 	if (is_s3)
@@ -442,6 +491,8 @@ int pack_run(const struct pack_options *o)
 		err = read_sources(o, &tree, &spool);
 	if (!err && o->pseudo.count)
 		err = pseudo_apply(&tree, &o->pseudo, &spool);
+	if (!err && appending)
+		err = append_merge(&base, &tree);
 	if (!err)
 		err = tree_finish(&tree, &o->overrides);
 	if (!err && o->root_mode >= 0)
@@ -449,8 +500,8 @@ int pack_run(const struct pack_options *o)
 	if (!err)
 		err = is_s3 ? sink_s3_open(o->image, o->endpoint, &sink) : sink_file_open(o->image, o->offset, &sink);
 	if (!err) {
-		progress_start(o->progress, tree.data_bytes, tree.file_count);
-		err = pack_image(o, &tree, sink, spool.fd, head, &head_len, &stats);
+		progress_start(o->progress, tree.data_bytes - base.bytes, tree.file_count - base.files);
+		err = pack_image(o, &tree, sink, spool.fd, appending ? &base : NULL, head, &head_len, &stats);
 		progress_end();
 		stats.image_size = sink->written;
 		if (err)
@@ -466,6 +517,7 @@ int pack_run(const struct pack_options *o)
 		print_summary(&tree, stats.image_size);
 	spool_close(&spool);
 	tree_free(&tree);
+	append_close(&base);
 	free(dir);
 	return err;
 }

@@ -24,6 +24,7 @@ struct pack_options {
 	const char *sort_file;                  /* mksquashfs form: -sort FILE, the data's order */
 	const char *order_file;                 /* --order FILE: paths whose data comes first, in order */
 	const char *image;          /* a path, or s3://BUCKET/KEY */
+	bool append;                /* add to the image if one is there (append.c); else replace it */
 	const char *endpoint;       /* S3 endpoint for an s3:// image, or NULL */
 
 	const struct qs_compressor *comp;

@@ -72,7 +72,7 @@ check "pack -q: no summary" test ! -s "$W/out"
 check "pack --no-progress: still the summary (the two are separate)" grep -q '^quash: 2 files, ' "$W/out"
 "$QUASH_ASAN" pack --no-progress "$W/src" "$W/q.sqfs" >/dev/null 2>"$W/err"
 check "pack over an existing image says it replaced it (mksquashfs would append)" \
-	test "$(cat "$W/err")" = "quash: pack: $W/q.sqfs: the image that was there is replaced (nothing is appended)"
+	test "$(cat "$W/err")" = "quash: pack: $W/q.sqfs: the image that was there is replaced (--append adds to it instead)"
 "$QUASH_ASAN" pack --json "$W/src" "$W/j.sqfs" >"$W/pack.json" 2>"$W/err"
 check "pack --json: one JSON object whose counts and size are the image's" python3 - "$W/pack.json" "$W/j.sqfs" <<'EOF'
 import json, os, sys

@@ -4,7 +4,7 @@
 # unsquashfs lists the same (-lln: modes, owners, times, names, nesting;
 # only directory sizes may differ, they depend on the layout) and whose
 # files extract to the same tree.  Options quash cannot honour are refused in
-# one line, exit 1; so is appending.
+# one line, exit 1.  Appending is t-pack-append's.
 . "$(dirname "$0")/lib/tap.sh"
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -224,11 +224,14 @@ refused "-mem is refused, not ignored" "-mem: " -mem 1G
 refused "-regex is refused" "-regex: " -regex -e 'a.*'
 refused "an unknown option is refused" "-bogus: unknown option" -bogus
 refused "an unknown compressor" "-comp: unknown compressor" -comp nope
-: >"$W/exists.sqfs"
-"$QM" "$W/src" "$W/q.sqfs" -quiet >/dev/null 2>&1   # q.sqfs exists from above
+"$QM" "$W/src" "$W/ap.sqfs" -noappend -quiet >/dev/null 2>&1
+check "without -noappend an existing image is appended to, a name it has renamed NAME_1" bash -c \
+	"'$QM' '$W/src' '$W/ap.sqfs' -quiet >/dev/null 2>&1 && unsquashfs -lln '$W/ap.sqfs' | grep -q ' squashfs-root/a_1/big\$'"
+: >"$W/empty.sqfs"
+"$QM" "$W/src" "$W/empty.sqfs" -quiet >/dev/null 2>"$W/err"
 st=$?
-check "without -noappend an existing image is not replaced: one line, exit 1" bash -c \
-	"[ $st = 1 ] && '$QM' '$W/src' '$W/q.sqfs' 2>&1 | grep -qx \"quash: mksquashfs: $W/q.sqfs: exists; mksquashfs would append to it, which quash does not do yet: give -noappend to replace it\""
+check "an empty DEST is no image to append to, as for mksquashfs: one line, exit 1" bash -c \
+	"[ $st = 1 ] && [ \"\$(wc -l <'$W/err')\" = 1 ] && grep -q 'empty.sqfs: cannot append to it: ' '$W/err'"
 check "-version" bash -c "'$QM' -version | grep -q '^mksquashfs version 4.6 (compatible; quash '"
 check "-help on stdout, exit 0" bash -c "'$QM' -help | grep -q 'Usage: mksquashfs SOURCE... DEST'"
 check "quash mksquashfs is the same form" bash -c \

@@ -254,6 +254,36 @@ int qs_file_extent(struct qs_file *f, uint64_t *start, uint64_t *len, uint64_t *
 	return 0;
 }
 
+int qs_file_block_words(struct qs_file *f, uint64_t first, uint32_t *words, size_t count)
+{
+	struct qs_meta_cursor c;
+	struct checkpoint cp;
+	size_t skip;
+	int err;
+
+	if (first > f->inode.u.file.block_count || count > f->inode.u.file.block_count - first)
+		return qs_set_error(-EINVAL, "blocks %llu..%llu are past the file's %u",
+				    (unsigned long long)first, (unsigned long long)(first + count),
+				    f->inode.u.file.block_count);
+	if (count == 0)
+		return 0;
+	err = get_checkpoint(f, first, &cp);
+	if (err)
+		return err;
+	qs_meta_cursor_init(&c, f->img, cp.list_block, cp.list_offset);
+	skip = (size_t)(first % QS_FILE_CHECKPOINT_BLOCKS);
+	if (skip)
+		err = read_sizes(f, &c, NULL, skip, &cp.data_pos);
+	while (!err && count) {
+		size_t n = count < QS_FILE_CHECKPOINT_BLOCKS ? count : QS_FILE_CHECKPOINT_BLOCKS;
+
+		err = read_sizes(f, &c, words, n, &cp.data_pos);
+		words += n;
+		count -= n;
+	}
+	return err;
+}
+
 int qs_file_block_is_sparse(struct qs_file *f, uint64_t n)
 {
 	uint64_t pos;

@@ -34,3 +34,19 @@ int qs_fragment_lookup(struct qs_image *img, uint32_t index, struct sqfs_fragmen
 	sqfs_fragment_entry_decode(out, raw);
 	return 0;
 }
+
+int qs_fragment_get(struct qs_image *img, uint32_t index, uint64_t *start, uint32_t *size_word)
+{
+	struct sqfs_fragment_entry e;
+	int err = qs_fragment_lookup(img, index, &e);
+
+	if (err)
+		return err;
+	if ((e.size & SQFS_BLOCK_SIZE_MASK) == 0 || (e.size & SQFS_BLOCK_SIZE_MASK) > img->sb.block_size ||
+	    (e.size & ~(SQFS_BLOCK_SIZE_MASK | SQFS_BLOCK_UNCOMPRESSED)) ||
+	    e.start > img->sb.bytes_used || (e.size & SQFS_BLOCK_SIZE_MASK) > img->sb.bytes_used - e.start)
+		return qs_set_error(-EIO, "fragment %u: bad position or size word 0x%x", index, e.size);
+	*start = e.start;
+	*size_word = e.size;
+	return 0;
+}

@@ -2,7 +2,8 @@
  * test_reader.c - the reader library against images made by Debian's
  * mksquashfs from a tree this test writes itself: path lookups (through the
  * directory index of a large directory too), file reads at random offsets
- * compared with the source bytes, sparse and fragment tails, and
+ * compared with the source bytes, sparse and fragment tails, the stored
+ * size words and fragment positions appending copies blocks by, and
  * superblocks broken one field at a time.
  */
 #include <errno.h>
@@ -210,6 +211,73 @@ static void test_reads_without_fragments(void **state)
 	check_reads(image_nofrag);
 }
 
+/*
+ * qs_file_block_words read in pieces that straddle checkpoints must agree
+ * with one read of them all; blocks stored uncompressed (the random halves
+ * of "big", in 4K blocks) must be the source's bytes at the positions the words give.
+ */
+static void check_stored_blocks(const char *path, uint32_t block_size, bool some_raw)
+{
+	struct qs_image *img = open_image(path);
+	const struct qs_info *info = qs_image_info(img);
+	uint32_t *all, piece[300];
+	uint8_t *raw = malloc(block_size);
+	uint64_t pos, start;
+	uint32_t word, raw_blocks = 0;
+	struct qs_file *f;
+	struct qs_inode in;
+
+	assert_int_equal(qs_lookup_path(img, "/big", &in), 0);
+	assert_int_equal(qs_file_open(img, &in, &f), 0);
+	all = calloc(in.u.file.block_count + 1, sizeof(*all));
+	assert_int_equal(qs_file_block_words(f, 0, all, in.u.file.block_count), 0);
+	for (uint32_t first = 0; first < in.u.file.block_count; first += 211) {
+		size_t n = in.u.file.block_count - first < 300 ? in.u.file.block_count - first : 300;
+
+		assert_int_equal(qs_file_block_words(f, first, piece, n), 0);
+		assert_memory_equal(piece, all + first, n * sizeof(*piece));
+	}
+	assert_int_equal(qs_file_block_words(f, in.u.file.block_count, piece, 1), -EINVAL);
+	pos = in.u.file.blocks_start;
+	for (uint32_t i = 0; i < in.u.file.block_count; i++) {
+		uint32_t len = all[i] & 0xffffff;
+
+		assert_true(len > 0 && len <= block_size);
+		if (all[i] & QS_BLOCK_UNCOMPRESSED) {
+			assert_int_equal(qs_source_pread(qs_image_source(img), raw, len, pos), 0);
+			assert_memory_equal(raw, big + (size_t)i * block_size, len);
+			raw_blocks++;
+		}
+		pos += len;
+	}
+	assert_true(some_raw ? raw_blocks > 0 : true);
+	assert_true(raw_blocks < in.u.file.block_count);
+	assert_true(pos <= info->inode_table_start);
+	if (in.u.file.fragment != QS_NO_FRAGMENT) {
+		assert_int_equal(qs_fragment_get(img, in.u.file.fragment, &start, &word), 0);
+		assert_true(start >= pos && start < info->inode_table_start);
+		assert_true((word & 0xffffff) > 0 && (word & 0xffffff) <= block_size);
+		assert_true(qs_fragment_get(img, info->fragment_count, &start, &word) < 0);
+	}
+	qs_file_close(f);
+
+	assert_int_equal(qs_lookup_path(img, "/sparse", &in), 0);
+	assert_int_equal(qs_file_open(img, &in, &f), 0);
+	assert_int_equal(qs_file_block_words(f, 0, all, 2), 0);
+	assert_int_equal(all[0] | all[1], 0);                              /* holes */
+	qs_file_close(f);
+	free(all);
+	free(raw);
+	qs_image_close(img);
+}
+
+static void test_stored_blocks(void **state)
+{
+	(void)state;
+	check_stored_blocks(image, 4096, true);         /* 4K blocks wholly in the random 5000-byte runs */
+	check_stored_blocks(image_nofrag, 128 << 10, false);
+}
+
 /* Open a copy of the image with 'len' bytes at 'off' replaced; return the error. */
 static int open_patched(size_t off, const void *bytes, size_t len, uint64_t truncate_to)
 {
@@ -266,6 +334,7 @@ int main(void)
 		cmocka_unit_test(test_big_directory_has_index),
 		cmocka_unit_test(test_reads_with_fragments),
 		cmocka_unit_test(test_reads_without_fragments),
+		cmocka_unit_test(test_stored_blocks),
 		cmocka_unit_test(test_bad_superblocks),
 	};
 
