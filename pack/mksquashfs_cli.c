@@ -54,7 +54,6 @@ static const struct {
 	int args;
 	const char *why;
 } refused[] = {
-	{ "-regex", 0, "regular-expression excludes are not supported (use -wildcards)" },
 	{ "-no-strip", 0, "not supported yet" },
 	{ "-tarstyle", 0, "not supported yet" },
 	{ "-cpiostyle", 0, "not supported yet" },
@@ -104,7 +103,7 @@ static void usage(FILE *f)
 		"Honoured as mksquashfs does: -comp, -b, -Xcompression-level, -Xhc,\n"
 		"-noappend (sqfstar: -force), -all-root/-root-owned, -force-uid, -force-gid,\n"
 		"-root-mode, -e, -ef, -tar (and the sqfstar form: sqfstar [OPTIONS] IMAGE),\n"
-		"-wildcards, -one-file-system, -one-file-system-x, -keep-as-directory,\n"
+		"-wildcards, -regex, -one-file-system, -one-file-system-x, -keep-as-directory,\n"
 		"-xattrs-include, -xattrs-exclude (POSIX extended regular expressions),\n"
 		"-p, -pf, -pd (pseudo files: d, m, b, c, f, s, i, l and D, M, B, C, F, S, I),\n"
 		"-sort FILE (PATH PRIORITY lines: the data of higher priorities first),\n"
@@ -168,6 +167,7 @@ struct excludes {
 	const char **paths;         /* as given */
 	size_t n, cap;
 	bool wildcards;
+	bool regex;                 /* -regex: patterns are regexes, name by name */
 	const char **patterns;      /* quash's fnmatch patterns, -wildcards */
 	struct scan_devino *ids;    /* stat()ed paths, without -wildcards */
 	size_t n_patterns, n_ids;
@@ -201,9 +201,9 @@ static int exclude_patterns(struct excludes *e)
 
 		if (!pattern)
 			return -ENOMEM;
-		if (e->wildcards && strncmp(p, "... ", 4) == 0 && !strchr(p + 4, '/')) {
+		if ((e->wildcards || e->regex) && strncmp(p, "... ", 4) == 0 && !strchr(p + 4, '/')) {
 			strcpy(pattern, p + 4);
-		} else if (e->wildcards) {
+		} else if (e->wildcards || e->regex) {
 			sprintf(pattern, "/%s", p + strspn(p, "/"));
 		} else {
 			/* An exact path: glob characters escaped. */
@@ -218,6 +218,30 @@ static int exclude_patterns(struct excludes *e)
 			*q = '\0';
 		}
 		e->patterns[e->n_patterns++] = pattern;
+	}
+	return 0;
+}
+
+/* -regex: every part of every pattern must compile, else one line naming it. */
+static int check_regexes(const struct excludes *e)
+{
+	for (size_t i = 0; i < e->n_patterns; i++) {
+		char *copy = strdup(e->patterns[i]), *part, *save = NULL;
+		int bad = 0;
+		regex_t re;
+
+		if (!copy)
+			return refuse("-e", "out of memory");
+		for (part = strtok_r(copy, "/", &save); part && !bad; part = strtok_r(NULL, "/", &save)) {
+			bad = regcomp(&re, part, REG_EXTENDED | REG_NOSUB);
+			if (!bad)
+				regfree(&re);
+		}
+		free(copy);
+		if (bad) {
+			fprintf(stderr, "quash: mksquashfs: -e %s: not a regular expression (-regex)\n", e->paths[i]);
+			return MKSQ_EXIT_ERROR;
+		}
 	}
 	return 0;
 }
@@ -383,6 +407,8 @@ static int parse_options(int argc, char **argv, int first, struct pack_options *
 			*tar = true;
 		} else if (strcmp(a, "-wildcards") == 0) {
 			ex->wildcards = true;
+		} else if (strcmp(a, "-regex") == 0) {
+			ex->regex = true;
 		} else if (strcmp(a, "-comp") == 0) {
 			NEED_VALUE();
 			comp_name = val;
@@ -624,12 +650,15 @@ int mksquashfs_main(int argc, char **argv)
 	o.source_count = (size_t)nsrc;
 	o.image = argv[first_opt - 1];
 	/* From a tar there is nothing to stat: its excludes are paths. */
-	if (ex.wildcards || tar ? exclude_patterns(&ex) : exclude_ids(&ex, o.sources, o.source_count)) {
+	if (ex.wildcards || ex.regex || tar ? exclude_patterns(&ex) : exclude_ids(&ex, o.sources, o.source_count)) {
 		status = refuse("-e", "out of memory");
 		goto out;
 	}
+	if (ex.regex && (status = check_regexes(&ex)) != 0)
+		goto out;
 	o.excludes = ex.patterns;
 	o.exclude_count = ex.n_patterns;
+	o.exclude_regex = ex.regex;
 	o.exclude_ids = ex.ids;
 	o.exclude_id_count = ex.n_ids;
 	if (check_settings(&o)) {

@@ -27,6 +27,13 @@ struct scan_options {
 	const char **excludes;      /* fnmatch patterns */
 	size_t exclude_count;
 	/*
+	 * mksquashfs's -regex: each '/'-separated part of a pattern is a POSIX
+	 * extended regex, matched unanchored against the name at that depth
+	 * ("a.c" leaves out "xabcx" at the top); a pattern without '/' (given
+	 * as "... NAME") matches a name at any depth.
+	 */
+	bool exclude_regex;
+	/*
 	 * mksquashfs's plain -e paths: it stats each and leaves out that file
 	 * wherever it appears, its hard links included.
 	 */

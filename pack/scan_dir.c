@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
+#include <regex.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -93,10 +94,91 @@ static bool pattern_excludes(const char *p, const char *relpath)
 	}
 }
 
+/*
+ * Compiled pattern parts, by where they lie in the option strings (which
+ * live as long as the pack): a part is compiled once, not once per name.
+ */
+#define REGEX_CACHE_SLOTS 64
+
+struct regex_slot {
+	const char *part;
+	size_t len;
+	bool ok;
+	regex_t re;
+};
+
+static __thread struct regex_slot regex_cache[REGEX_CACHE_SLOTS];
+
+static const regex_t *regex_part(const char *part, size_t len)
+{
+	struct regex_slot *s = &regex_cache[((uintptr_t)part >> 3 ^ len) % REGEX_CACHE_SLOTS];
+	char pat[PATH_MAX];
+
+	if (s->part == part && s->len == len)
+		return s->ok ? &s->re : NULL;
+	if (s->part && s->ok)
+		regfree(&s->re);
+	s->part = part;
+	s->len = len;
+	s->ok = false;
+	if (len < sizeof(pat)) {
+		memcpy(pat, part, len);
+		pat[len] = '\0';
+		s->ok = regcomp(&s->re, pat, REG_EXTENDED | REG_NOSUB) == 0;
+	}
+	return s->ok ? &s->re : NULL;       /* a bad one was refused when the options were read */
+}
+
+/* Does the regex part [re, re + re_len) match 'name' (len bytes), anywhere in it? */
+static bool regex_matches(const char *re, size_t re_len, const char *name, size_t len)
+{
+	const regex_t *r = regex_part(re, re_len);
+	char str[NAME_MAX + 1];
+
+	if (!r || len >= sizeof(str))
+		return false;
+	memcpy(str, name, len);
+	str[len] = '\0';
+	return regexec(r, str, 0, NULL, 0) == 0;
+}
+
+/*
+ * mksquashfs -regex: the pattern's parts against the path's first names,
+ * part by part (what lies below a match goes with it); a pattern of one
+ * part without a leading '/' against every name of the path.
+ */
+static bool regex_excludes(const char *p, const char *relpath)
+{
+	bool anywhere = p[0] != '/';
+	const char *name = relpath;
+
+	p += strspn(p, "/");
+	for (;;) {
+		size_t plen = strcspn(p, "/"), n = strcspn(name, "/");
+		bool match = regex_matches(p, plen, name, n);
+
+		if (anywhere) {
+			if (match)
+				return true;
+		} else {
+			if (!match)
+				return false;
+			p += plen;
+			p += strspn(p, "/");
+			if (!*p)
+				return true;
+		}
+		if (!name[n])
+			return false;
+		name += n + 1;
+	}
+}
+
 bool scan_excluded(const struct scan_options *o, const char *relpath)
 {
 	for (size_t i = 0; i < o->exclude_count; i++)
-		if (pattern_excludes(o->excludes[i], relpath))
+		if (o->exclude_regex ? regex_excludes(o->excludes[i], relpath)
+				     : pattern_excludes(o->excludes[i], relpath))
 			return true;
 	return false;
 }

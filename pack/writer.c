@@ -37,6 +37,7 @@ static int read_sources(const struct pack_options *o, struct pack_tree *t, struc
 	struct scan_options so = {
 		.excludes = o->excludes,
 		.exclude_count = o->exclude_count,
+		.exclude_regex = o->exclude_regex,
 		.exclude_ids = o->exclude_ids,
 		.exclude_id_count = o->exclude_id_count,
 		.xattrs = !o->overrides.no_xattrs,

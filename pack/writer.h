@@ -36,6 +36,7 @@ struct pack_options {
 	struct pack_overrides overrides;
 	const char **excludes;
 	size_t exclude_count;
+	bool exclude_regex;         /* mksquashfs -regex: excludes are POSIX extended regexes, per name */
 	const struct scan_devino *exclude_ids;   /* mksquashfs form: -e paths by identity */
 	size_t exclude_id_count;
 	bool skip_unreadable;

@@ -63,6 +63,8 @@ same "-e exact paths" src -e a/b c/link
 printf 'a/big\nc/small\n' >"$W/excl"
 same "-ef FILE" src -ef "$W/excl"
 same "-wildcards, a pattern at any depth" src -wildcards -e "... nums" "c/s*"
+same "-regex, unanchored at the top, part by part below, at any depth" src -regex -e "^p$" "c/s.m" "... u.s"
+same "-regex: a part matching a directory takes what is below it" src -regex -e "a/^b" "b.g"
 same "-all-time and -mkfs-time" src -all-time 1000 -mkfs-time 2000
 SOURCE_DATE_EPOCH=1234567 same "SOURCE_DATE_EPOCH" src
 check "SOURCE_DATE_EPOCH is the image's time too" bash -c "unsquashfs -s '$W/q.sqfs' | grep -q 'Creation or last append time .*Jan 15 .*1970'"
@@ -221,7 +223,7 @@ refused() {
 	else not_ok "$name" "exit $st: $(head -c 300 "$W/err")"; fi
 }
 refused "-mem is refused, not ignored" "-mem: " -mem 1G
-refused "-regex is refused" "-regex: " -regex -e 'a.*'
+refused "-regex with a bad expression is refused" "-e a(: not a regular expression" -regex -e 'a('
 refused "an unknown option is refused" "-bogus: unknown option" -bogus
 refused "an unknown compressor" "-comp: unknown compressor" -comp nope
 "$QM" "$W/src" "$W/ap.sqfs" -noappend -quiet >/dev/null 2>&1
