@@ -82,7 +82,6 @@ static const struct {
 	{ "-default-mode", 1, "not supported yet" },
 	{ "-default-uid", 1, "not supported yet" },
 	{ "-default-gid", 1, "not supported yet" },
-	{ "-Xdict-size", 1, "not supported yet (the dictionary is the block size)" },
 	{ "-Xwindow-size", 1, "not supported yet" },
 	{ "-Xstrategy", 1, "not supported yet" },
 	{ "-Xalgorithm", 1, "not supported yet (lzo1x_999 only)" },
@@ -100,7 +99,8 @@ static void usage(FILE *f)
 		"Usage: mksquashfs SOURCE... DEST [OPTIONS] [-e PATH...]\n"
 		"quash %s, taking mksquashfs %s's command line.\n"
 		"\n"
-		"Honoured as mksquashfs does: -comp, -b, -Xcompression-level, -Xhc,\n"
+		"Honoured as mksquashfs does: -comp, -b, -Xcompression-level, -Xhc, -Xbcj,\n"
+		"-Xdict-size,\n"
 		"-noappend (sqfstar: -force), -all-root/-root-owned, -force-uid, -force-gid,\n"
 		"-root-mode, -e, -ef, -tar (and the sqfstar form: sqfstar [OPTIONS] IMAGE),\n"
 		"-wildcards, -regex, -one-file-system, -one-file-system-x, -keep-as-directory,\n"
@@ -352,12 +352,67 @@ static int parse_default_dir(const char *s, struct pack_inode *d)
 	return 0;
 }
 
+/* -Xbcj x86,arm,...: the filters xz tries on each block, keeping the smallest result. */
+static int parse_bcj(const char *list, uint32_t *mask)
+{
+	char *copy = strdup(list), *name, *save = NULL;
+	int err = 0;
+
+	if (!copy)
+		return refuse("-Xbcj", "out of memory");
+	for (name = strtok_r(copy, ",", &save); name && !err; name = strtok_r(NULL, ",", &save)) {
+		int bit = qs_xz_filter_bit(name);
+
+		if (bit < 0) {
+			fprintf(stderr, "quash: mksquashfs: -Xbcj: unknown filter '%s' (x86, arm, armthumb, arm64, "
+				"powerpc, sparc, ia64, riscv)\n", name);
+			err = MKSQ_EXIT_ERROR;
+		} else {
+			*mask |= 1u << bit;
+		}
+	}
+	free(copy);
+	return err;
+}
+
+/* -Xdict-size N[K|M] or N%: of the block size; 2^n or 2^n + 2^(n-1), 8 KiB up to the block size. */
+static int parse_dict_size(const char *s, uint32_t block_size, uint32_t *out)
+{
+	char *end;
+	unsigned long long n;
+
+	errno = 0;
+	n = strtoull(s, &end, 10);
+	if (errno || end == s || n == 0)
+		return refuse("-Xdict-size", "bad size");
+	if (*end == '%') {
+		if (n > 100)
+			return refuse("-Xdict-size", "a percentage of the block size, at most 100%");
+		n = block_size * n / 100;
+		end++;
+	} else if (*end == 'k' || *end == 'K') {
+		n <<= 10;
+		end++;
+	} else if (*end == 'm' || *end == 'M') {
+		n <<= 20;
+		end++;
+	}
+	if (*end || n > block_size || !qs_xz_dict_size_ok((uint32_t)n)) {
+		fprintf(stderr, "quash: mksquashfs: -Xdict-size %s: must be 2^n or 2^n+2^(n-1) bytes, from 8K up "
+			"to the block size (%u)\n", s, block_size);
+		return MKSQ_EXIT_ERROR;
+	}
+	*out = (uint32_t)n;
+	return 0;
+}
+
 /* The options after SOURCE... DEST; 0, or the exit status. */
 static int parse_options(int argc, char **argv, int first, struct pack_options *o, struct excludes *ex,
 			 struct pseudo_args *ps, bool *noappend, bool *keep_as_dir, bool *tar)
 {
 	const char *comp_name = MKSQ_DEFAULT_COMPRESSOR;
 	const char *epoch = getenv("SOURCE_DATE_EPOCH");
+	const char *dict_size = NULL, *xz_opt = NULL;
 	int64_t v;
 
 	for (int i = first; i < argc; i++) {
@@ -425,7 +480,13 @@ static int parse_options(int argc, char **argv, int first, struct pack_options *
 			o->params.lz4_hc = 1;
 		} else if (strcmp(a, "-Xbcj") == 0) {
 			NEED_VALUE();
-			return refuse(a, "not supported yet (xz's filters are chosen by quash)");
+			if (parse_bcj(val, &o->params.xz_filters))
+				return MKSQ_EXIT_ERROR;
+			xz_opt = a;
+		} else if (strcmp(a, "-Xdict-size") == 0) {
+			NEED_VALUE();
+			dict_size = val;
+			xz_opt = a;
 		} else if (strcmp(a, "-noappend") == 0 || strcmp(a, "-force") == 0) {
 			/* -force is sqfstar's name for it. */
 			*noappend = true;
@@ -535,6 +596,10 @@ static int parse_options(int argc, char **argv, int first, struct pack_options *
 	if (!o->comp || !o->comp->compress)
 		return refuse("-comp", "unknown compressor (gzip, xz, lz4, lzo or zstd)");
 	o->params.block_size = o->block_size;
+	if (xz_opt && strcmp(comp_name, "xz") != 0)
+		return refuse(xz_opt, "an xz option: needs -comp xz");
+	if (dict_size && parse_dict_size(dict_size, o->block_size, &o->params.xz_dict_size))
+		return MKSQ_EXIT_ERROR;
 	return 0;
 }
 
@@ -552,7 +617,7 @@ static int check_settings(const struct pack_options *o)
 static bool takes_value(const char *opt)
 {
 	static const char *const with_value[] = {
-		"-comp", "-b", "-Xcompression-level", "-Xbcj", "-ef", "-p", "-pf", "-pd", "-sort", "-offset", "-o",
+		"-comp", "-b", "-Xcompression-level", "-Xbcj", "-Xdict-size", "-ef", "-p", "-pf", "-pd", "-sort", "-offset", "-o",
 		"-xattrs-include", "-xattrs-exclude",
 		"-force-uid",
 		"-force-gid", "-root-mode", "-mkfs-time", "-all-time", "-processors", NULL,

@@ -59,6 +59,12 @@ same "-comp xz -b 1M -no-fragments" src -comp xz -b 1M -no-fragments
 same "-comp zstd -Xcompression-level 3 -always-use-fragments -no-duplicates -no-exports -no-xattrs -processors 1" \
 	src -comp zstd -Xcompression-level 3 -always-use-fragments -no-duplicates -no-exports -no-xattrs -processors 1
 same "-comp lz4 -Xhc, -comp lzo" src -comp lz4 -Xhc
+same "-comp xz -Xbcj x86,arm -Xdict-size 50%" src -comp xz -Xbcj x86,arm -Xdict-size 50%
+xz_opts() { unsquashfs -s "$1" | grep -E 'Dictionary size|Filters selected|No filters'; }
+check "... the same dictionary and filters in the options block ($(xz_opts "$W/q.sqfs" | tr '\n\t' '  '))" \
+	[ "$(xz_opts "$W/m.sqfs")" = "$(xz_opts "$W/q.sqfs")" ] && [ -n "$(xz_opts "$W/q.sqfs")" ]
+same "-comp xz -Xdict-size 64K" src -comp xz -Xdict-size 64K
+check "... its dictionary in the options block" [ "$(xz_opts "$W/m.sqfs")" = "$(xz_opts "$W/q.sqfs")" ]
 same "-e exact paths" src -e a/b c/link
 printf 'a/big\nc/small\n' >"$W/excl"
 same "-ef FILE" src -ef "$W/excl"
@@ -226,6 +232,9 @@ refused "-mem is refused, not ignored" "-mem: " -mem 1G
 refused "-regex with a bad expression is refused" "-e a(: not a regular expression" -regex -e 'a('
 refused "an unknown option is refused" "-bogus: unknown option" -bogus
 refused "an unknown compressor" "-comp: unknown compressor" -comp nope
+refused "-Xbcj without -comp xz" "-Xbcj: an xz option" -Xbcj x86
+refused "-Xdict-size not 2^n or 2^n+2^(n-1)" "-Xdict-size 3K: must be" -comp xz -Xdict-size 3K
+refused "an unknown BCJ filter" "-Xbcj: unknown filter 'foo'" -comp xz -Xbcj foo
 "$QM" "$W/src" "$W/ap.sqfs" -noappend -quiet >/dev/null 2>&1
 check "without -noappend an existing image is appended to, a name it has renamed NAME_1" bash -c \
 	"'$QM' '$W/src' '$W/ap.sqfs' -quiet >/dev/null 2>&1 && unsquashfs -lln '$W/ap.sqfs' | grep -q ' squashfs-root/a_1/big\$'"

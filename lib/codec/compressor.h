@@ -24,6 +24,7 @@ struct qs_compress_params {
 	int level;                  /* compressor's own scale; 0 = its default */
 	uint32_t block_size;        /* for window and dictionary sizes */
 	uint32_t xz_filters;        /* xz: BCJ filters to try (bit mask, as in the options) */
+	uint32_t xz_dict_size;      /* xz: dictionary bytes; 0 = the block size */
 	int lz4_hc;                 /* lz4: high compression */
 };
 
@@ -63,6 +64,11 @@ struct qs_compressor {
 /* The compressor with this id or name, or NULL if unknown to this build. */
 const struct qs_compressor *qs_compressor_by_id(uint16_t id);
 const struct qs_compressor *qs_compressor_by_name(const char *name);
+
+/* xz: the bit of the BCJ filter mksquashfs names 'name' ("x86", "arm64", ...), or -1. */
+int qs_xz_filter_bit(const char *name);
+/* xz: may 'size' be a dictionary size (2^n or 2^n + 2^(n-1), 8 KiB .. 1 MiB)? */
+bool qs_xz_dict_size_ok(uint32_t size);
 
 extern const struct qs_compressor qs_gzip_compressor;
 extern const struct qs_compressor qs_lzma_compressor;

@@ -26,6 +26,7 @@
 #define XZ_PRESET_DEFAULT	LZMA_PRESET_DEFAULT		/* 6, as mksquashfs */
 #define XZ_PRESET_MAX		9
 #define XZ_FILTER_BITS		8
+#define XZ_DICT_SIZE_MIN_OPTION	(8u << 10)	/* mksquashfs's smallest -Xdict-size */
 
 struct bcj_filter {
 	const char *name;
@@ -210,9 +211,22 @@ static ssize_t xz_encode_with(lzma_stream *strm, const struct bcj_filter *bcj, u
 			      src, len, dst, room);
 }
 
+int qs_xz_filter_bit(const char *name)
+{
+	for (unsigned int i = 0; i < ARRAY_LEN(bcj_filters); i++)
+		if (bcj_filters[i].name && strcmp(bcj_filters[i].name, name) == 0)
+			return (int)i;
+	return -1;
+}
+
+bool qs_xz_dict_size_ok(uint32_t size)
+{
+	return size >= XZ_DICT_SIZE_MIN_OPTION && size <= XZ_DICT_MAX && xz_dict_size_valid(size);
+}
+
 static uint32_t xz_dict_size(const struct qs_compress_params *p, size_t len)
 {
-	uint32_t size = p->block_size ? p->block_size : (uint32_t)len;
+	uint32_t size = p->xz_dict_size ? p->xz_dict_size : p->block_size ? p->block_size : (uint32_t)len;
 
 	return size < XZ_DICT_MIN ? XZ_DICT_MIN : size;
 }
@@ -256,7 +270,7 @@ static ssize_t xz_compress(const struct qs_compress_params *p, const void *src, 
 
 static size_t xz_write_options(const struct qs_compress_params *p, uint8_t *buf)
 {
-	if (p->xz_filters == 0)
+	if (p->xz_filters == 0 && (!p->xz_dict_size || p->xz_dict_size == p->block_size))
 		return 0;	/* dictionary = block size and no filters: the defaults */
 	sqfs_put32(buf, xz_dict_size(p, 0));
 	sqfs_put32(buf + 4, p->xz_filters);
