@@ -75,9 +75,6 @@ static const struct {
 	{ "-single-reader", 0, NULL },
 	{ "-ignore-zeros", 0, "not supported yet" },
 	{ "-log", 1, "not supported" },
-	{ "-root-time", 1, "not supported yet" },
-	{ "-root-uid", 1, "not supported yet" },
-	{ "-root-gid", 1, "not supported yet" },
 	{ "-uid-gid-offset", 1, "not supported yet" },
 	{ "-default-mode", 1, "not supported yet" },
 	{ "-default-uid", 1, "not supported yet" },
@@ -102,7 +99,8 @@ static void usage(FILE *f)
 		"Honoured as mksquashfs does: -comp, -b, -Xcompression-level, -Xhc, -Xbcj,\n"
 		"-Xdict-size,\n"
 		"-noappend (sqfstar: -force), -all-root/-root-owned, -force-uid, -force-gid,\n"
-		"-root-mode, -e, -ef, -tar (and the sqfstar form: sqfstar [OPTIONS] IMAGE),\n"
+		"-root-mode, -root-uid, -root-gid, -root-time, -e, -ef, -tar (and the sqfstar\n"
+		"form: sqfstar [OPTIONS] IMAGE),\n"
 		"-wildcards, -regex, -one-file-system, -one-file-system-x, -keep-as-directory,\n"
 		"-xattrs-include, -xattrs-exclude (POSIX extended regular expressions),\n"
 		"-p, -pf, -pd (pseudo files: d, m, b, c, f, s, i, l and D, M, B, C, F, S, I),\n"
@@ -508,6 +506,15 @@ static int parse_options(int argc, char **argv, int first, struct pack_options *
 			o->root_mode = strtoll(val, &end, 8);
 			if (errno || end == val || *end || o->root_mode < 0 || o->root_mode > 07777)
 				return refuse(a, "bad mode (octal, at most 7777)");
+		} else if (strcmp(a, "-root-uid") == 0 || strcmp(a, "-root-gid") == 0) {
+			NEED_VALUE();
+			if (parse_owner(a, val, a[6] == 'g', a[6] == 'g' ? &o->root_gid : &o->root_uid))
+				return MKSQ_EXIT_ERROR;
+		} else if (strcmp(a, "-root-time") == 0) {
+			NEED_VALUE();
+			if (parse_uint(a, val, UINT32_MAX, &v))
+				return MKSQ_EXIT_ERROR;
+			o->root_time = v;
 		} else if (strcmp(a, "-one-file-system") == 0) {
 			o->one_file_system = true;
 		} else if (strcmp(a, "-one-file-system-x") == 0) {
@@ -620,7 +627,7 @@ static bool takes_value(const char *opt)
 		"-comp", "-b", "-Xcompression-level", "-Xbcj", "-Xdict-size", "-ef", "-p", "-pf", "-pd", "-sort", "-offset", "-o",
 		"-xattrs-include", "-xattrs-exclude",
 		"-force-uid",
-		"-force-gid", "-root-mode", "-mkfs-time", "-all-time", "-processors", NULL,
+		"-force-gid", "-root-mode", "-root-uid", "-root-gid", "-root-time", "-mkfs-time", "-all-time", "-processors", NULL,
 	};
 
 	for (size_t i = 0; with_value[i]; i++)
@@ -679,7 +686,7 @@ int mksquashfs_main(int argc, char **argv)
 		.block_size = MKSQ_DEFAULT_BLOCK_SIZE,
 		.fragments = true, .tail_packing = false, .dedup = true, .exportable = true,
 		.overrides = { .uid = -1, .gid = -1, .mode = -1, .mtime = -1, .mtime_max = -1 },
-		.mkfs_time = -1, .root_mode = -1, .progress = true,
+		.mkfs_time = -1, .root_mode = -1, .root_uid = -1, .root_gid = -1, .root_time = -1, .progress = true,
 	};
 	struct excludes ex = { 0 };
 	struct pseudo_args ps = { .defs = calloc((size_t)argc + 1, sizeof(*ps.defs)) };

@@ -498,6 +498,12 @@ int pack_run(const struct pack_options *given)
 		err = tree_finish(&tree, &o->overrides);
 	if (!err && o->root_mode >= 0)
 		tree.root->mode = (tree.root->mode & 0170000) | ((uint32_t)o->root_mode & 07777);
+	if (!err && o->root_uid >= 0)
+		tree.root->uid = (uint32_t)o->root_uid;
+	if (!err && o->root_gid >= 0)
+		tree.root->gid = (uint32_t)o->root_gid;
+	if (!err && o->root_time >= 0)
+		tree.root->mtime = o->root_time;
 	if (!err)
 		err = is_s3 ? sink_s3_open(o->image, o->endpoint, &sink) : sink_file_open(o->image, o->offset, &sink);
 	if (!err) {

@@ -17,6 +17,8 @@ struct pack_options {
 	size_t source_count;
 	const char **source_names;  /* per source: nest it under this name (mksquashfs form); NULL: merge */
 	int64_t root_mode;          /* -1: as the source's root; else the root's permission bits */
+	int64_t root_uid, root_gid; /* -1: as the source's root (after the overrides); else the root's owner */
+	int64_t root_time;          /* -1: as the source's root; else the root's mtime */
 	uint64_t offset;            /* mksquashfs -offset: the image starts this far into IMAGE */
 	bool fake_root;             /* mksquashfs form: a root no source gives (0777, the caller's, now) */
 	bool one_file_system, one_file_system_x;
