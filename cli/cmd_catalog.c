@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "json.h"
 #include "source.h"
 
 static int list_print(void *arg, const struct qs_list_entry *ent)
@@ -170,6 +171,48 @@ static void status_row(char *line, size_t *width, bool print)
 		printf("\n");
 }
 
+/*
+ * --json: one object per image, the columns by name, numbers as numbers
+ * (idle_s -1 and etag "-" become null).
+ */
+static const char *const status_columns[CATALOG_COLUMNS] = {
+	"name", "state", "version", "size", "open_files", "reads", "bytes_read", "idle_s", "etag",
+};
+
+static void print_status_json(const char *text)
+{
+	char *copy = strdup(text), *line, *save = NULL;
+	bool first = true;
+
+	if (!copy)
+		return;
+	printf("[");
+	for (line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *f = line, *tab;
+
+		if (line[0] == '#')
+			continue;
+		printf("%s\n  {", first ? "" : ",");
+		first = false;
+		for (int col = 0; col < CATALOG_COLUMNS && f; col++) {
+			tab = strchr(f, '\t');
+			if (tab)
+				*tab = '\0';
+			printf("%s\"%s\": ", col ? ", " : "", status_columns[col]);
+			if ((col == 7 && strcmp(f, "-1") == 0) || (col == 8 && strcmp(f, "-") == 0))
+				printf("null");
+			else if (col >= 2 && col <= 7)
+				printf("%s", f[strspn(f, "0123456789-")] == '\0' && *f ? f : "null");
+			else
+				cli_print_json_string(stdout, f);
+			f = tab ? tab + 1 : NULL;
+		}
+		printf("}");
+	}
+	printf("%s]\n", first ? "" : "\n");
+	free(copy);
+}
+
 /* The status table with its columns aligned. */
 static void print_status(const char *text)
 {
@@ -190,19 +233,28 @@ static void print_status(const char *text)
 
 static int control_main(const struct cli_command *cmd, int argc, char **argv, bool refresh)
 {
-	static const struct option longopts[] = {
+	static const struct option ls_longopts[] = {
+		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 }
 	};
+	const struct option *longopts = refresh ? ls_longopts + 1 : ls_longopts;
 	struct cli_common co = { .cmd = cmd };
 	int opt, st, status = CLI_EXIT_OK;
+	bool json = false;
 
-	while ((opt = getopt_long(argc, argv, "hV", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, refresh ? "hV" : "jhV", longopts, NULL)) != -1) {
+		if (opt == 'j' && !refresh) {
+			json = true;
+			continue;
+		}
 		st = cli_common_option(&co, opt, optarg);
 		if (st != CLI_CONTINUE)
 			return st;
 	}
+	if (json && argc - optind > 1)
+		return cli_usage(cmd, "--json takes one MOUNTPOINT");
 	if (optind == argc)
 		return cli_usage(cmd, "missing MOUNTPOINT");
 	for (int i = optind; i < argc; i++) {
@@ -219,6 +271,8 @@ static int control_main(const struct cli_command *cmd, int argc, char **argv, bo
 			status = CLI_EXIT_ERROR;
 		} else if (refresh) {
 			printf("%s: %s", argv[i], text);
+		} else if (json) {
+			print_status_json(text);
 		} else {
 			print_status(text);
 		}
@@ -232,7 +286,7 @@ static int refresh_main(int argc, char **argv);
 
 static const struct cli_command cmd_catalog_ls = {
 	.name = "catalog ls",
-	.usage = "quash catalog ls MOUNTPOINT...",
+	.usage = "quash catalog ls [--json] MOUNTPOINT...",
 	.summary = "the images of a catalog mount: open or not, version, reads, idle time",
 	.help =
 		"Columns: name, state (open, closed, failed), version (a new one each time the\n"
@@ -242,6 +296,7 @@ static const struct cli_command cmd_catalog_ls = {
 		"shared block cache.\n"
 		"\n"
 		"Options:\n"
+		"  -j, --json            the images as a JSON array of objects, one per image\n"
 		"  -h, --help            show this help and exit\n"
 		"  -V, --version         show the version and exit\n"
 		"\n"

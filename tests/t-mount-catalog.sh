@@ -51,6 +51,11 @@ check "... and read nothing of any image" [ "$(status | awk -F'\t' '!/^#/ { n +=
 check "a file inside an image reads right" [ "$(cat "$C/mp/img7/bin/tool")" = "tool 7" ]
 check "the first lookup inside opened that image, and only it" \
 	[ "$(state_of img7)" = open ] && [ "$(open_images)" = 1 ] && [ "$(reads_of img7)" -gt 0 ]
+check "quash catalog ls --json: the image opened, by name, with its reads" python3 -c '
+import json, subprocess, sys
+imgs = {i["name"]: i for i in json.loads(subprocess.check_output([sys.argv[1], "catalog", "ls", "--json", sys.argv[2]]))}
+sys.exit(not (imgs["img7"]["state"] == "open" and imgs["img7"]["reads"] > 0 and imgs["img8"]["state"] == "closed"
+              and imgs["tools/gcc/12.1"]["idle_s"] is None and len(imgs) == 25))' "$QUASH" "$C/mp"
 check "a nested image reads right" cmp -s "$C/mp/tools/gcc/13.2/share/doc/numbers" "$C/src/t1/share/doc/numbers"
 check "a SIF container's squashfs partition reads right" [ "$(cat "$C/mp/container/bin/tool")" = "tool 11" ]
 check "an image found by its magic reads right" cmp -s "$C/mp/no-extension/share/doc/numbers" \
