@@ -135,6 +135,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         try:
             conn.endheaders(payload if payload else None)
             resp = conn.getresponse()
+            if fault == "pass" and method == "GET" and resp.getheader("Content-Length"):
+                return self.stream(resp)
             body = resp.read()
         except OSError:
             self.note(method, fault, 0)
@@ -154,6 +156,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_header(k, v)
         extra = b"\xee" * 4096 if fault == "overlong" else b""
         length = len(half) if fault == "short" else len(body) + len(extra)
+        if method == "HEAD":      # no body: the length is the upstream's
+            length = int(resp.getheader("Content-Length") or 0)
         self.send_header("Content-Length", str(length))
         self.end_headers()
         self.note(method, fault, 0 if method == "HEAD" else length)
@@ -174,6 +178,29 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.server.pacer.send(self.wfile, body + extra)
         else:
             self.wfile.write(body + extra)
+
+    def stream(self, resp):
+        """A passing GET, relayed piece by piece as it arrives (a large
+        object is not held whole before its first byte goes out)."""
+        self.send_response(resp.status, resp.reason)
+        for k, v in resp.getheaders():
+            if k.lower() not in HOP_HEADERS:
+                self.send_header(k, v)
+        self.end_headers()
+        sent = 0
+        try:
+            while True:
+                piece = resp.read(Pacer.PIECE)
+                if not piece:
+                    break
+                if self.server.pacer:
+                    self.server.pacer.send(self.wfile, piece)
+                else:
+                    self.wfile.write(piece)
+                sent += len(piece)
+        except OSError:
+            self.close_connection = True
+        self.note("GET", "pass", sent)
 
     def note(self, method, fault, nbytes):
         if self.server.log:
