@@ -152,9 +152,9 @@ fleet_proxy "nginx1" "$PB" "http://127.0.0.1:$HTTP" $LINK || die "proxy to nginx
 
 # ---- a fleet round ------------------------------------------------------------------------
 # round N VIA(tier|origin) PROFILE(yes|no): N nodes mount cold at once and run
-# the workload; prints "median p99 origin_bytes node1_bytes wrong"
+# the workload; prints "median p99 origin_bytes node1_bytes wrong failed"
 round() {
-	local n=$1 via=$2 prof=$3 i base opts pids=() wrong=0
+	local n=$1 via=$2 prof=$3 i base opts pids=() wrong=0 failed=0
 	[ "$via" = tier ] && base=$TB || base=$OB
 	: >"$W/logs/origin.log"
 	for i in $(seq "$n"); do : >"$W/logs/$via$i.log"; rm -rf "$W/n$i"; mkdir -p "$W/n$i/cache" "$W/n$i/mnt"; done
@@ -171,8 +171,14 @@ round() {
 		pids+=($!)
 	done
 	wait "${pids[@]}"
+	# wrong: a node read a file whose sha256 is not the manifest's; failed:
+	# a node did not finish (its errors kept in logs/failed-*)
 	for i in $(seq "$n"); do
-		cmp -s "$W/manifest" "$W/n$i/got" || wrong=$((wrong + 1))
+		[ -s "$W/n$i/got" ] && [ -n "$(grep -vxF -f "$W/manifest" "$W/n$i/got")" ] && wrong=$((wrong + 1))
+		if ! cmp -s "$W/manifest" "$W/n$i/got"; then
+			failed=$((failed + 1))
+			cat "$W/n$i/mount.err" "$W/n$i/got.err" >"$W/logs/failed-$n-$via-$prof-$i" 2>/dev/null
+		fi
 		fleet_umount "$W/n$i/mnt"
 	done
 	sleep 0.5
@@ -183,7 +189,7 @@ t = sorted(float(open(f"{w}/n{i}/time").read()) for i in range(1, n + 1))
 p99 = t[min(n - 1, int(round(0.99 * (n - 1))))]
 print(f"{statistics.median(t):.2f} {p99:.2f}", end=" ")
 PY
-	echo "$(fleet_bytes "$W/logs/origin.log") $(fleet_bytes "$W/logs/${via}1.log") $wrong"
+	echo "$(fleet_bytes "$W/logs/origin.log") $(fleet_bytes "$W/logs/${via}1.log") $wrong $failed"
 }
 
 # ---- the profile: node 1 records the workload once --------------------------------------
@@ -197,7 +203,7 @@ echo "profile: $(($(wc -l <"$W/tree.profile") - 2)) ranges," \
 	"$(awk 'NR > 2 { n += $2 } END { printf "%.1f MiB", n / 1048576 }' "$W/tree.profile")"
 
 mkdir -p "$(dirname "$CSV")"
-echo "round,n,via,profile,median_s,p99_s,origin_bytes,node1_bytes,wrong" >"$CSV"
+echo "round,n,via,profile,median_s,p99_s,origin_bytes,node1_bytes,wrong,failed" >"$CSV"
 for r in $(seq "$ROUNDS"); do
 	for n in $FLEET_N; do
 		for via in tier origin; do
@@ -226,7 +232,7 @@ for r in $(seq "$ROUNDS"); do
 		t1=$(now)
 		ok=$(cmp -s "$W/manifest" "$W/rclone/got" && echo 0 || echo 1)
 		fusermount3 -u "$W/rclone/sq"; fusermount3 -u "$W/rclone/mnt"; wait "$RCLONE_PID"; RCLONE_PID=
-		echo "$r,1,rclone+squashfuse_ll,no,$(echo "$t1 - $t0" | bc),,,,$ok" | tee -a "$CSV"
+		echo "$r,1,rclone+squashfuse_ll,no,$(echo "$t1 - $t0" | bc),,,,0,$ok" | tee -a "$CSV"
 	fi
 	rm -rf "$W/q1" && mkdir -p "$W/q1/mnt" "$W/q1/cache"
 	t0=$(now)
@@ -235,8 +241,8 @@ for r in $(seq "$ROUNDS"); do
 	t1=$(now)
 	ok=$(cmp -s "$W/manifest" "$W/q1/got" && echo 0 || echo 1)
 	fleet_umount "$W/q1/mnt"
-	echo "$r,1,quash-nginx,no,$(echo "$t1 - $t0" | bc),,,,$ok" | tee -a "$CSV"
-	echo "$r,1,kernel-local-warm,no,$KWARM,,,,0" | tee -a "$CSV"
+	echo "$r,1,quash-nginx,no,$(echo "$t1 - $t0" | bc),,,,0,$ok" | tee -a "$CSV"
+	echo "$r,1,kernel-local-warm,no,$KWARM,,,,0,0" | tee -a "$CSV"
 done
 
 # ---- the table of ratios ------------------------------------------------------------------------
@@ -252,7 +258,7 @@ def rng(v, fmt="%.2f"):
     return fmt % min(v) if min(v) == max(v) else (fmt + "-" + fmt) % (min(v), max(v))
 one = vals(1, "origin", "no", "node1_bytes")
 one = one[0] if one else None
-print("\n%-4s %-20s %-7s %11s %11s %11s %13s %5s" % ("N", "via", "profile", "median s", "p99 s", "origin MiB", "origin/1node", "wrong"))
+print("\n%-4s %-20s %-7s %11s %11s %11s %13s %5s %6s" % ("N", "via", "profile", "median s", "p99 s", "origin MiB", "origin/1node", "wrong", "failed"))
 keys = []
 for x in rows:
     k = (int(x["n"]), x["via"], x["profile"])
@@ -261,13 +267,15 @@ for x in rows:
 for n, via, prof in sorted(keys, key=lambda k: (k[1] == "tier-origin-down", k[0], k[1] != "tier", k[2])):
     ob = vals(n, via, prof, "origin_bytes")
     ratio = [b / one for b in ob] if one else []
-    wrong = sum(int(r["wrong"]) for r in rows if (int(r["n"]), r["via"], r["profile"]) == (n, via, prof))
-    print("%-4d %-20s %-7s %11s %11s %11s %13s %5d" % (n, via, prof, rng(vals(n, via, prof, "median_s")),
-          rng(vals(n, via, prof, "p99_s")), rng([b / 2**20 for b in ob], "%.1f"), rng(ratio), wrong))
+    sel = [r for r in rows if (int(r["n"]), r["via"], r["profile"]) == (n, via, prof)]
+    print("%-4d %-20s %-7s %11s %11s %11s %13s %5d %6d" % (n, via, prof, rng(vals(n, via, prof, "median_s")),
+          rng(vals(n, via, prof, "p99_s")), rng([b / 2**20 for b in ob], "%.1f"), rng(ratio),
+          sum(int(r["wrong"]) for r in sel), sum(int(r.get("failed") or 0) for r in sel)))
 for via in ("rclone+squashfuse_ll", "quash-nginx", "kernel-local-warm"):
     v = vals(1, via, "no", "median_s")
     if v:
-        print("%-4d %-20s %-7s %11s" % (1, via, "no", rng(v)))
+        bad = sum(int(r.get("failed") or 0) for r in rows if r["via"] == via)
+        print("%-4d %-20s %-7s %11s %s" % (1, via, "no", rng(v), "(failed %d)" % bad if bad else ""))
 def r(a, b):
     if not a or not b:
         return "-"
@@ -284,5 +292,6 @@ print("  cold node with the profile / warm local kernel mount (N=1, origin): %s 
 print("  cold node with the profile / without it (N=1, origin): %s (target <= 0.3)" % r(p1, n1))
 print("  quash / rclone HTTP + squashfuse_ll (N=1, nginx, no profile): %s (target <= 0.5)" %
       r(vals(1, "quash-nginx", "no", "median_s"), vals(1, "rclone+squashfuse_ll", "no", "median_s")))
-print("  nodes that read a wrong byte: %d" % sum(int(x["wrong"]) for x in rows if x["wrong"]))
+print("  nodes that read a wrong byte: %d; nodes that did not finish: %d" % (
+      sum(int(x["wrong"] or 0) for x in rows), sum(int(x.get("failed") or 0) for x in rows)))
 PY
