@@ -160,10 +160,10 @@ round() {
 	for i in $(seq "$n"); do : >"$W/logs/$via$i.log"; rm -rf "$W/n$i"; mkdir -p "$W/n$i/cache" "$W/n$i/mnt"; done
 	for i in $(seq "$n"); do
 		opts="cache_dir=$W/n$i/cache${FLEET_OPTS:+,$FLEET_OPTS}"
-		[ "$prof" = yes ] && opts="$opts,prefetch=$W/tree.profile" || opts="$opts,noprefetch"
+		[ "$prof" = yes ] && opts="$opts,prefetch=$W/$IMG.profile" || opts="$opts,noprefetch"
 		(
 			t0=$(now)
-			fleet_mount "$i" "$W/n$i/mnt" "http://${FLEET_NET}1:$((base + i))/fleet/tree.sqfs" "$opts" \
+			fleet_mount "$i" "$W/n$i/mnt" "http://${FLEET_NET}1:$((base + i))/fleet/$IMG.sqfs" "$opts" \
 				2>"$W/n$i/mount.err" && workload "$W/n$i/mnt" "$W/n$i/got"
 			t1=$(now)
 			echo "$t1 - $t0" | bc >"$W/n$i/time"
@@ -193,14 +193,18 @@ PY
 }
 
 # ---- the profile: node 1 records the workload once --------------------------------------
-mkdir -p "$W/rec/mnt"
-fleet_mount 1 "$W/rec/mnt" "http://${FLEET_NET}1:$((OB + 1))/fleet/tree.sqfs" "record=$W/tree.profile,noprefetch" ||
-	die "recording mount failed"
-workload "$W/rec/mnt" "$W/rec/got"
-fleet_umount "$W/rec/mnt"
-for _ in $(seq 50); do [ "$(wc -l <"$W/tree.profile")" -gt 2 ] && break; sleep 0.2; done
-echo "profile: $(($(wc -l <"$W/tree.profile") - 2)) ranges," \
-	"$(awk 'NR > 2 { n += $2 } END { printf "%.1f MiB", n / 1048576 }' "$W/tree.profile")"
+record() {   # record IMG: $W/IMG.profile, from node 1's run of the workload through the origin
+	mkdir -p "$W/rec/mnt"
+	fleet_mount 1 "$W/rec/mnt" "http://${FLEET_NET}1:$((OB + 1))/fleet/$1.sqfs" "record=$W/$1.profile,noprefetch" ||
+		die "recording mount failed"
+	workload "$W/rec/mnt" "$W/rec/got"
+	fleet_umount "$W/rec/mnt"
+	for _ in $(seq 50); do [ "$(wc -l <"$W/$1.profile")" -gt 2 ] && break; sleep 0.2; done
+	echo "profile of $1: $(($(wc -l <"$W/$1.profile") - 2)) ranges," \
+		"$(awk 'NR > 2 { n += $2 } END { printf "%.1f MiB", n / 1048576 }' "$W/$1.profile")"
+}
+IMG=tree
+record tree
 
 mkdir -p "$(dirname "$CSV")"
 echo "round,n,via,profile,median_s,p99_s,origin_bytes,node1_bytes,wrong,failed" >"$CSV"
@@ -214,10 +218,12 @@ for r in $(seq "$ROUNDS"); do
 			done
 		done
 	done
-	# Origin down after the tier is warm: the largest fleet, cold cache dirs, tier only.
+	# Origin down after the tier is warm: the largest fleet, cold cache dirs,
+	# tier only, the same reads as the round that warmed it (with the profile:
+	# what the tier never saw it cannot serve, and the nodes get EIO for it).
 	stop_pid "$METER_PID"
-	res=$(round "$MAXN" tier no)
-	echo "$r,$MAXN,tier-origin-down,no,${res// /,}" | tee -a "$CSV"
+	res=$(round "$MAXN" tier yes)
+	echo "$r,$MAXN,tier-origin-down,yes,${res// /,}" | tee -a "$CSV"
 	start_meter
 	# The peer on node 1: rclone HTTP mount + squashfuse_ll against quash, same link, nginx origin.
 	if [ -n "$HAVE_RCLONE" ]; then
@@ -244,6 +250,31 @@ for r in $(seq "$ROUNDS"); do
 	echo "$r,1,quash-nginx,no,$(echo "$t1 - $t0" | bc),,,,0,$ok" | tee -a "$CSV"
 	echo "$r,1,kernel-local-warm,no,$KWARM,,,,0,0" | tee -a "$CSV"
 done
+
+# ---- the layout: the image repacked with the profiled files first, one node ---------------
+# (quash profile paths + quash pack --order, from the tree the image was made of;
+# skipped when that tree is gone or no longer gives the manifest's bytes)
+TREE_SRC=${TREE_SRC:-/root/.pyenv/versions/3.11.7}
+if [ "${ORDERED:-1}" = 1 ] && [ -d "$TREE_SRC" ]; then
+	"$QUASH" profile paths "$W/tree.profile" "$TREE_IMG" >"$W/tree.order" &&
+		"$QUASH" pack -q --no-progress -b 128K --order "$W/tree.order" "$TREE_SRC" "$W/ordered.sqfs" &&
+		mount -t squashfs -o loop,ro "$W/ordered.sqfs" "$W/kmnt" && workload "$W/kmnt" "$W/ordered.check"
+	mountpoint -q "$W/kmnt" && umount "$W/kmnt"
+	if cmp -s "$W/manifest" "$W/ordered.check"; then
+		aws --endpoint-url "$EP" s3 cp --quiet --acl public-read "$W/ordered.sqfs" s3://fleet/ordered.sqfs
+		IMG=ordered
+		record ordered
+		for r in $(seq "$ROUNDS"); do
+			for prof in no yes; do
+				res=$(round 1 origin "$prof")
+				echo "$r,1,origin-ordered,$prof,${res// /,}" | tee -a "$CSV"
+			done
+		done
+		IMG=tree
+	else
+		echo "layout: skipped ($TREE_SRC does not give the manifest's bytes, or the repack failed)"
+	fi
+fi
 
 # ---- the table of ratios ------------------------------------------------------------------------
 python3 - "$CSV" "$FLEET_N" <<'PY'
@@ -290,6 +321,10 @@ p1 = vals(1, "origin", "yes", "median_s")
 n1 = vals(1, "origin", "no", "median_s")
 print("  cold node with the profile / warm local kernel mount (N=1, origin): %s (target <= 2)" % r(p1, kw))
 print("  cold node with the profile / without it (N=1, origin): %s (target <= 0.3)" % r(p1, n1))
+po = vals(1, "origin-ordered", "yes", "median_s")
+if po:
+    print("  same, image laid out by pack --order: profile / warm kernel %s, profile / no profile %s" %
+          (r(po, kw), r(po, vals(1, "origin-ordered", "no", "median_s"))))
 print("  quash / rclone HTTP + squashfuse_ll (N=1, nginx, no profile): %s (target <= 0.5)" %
       r(vals(1, "quash-nginx", "no", "median_s"), vals(1, "rclone+squashfuse_ll", "no", "median_s")))
 print("  nodes that read a wrong byte: %d; nodes that did not finish: %d" % (

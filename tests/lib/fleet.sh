@@ -59,7 +59,7 @@ fleet_proxy() {
 }
 
 fleet_bytes() {
-	cat "$@" 2>/dev/null | awk '{ n += $4 } END { printf "%d\n", n }'
+	cat "$@" 2>/dev/null | awk '{ n += $4 } END { printf "%.0f\n", n }'
 }
 
 fleet_mount() {
