@@ -22,14 +22,14 @@ def main():
     ns = sorted({int(r["n"]) for r in rows})
     for title, field, scale, unit in (("origin MiB served", "origin_bytes", 2**20, "MiB"),
                                       ("node time to a finished workload, median", "median_s", 1, "s")):
-        top = max(float(r[field]) / scale for r in rows) or 1
+        top = max(float(r[field]) / scale for r in rows if r[field]) or 1
         print("%s (bar: %.0f %s full width)" % (title, top, unit))
         for n in ns:
             for key in sorted(series):
-                v = [float(r[field]) / scale for r in series[key].get(n, [])]
+                v = [float(r[field]) / scale for r in series[key].get(n, []) if r[field]]
                 if not v:
                     continue
-                x = max(v)
+                x = max(v)      # the worse round
                 print("  N=%-3d %-30s |%-*s %8.1f %s" % (n, key, WIDTH, "#" * max(1, round(x / top * WIDTH)), x, unit))
             print()
 
