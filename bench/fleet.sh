@@ -15,12 +15,15 @@
 # (counted by a meter proxy in front of RGW), a round with the origin down
 # after the tier is warm; the references: the workload on a warm local kernel
 # mount, and on one node an rclone HTTP mount + squashfuse_ll against quash,
-# both through the same 20 ms link to an nginx origin.
+# both through the same 20 ms link to an nginx origin.  Last, one node on the
+# image laid out for the workload (quash profile paths + pack --order of
+# TREE_SRC), with and without its profile.
 #
 #   bench/fleet.sh                 (root: namespaces, mounts)
 #   env: FLEET_N ("1 8 32"), ROUNDS (1), DELAY_MS (20), RATE_MBIT (200),
 #        TREE_IMG (/var/tmp/quash-bench/tree.sqfs), QUASH (build/cli/quash),
-#        CSV (bench/results/fleet.csv), FLEET_OPTS (more -o options for the nodes)
+#        CSV (bench/results/fleet.csv), FLEET_OPTS (more -o options for the nodes),
+#        TREE_SRC (/root/.pyenv/versions/3.11.7), ORDERED (1; 0 skips the layout round)
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 export QUASH_TOP=$top
