@@ -8,7 +8,7 @@ BUILD_PKGS="meson ninja-build pkg-config gcc libc6-dev
   libfuse3-dev fuse3 libarchive-dev libcurl4-openssl-dev libcmocka-dev libxxhash-dev liburing-dev"
 TEST_PKGS="squashfs-tools squashfs-tools-ng squashfuse attr xxd fio nginx-light openssl groff-base man-db
   libarchive-tools zstd lz4 xz-utils bzip2 cpio zip curl
-  ceph-mon ceph-osd radosgw ceph-common uuid-runtime s3fs bc valgrind"
+  ceph-mon ceph-osd radosgw ceph-common uuid-runtime s3fs bc valgrind iproute2 util-linux"
 # Only what the benches compare against (make bench), never needed by make check.
 BENCH_PKGS="rclone"
 

@@ -2,6 +2,7 @@
 """faultproxy.py - an HTTP proxy that breaks requests on purpose, for the remote tests.
 
     faultproxy.py --port PORT --upstream http://127.0.0.1:N [--skip K] --faults F1,F2,... [--log FILE]
+                  [--listen ADDR] [--delay-ms MS] [--rate-mbit MBIT]
 
 Forwards GET, HEAD, PUT, POST and DELETE to the upstream server unchanged (Host included, so that
 S3 signatures still match).  After the first K requests (default 1: the open
@@ -17,7 +18,14 @@ second), endless200 and endless500 (that status and a body that never
 ends), overlong (the body, then 4 KiB more than Content-Range announced,
 with a Content-Length that covers them), fullbody (the request without its
 Range: a server that ignores ranges, 200 and the whole object), pass.
---log appends one line per request: method, Range and the fault applied.
+--log appends one line per request: method, Range, the fault applied and
+the body bytes sent.
+
+A network, for bench/fleet.sh: --delay-ms holds every request that long
+before it goes upstream (a data-centre round trip), --rate-mbit paces the
+bodies of all connections together to that rate (one proxy per client: the
+client's link).  An upstream that cannot be reached is a 502, as from a real
+proxy.  --listen is the address to listen on (default 127.0.0.1).
 Python 3 standard library only.
 """
 import argparse
@@ -53,6 +61,29 @@ class State:
         return self.faults[i] if i < len(self.faults) else "pass"
 
 
+class Pacer:
+    """Bodies of all connections share one link of RATE bits a second: each
+    piece reserves its slot on a common clock and is sent when it comes."""
+    PIECE = 65536
+
+    def __init__(self, mbit):
+        self.lock = threading.Lock()
+        self.bytes_per_s = mbit * 1e6 / 8
+        self.free_at = 0.0
+
+    def send(self, wfile, data):
+        for i in range(0, len(data), self.PIECE):
+            piece = data[i:i + self.PIECE]
+            with self.lock:
+                start = max(time.monotonic(), self.free_at)
+                self.free_at = start + len(piece) / self.bytes_per_s
+                done = self.free_at
+            wait = done - time.monotonic()
+            if wait > 0:
+                time.sleep(wait)
+            wfile.write(piece)
+
+
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
@@ -64,8 +95,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.connection.close()
         self.close_connection = True
 
-    def send_status(self, code):
-        body = b"<Error><Code>Injected</Code></Error>"
+    def send_status(self, code, what=b"Injected"):
+        body = b"<Error><Code>" + what + b"</Code></Error>"
         # The request's body is left unread, so the connection cannot carry another request.
         self.close_connection = True
         self.send_response(code)
@@ -77,9 +108,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def forward(self, method):
         fault = self.server.state.next_fault()
-        if self.server.log:
-            with self.server.state.lock, open(self.server.log, "a") as f:
-                f.write("%s %s %s\n" % (method, self.headers.get("Range", "-"), fault))
+        if self.server.delay:
+            time.sleep(self.server.delay)
+        if fault in ("reset", "500", "503", "429", "endless200", "endless500"):
+            self.note(method, fault, 0)
         if fault == "reset":
             return self.reset()
         if fault in ("500", "503", "429"):
@@ -89,6 +121,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         payload = self.rfile.read(length) if length else b""
         if fault == "stall" and method not in ("GET", "HEAD"):
+            self.note(method, fault, 0)
             time.sleep(self.server.stall)     # an upload that never gets its answer
             return self.reset()
         up = self.server.upstream
@@ -99,10 +132,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
         conn.putrequest(method, self.path, skip_host=True, skip_accept_encoding=True)
         for k, v in headers.items():
             conn.putheader(k, v)
-        conn.endheaders(payload if payload else None)
-        resp = conn.getresponse()
-        body = resp.read()
-        conn.close()
+        try:
+            conn.endheaders(payload if payload else None)
+            resp = conn.getresponse()
+            if fault == "pass" and method == "GET" and resp.getheader("Content-Length"):
+                return self.stream(resp)
+            body = resp.read()
+        except OSError:
+            self.note(method, fault, 0)
+            return self.send_status(502, b"UpstreamUnreachable")
+        finally:
+            conn.close()
         half = body[: len(body) // 2]
         self.send_response(resp.status, resp.reason)
         for k, v in resp.getheaders():
@@ -116,8 +156,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_header(k, v)
         extra = b"\xee" * 4096 if fault == "overlong" else b""
         length = len(half) if fault == "short" else len(body) + len(extra)
+        if method == "HEAD":      # no body: the length is the upstream's
+            length = int(resp.getheader("Content-Length") or 0)
         self.send_header("Content-Length", str(length))
         self.end_headers()
+        self.note(method, fault, 0 if method == "HEAD" else length)
         if method == "HEAD":
             return
         if fault == "drip":
@@ -131,7 +174,38 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 self.close_connection = True
                 self.connection.shutdown(socket.SHUT_RDWR)
             return
-        self.wfile.write(body + extra)
+        if self.server.pacer:
+            self.server.pacer.send(self.wfile, body + extra)
+        else:
+            self.wfile.write(body + extra)
+
+    def stream(self, resp):
+        """A passing GET, relayed piece by piece as it arrives (a large
+        object is not held whole before its first byte goes out)."""
+        self.send_response(resp.status, resp.reason)
+        for k, v in resp.getheaders():
+            if k.lower() not in HOP_HEADERS:
+                self.send_header(k, v)
+        self.end_headers()
+        sent = 0
+        try:
+            while True:
+                piece = resp.read(Pacer.PIECE)
+                if not piece:
+                    break
+                if self.server.pacer:
+                    self.server.pacer.send(self.wfile, piece)
+                else:
+                    self.wfile.write(piece)
+                sent += len(piece)
+        except OSError:
+            self.close_connection = True
+        self.note("GET", "pass", sent)
+
+    def note(self, method, fault, nbytes):
+        if self.server.log:
+            with self.server.state.lock, open(self.server.log, "a") as f:
+                f.write("%s %s %s %d\n" % (method, self.headers.get("Range", "-"), fault, nbytes))
 
     def drip(self, body):
         """The body a few bytes a second: just fast enough for curl's own stall limit."""
@@ -183,17 +257,22 @@ def main():
     ap.add_argument("--stall", type=float, default=30)
     ap.add_argument("--drip", type=float, default=4, help="bytes a second for the drip fault")
     ap.add_argument("--log")
+    ap.add_argument("--listen", default="127.0.0.1")
+    ap.add_argument("--delay-ms", type=float, default=0, help="held before each request goes upstream")
+    ap.add_argument("--rate-mbit", type=float, default=0, help="all bodies together at this rate")
     a = ap.parse_args()
     faults = [f for f in a.faults.split(",") if f]
     always = faults[0][len("always:"):] if faults and faults[0].startswith("always:") else None
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", a.port), Handler)
+    srv = http.server.ThreadingHTTPServer((a.listen, a.port), Handler)
     srv.daemon_threads = True
     srv.state = State(a.skip, faults, always)
     srv.upstream = urllib.parse.urlsplit(a.upstream)
     srv.stall = a.stall
     srv.drip = a.drip
     srv.log = a.log
-    print("faultproxy: listening on 127.0.0.1:%d" % a.port, file=sys.stderr, flush=True)
+    srv.delay = a.delay_ms / 1000
+    srv.pacer = Pacer(a.rate_mbit) if a.rate_mbit > 0 else None
+    print("faultproxy: listening on %s:%d" % (a.listen, a.port), file=sys.stderr, flush=True)
     srv.serve_forever()
 
 

@@ -1,0 +1,92 @@
+# fleet.sh - sourced by tests/t-remote-fleet.sh and bench/fleet.sh: client
+# "nodes", each in its own network namespace on one bridge, each with its own
+# latency proxy (tests/lib/faultproxy.py: a delay per request and a rate per
+# node) in front of the caching tier or the origin.  Servers listen in the
+# root namespace; the nodes' quash mounts run in their network namespace
+# only (nsenter --net), so the mounts show in the root mount namespace.
+#
+#   fleet_up N                     the bridge $FLEET_BR at ${FLEET_NET}1 and N namespaces
+#   fleet_down                     every mount, proxy, namespace and link made here
+#   fleet_exec I CMD...            CMD in node I's network namespace
+#   fleet_proxy NAME PORT UPSTREAM [ARGS...]  a faultproxy on ${FLEET_NET}1:PORT,
+#                                  logging to $FLEET_W/NAME.log (method, range, fault, bytes)
+#   fleet_bytes LOG...             body bytes those proxies sent
+#   fleet_mount I MP URL [OPTS]    quash mount in node I's namespace ($FLEET_QUASH)
+#   fleet_umount MP
+#
+# Names carry the shell's pid, so that two runs at once do not collide.
+
+FLEET_BR=qfb$$
+FLEET_NET=${FLEET_NET:-10.$((200 + $$ % 50)).$(($$ / 50 % 250)).}
+FLEET_NS=()
+FLEET_MOUNTS=()
+FLEET_PIDS=()
+
+fleet_up() {
+	local n=$1 i ns
+	ip link add "$FLEET_BR" type bridge || return 1
+	ip addr add "${FLEET_NET}1/24" dev "$FLEET_BR" && ip link set "$FLEET_BR" up || return 1
+	for i in $(seq 1 "$n"); do
+		ns=qf$$-$i
+		ip netns add "$ns" || return 1
+		FLEET_NS+=("$ns")
+		ip link add "qv$$h$i" type veth peer name "qv$$n$i" || return 1
+		ip link set "qv$$n$i" netns "$ns"
+		ip link set "qv$$h$i" master "$FLEET_BR" up
+		ip -n "$ns" addr add "${FLEET_NET}$((10 + i))/24" dev "qv$$n$i"
+		ip -n "$ns" link set "qv$$n$i" up
+		ip -n "$ns" link set lo up
+	done
+}
+
+fleet_exec() {
+	local i=$1
+	shift
+	nsenter --net="/var/run/netns/qf$$-$i" "$@"
+}
+
+fleet_proxy() {
+	local name=$1 port=$2 up=$3 i
+	shift 3
+	python3 "$QUASH_TOP/tests/lib/faultproxy.py" --listen "${FLEET_NET}1" --port "$port" --upstream "$up" \
+		--faults pass --skip 0 --log "$FLEET_W/$name.log" "$@" 2>>"$FLEET_W/proxies.err" &
+	FLEET_PIDS+=($!)
+	for i in $(seq 50); do
+		(exec 3<>"/dev/tcp/${FLEET_NET}1/$port") 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+fleet_bytes() {
+	cat "$@" 2>/dev/null | awk '{ n += $4 } END { printf "%.0f\n", n }'
+}
+
+fleet_mount() {
+	local i=$1 mp=$2 url=$3 opts=${4:-}
+	mkdir -p "$mp"
+	fleet_exec "$i" "$FLEET_QUASH" mount ${opts:+-o "$opts"} "$url" "$mp" && FLEET_MOUNTS+=("$mp")
+}
+
+fleet_umount() {
+	fusermount3 -u "$1" 2>/dev/null || umount -l "$1" 2>/dev/null
+	return 0
+}
+
+fleet_down() {
+	local m ns p
+	for m in "${FLEET_MOUNTS[@]}"; do
+		mountpoint -q "$m" && fleet_umount "$m"
+	done
+	for p in "${FLEET_PIDS[@]}"; do
+		kill "$p" 2>/dev/null
+	done
+	for ns in "${FLEET_NS[@]}"; do
+		ip netns del "$ns" 2>/dev/null
+	done
+	ip link del "$FLEET_BR" 2>/dev/null
+	for p in "${FLEET_PIDS[@]}"; do
+		wait "$p" 2>/dev/null
+	done
+	return 0
+}

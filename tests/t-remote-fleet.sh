@@ -1,0 +1,138 @@
+#!/bin/bash
+# t-remote-fleet.sh - the short fleet simulation (bench/fleet.sh is the long
+# one): four nodes, each in its own network namespace behind its own latency
+# proxy (20 ms a request, 200 Mbit/s), cold-start at once on one image in
+# Ceph RGW through the nginx slice tier (docs/nginx-cache-tier.conf).  Every
+# file every node reads is checked against the image's sha256 manifest; the
+# origin serves the image about once for the four; with the origin gone after
+# the tier is warm, nodes (warm cache dirs and cold ones) still read; with the
+# tier gone, quash does not fall back by itself: a mount through it fails in
+# one line, and a node pointed at the origin reads right.
+. "$(dirname "$0")/lib/tap.sh"
+. "$(dirname "$0")/lib/remote.sh"
+. "$(dirname "$0")/lib/fleet.sh"
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+W=$WORK/t-remote-fleet
+FLEET_W=$W FLEET_QUASH=$QUASH_BIN
+N=4
+rm -rf "$W" && mkdir -p "$W/tier/tmp" "$W/tier/cache"
+cleanup() { fleet_down; remote_cleanup; "$top/tests/lib/stop-rgw.sh" "$W/rgw"; }
+trap cleanup EXIT
+
+fleet_up $N || { not_ok "$N network namespaces on a bridge" "ip netns / bridge unavailable"; exit 1; }
+ok "$N network namespaces on a bridge"
+
+make_test_image "$W"
+unsquashfs -q -n -d "$W/want" "$W/image.sqfs" >/dev/null 2>&1
+(cd "$W/want" && find . -type f | sort | xargs sha256sum) >"$W/manifest"
+
+S3=$(free_port) METER=$(free_port) TIER=$(free_port)
+export MON_PORT=$(free_port)
+EP=$("$top/tests/lib/start-rgw.sh" "$W/rgw" "$S3" 2>"$W/rgw.err") || { not_ok "rgw starts" "$(tail -3 "$W/rgw.err")"; exit 1; }
+export AWS_ACCESS_KEY_ID=quashtest AWS_SECRET_ACCESS_KEY=quashtestsecret AWS_DEFAULT_REGION=us-east-1 HOME=$W
+unset AWS_PROFILE AWS_SESSION_TOKEN AWS_CONFIG_FILE AWS_SHARED_CREDENTIALS_FILE
+aws --endpoint-url "$EP" s3 mb s3://fleet >/dev/null &&
+	aws --endpoint-url "$EP" s3 cp --quiet --acl public-read "$W/image.sqfs" s3://fleet/image.sqfs
+check "the image is in RGW, readable unsigned" curl -fsS -o /dev/null -r 0-3 "$EP/fleet/image.sqfs"
+
+# The origin as the tier and the nodes see it: RGW behind a meter (a faultproxy
+# without faults), which counts the bytes the origin serves.
+python3 "$top/tests/lib/faultproxy.py" --port "$METER" --upstream "$EP" --faults pass --skip 0 \
+	--log "$W/origin.log" 2>/dev/null &
+METER_PID=$!
+REMOTE_PIDS+=("$METER_PID")
+wait_port "$METER"
+sed -e "s|@ORIGIN@|127.0.0.1:$METER|; s|@LISTEN@|127.0.0.1:$TIER|; s|@CACHE@|$W/tier/cache|" \
+	"$top/docs/nginx-cache-tier.conf" >"$W/tier/site.conf"
+cat >"$W/tier/nginx.conf" <<CONF
+daemon off;
+pid $W/tier/nginx.pid;
+error_log $W/tier/error.log;
+events { worker_connections 256; }
+http {
+	access_log off;
+	client_body_temp_path $W/tier/tmp;
+	proxy_temp_path $W/tier/tmp;
+	fastcgi_temp_path $W/tier/tmp;
+	uwsgi_temp_path $W/tier/tmp;
+	scgi_temp_path $W/tier/tmp;
+	include $W/tier/site.conf;
+}
+CONF
+start_tier() {
+	nginx -e "$W/tier/error.log" -p "$W/tier" -c "$W/tier/nginx.conf" &
+	TIER_PID=$!
+	REMOTE_PIDS+=("$TIER_PID")
+	wait_port "$TIER"
+}
+start_tier || { not_ok "the tier starts" "$(tail -3 "$W/tier/error.log")"; exit 1; }
+
+# Each node's link: to the tier (port base+I) and, for the fallback, to the origin (base+10+I).
+BASE=$(free_port)
+BASE=$((BASE - BASE % 100 + 20))
+up=0
+for i in $(seq $N); do
+	fleet_proxy "tier$i" $((BASE + i)) "http://127.0.0.1:$TIER" --delay-ms 20 --rate-mbit 200 &&
+		fleet_proxy "origin$i" $((BASE + 10 + i)) "http://127.0.0.1:$METER" --delay-ms 20 --rate-mbit 200 &&
+		up=$((up + 1))
+done
+check "each node has its latency proxies (20 ms a request, 200 Mbit/s)" test $up = $N
+url() { echo "http://${FLEET_NET}1:$(($2 + $1))/fleet/image.sqfs"; }   # url I PORTBASE
+
+# workload I: every file of node I's mount, its sha256 against the manifest
+workload() {
+	local m=$W/node$1/mnt
+	(cd "$m" && find . -type f | sort | xargs sha256sum) >"$W/node$1/got" 2>&1 && cmp -s "$W/manifest" "$W/node$1/got"
+}
+# fleet_round PORTBASE OPTS (@I@: the node's number): every node mounts cold at once and runs the workload; RIGHT counts the good ones
+fleet_round() {
+	local i pids=()
+	for i in $(seq $N); do
+		(fleet_mount "$i" "$W/node$i/mnt" "$(url "$i" "$1")" "${2//@I@/$i}" 2>"$W/node$i/mount.err" &&
+			workload "$i") &
+		pids+=($!)
+	done
+	RIGHT=0
+	for i in $(seq $N); do wait "${pids[$((i - 1))]}" && RIGHT=$((RIGHT + 1)); done
+	for i in $(seq $N); do fleet_umount "$W/node$i/mnt"; FLEET_MOUNTS+=("$W/node$i/mnt"); done
+}
+for i in $(seq $N); do mkdir -p "$W/node$i/cache"; done
+
+# ---- cold, all at once, through the tier --------------------------------------
+OPTS="cache_dir=$W/node@I@/cache,noprefetch,retry_seconds=5"
+fleet_round "$BASE" "$OPTS"
+check "$N nodes at once through the tier: every file every node read matches the manifest ($RIGHT of $N)" test $RIGHT = $N
+one=$(fleet_bytes "$W/tier1.log")
+origin=$(fleet_bytes "$W/origin.log")
+check "the origin served $origin bytes for $N nodes, at most 1.1x the $one bytes one node read" \
+	test "$origin" -le $((one * 11 / 10))
+check "every node's requests went through its own proxy" \
+	bash -c "for i in \$(seq $N); do [ -s '$W/tier'\$i.log ] || exit 1; done"
+
+# ---- the origin down, the tier warm ------------------------------------------------
+stop_pid "$METER_PID"
+: >"$W/tier1.log"
+fleet_round "$BASE" "$OPTS"
+check "origin down: nodes with warm cache dirs read every file right through the tier ($RIGHT of $N)" test $RIGHT = $N
+for i in $(seq $N); do rm -rf "$W/node$i/cache" && mkdir -p "$W/node$i/cache"; done
+fleet_round "$BASE" "$OPTS"
+check "origin down: cold nodes read every file right from the tier's cache ($RIGHT of $N)" test $RIGHT = $N
+check "... and fetched it through the tier" test "$(fleet_bytes "$W/tier1.log")" -gt 0
+
+# ---- the tier down -------------------------------------------------------------------
+python3 "$top/tests/lib/faultproxy.py" --port "$METER" --upstream "$EP" --faults pass --skip 0 \
+	--log "$W/origin.log" 2>/dev/null &
+REMOTE_PIDS+=($!)
+wait_port "$METER"
+stop_pid "$TIER_PID"
+for i in $(seq $N); do rm -rf "$W/node$i/cache" && mkdir -p "$W/node$i/cache"; done
+fleet_mount 1 "$W/node1/mnt" "$(url 1 "$BASE")" "cache_dir=$W/node1/cache,retry_seconds=2" 2>"$W/down.err"; st=$?
+fleet_umount "$W/node1/mnt"
+check "tier down: no fallback in quash; the mount through it fails in one line ($(head -c 120 "$W/down.err"))" \
+	bash -c "[ $st != 0 ] && [ \$(wc -l <'$W/down.err') = 1 ] && grep -q '^quash: ' '$W/down.err'"
+: >"$W/origin.log"
+fleet_round $((BASE + 10)) "$OPTS"
+check "tier down, nodes pointed at the origin: every file right ($RIGHT of $N)" test $RIGHT = $N
+check "... served by the origin, about once per node" \
+	test "$(fleet_bytes "$W/origin.log")" -ge "$((one * N * 9 / 10))"
