@@ -585,13 +585,17 @@ struct qc_image *qc_pin(struct qm_catalog *c, uint32_t slot, int *err)
 	pthread_mutex_lock(&im->lock);
 	*err = 0;
 	if (!im->view.img) {
-		if (im->gone)
+		bool tried = false;
+
+		if (im->gone) {
 			*err = -ESTALE;
-		else if (im->error && now - im->failed_at < QC_RETRY_S)
-			*err = im->error;
-		else
+		} else if (im->error && now - im->failed_at < QC_RETRY_S) {
+			*err = im->error;       /* failed a moment ago: not tried again before QC_RETRY_S */
+		} else {
 			*err = open_image(c, im);
-		if (*err && !im->gone) {
+			tried = true;
+		}
+		if (*err && tried) {
 			bool stale = *err == -ESTALE;
 
 			if (!im->logged || stale)
