@@ -76,7 +76,7 @@ same "-all-time and -mkfs-time" src -all-time 1000 -mkfs-time 2000
 "$QM" "$W/src" "$W/root.sqfs" -noappend -quiet -no-progress -root-uid 77 -root-gid daemon -root-time 1234567 \
 	-root-mode 701 >/dev/null 2>&1
 check "-root-uid, -root-gid (by name), -root-time, -root-mode set the root alone" bash -c \
-	"unsquashfs -lln '$W/root.sqfs' | awk 'NR == 1 { print \$1, \$2, \$4, \$5 } NR == 2 { print \$2 }' |
+	"TZ=UTC unsquashfs -lln '$W/root.sqfs' | awk 'NR == 1 { print \$1, \$2, \$4, \$5 } NR == 2 { print \$2 }' |
 	 tr '\n' ' ' | grep -qx 'drwx-----x 77/1 1970-01-15 06:56 1234/5678 '"
 SOURCE_DATE_EPOCH=1234567 same "SOURCE_DATE_EPOCH" src
 check "SOURCE_DATE_EPOCH is the image's time too" bash -c "unsquashfs -s '$W/q.sqfs' | grep -q 'Creation or last append time .*Jan 15 .*1970'"
