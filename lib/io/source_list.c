@@ -766,29 +766,15 @@ static int list_get(struct list_run *run, struct remote_target *t, const char *q
 /* "&name=value" (no '&' first), value percent-encoded as SigV4 wants a query: '/' too. */
 static int query_add(char **q, const char *name, const char *value)
 {
-	static const char hex[] = "0123456789ABCDEF";
-	size_t have = *q ? strlen(*q) : 0, n = 0;
-	char *out = realloc(*q, have + strlen(name) + 3 * strlen(value) + 3);
+	size_t have = *q ? strlen(*q) : 0;
+	char *out = realloc(*q, have + strlen(name) + 3);
 
 	if (!out)
 		return qs_set_error(-ENOMEM, "out of memory");
-	if (have)
-		out[have + n++] = '&';
-	memcpy(out + have + n, name, strlen(name));
-	n += strlen(name);
-	out[have + n++] = '=';
-	for (const unsigned char *p = (const unsigned char *)value; *p; p++) {
-		if ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
-		    strchr("-._~", *p)) {
-			out[have + n++] = (char)*p;
-		} else {
-			out[have + n++] = '%';
-			out[have + n++] = hex[*p >> 4];
-			out[have + n++] = hex[*p & 15];
-		}
-	}
-	out[have + n] = '\0';
+	snprintf(out + have, strlen(name) + 3, "%s%s=", have ? "&" : "", name);
 	*q = out;
+	if (remote_append_escaped(q, value, false) < 0)
+		return qs_set_error(-ENOMEM, "out of memory");
 	return 0;
 }
 

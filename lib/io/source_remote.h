@@ -87,5 +87,7 @@ void remote_reply_clear(struct remote_reply *reply);
 
 /* Append 'src' to 'dst' percent-encoded as an S3 key (everything but unreserved characters and '/'). */
 int remote_append_encoded(char **dst, const char *src);
+/* The same, '/' encoded too unless keep_slash (a SigV4 query value); *dst may be NULL. */
+int remote_append_escaped(char **dst, const char *src, bool keep_slash);
 
 #endif
