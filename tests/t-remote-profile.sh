@@ -90,6 +90,24 @@ else
 	not_ok "cold mount with the profile takes few requests" "$warm with, $cold without: $(cat "$W/requests.log")"
 fi
 
+# With the default 4 MiB chunks the replay fetches the profile's bytes, not
+# the chunks around them: at most the open request (64 KiB with a profile),
+# the pinned metadata (the image's last chunk), the profile's ranges and the
+# gaps merged between them.
+bytes() { awk '{ n += $4 } END { print n + 0 }' "$W/requests.log"; }
+: >"$W/requests.log"
+qmount "$W/m" "$QUASH_ASAN" mount -o "prefetch=$W/a.profile" "$BASE/a.sqfs" "$W/m" 2>"$W/err"
+workload "$W/m" "$W/got"
+settled
+fetched=$(bytes)
+fusermount3 -u -z "$W/m"
+size=$(stat -c %s "$W/www/a.sqfs")
+pbytes=$(awk 'NR > 2 { n += $2 } END { print n }' "$W/a.profile")
+bound=$((pbytes + 65536 + size % 4194304 + nranges * 65536))
+check "4 MiB chunks, replayed: same bytes as the local image" cmp -s "$W/want" "$W/got"
+check "4 MiB chunks, replayed: $fetched bytes fetched for a profile of $pbytes (bound $bound; the image: $size)" \
+	test "$fetched" -le "$bound" -a "$fetched" -lt "$size"
+
 # URL.profile beside the image is fetched once and replayed.
 cp "$W/a.profile" "$W/www/a.sqfs.profile"
 : >"$W/requests.log"

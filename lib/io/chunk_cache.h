@@ -32,12 +32,12 @@ int chunk_cache_chunk_size(const struct qs_source_options *opt, size_t *chunk_si
 /*
  * A source of 'size' bytes read through 'fetcher' (ownership passes, even on
  * failure).  'identity' names the exact bytes (URL, size, ETag): it keys the
- * persistent cache.  'first' holds the object's first min(size, chunk size)
- * bytes when the caller already has them (the open request fetched them), or
- * is NULL.  'notice' (copied, may be NULL) becomes the source's notice.
+ * persistent cache.  'first' holds the object's first 'first_len' bytes
+ * when the caller already has them (the open request fetched them), or is
+ * NULL: the whole first chunk, min(size, chunk size) bytes, or fewer.  'notice' (copied, may be NULL) becomes the source's notice.
  */
 int chunk_cache_open(const struct chunk_fetcher *fetcher, const char *name, const char *identity,
 		     uint64_t size, const struct qs_source_options *opt, const void *first,
-		     const char *notice, struct qs_source **out);
+		     size_t first_len, const char *notice, struct qs_source **out);
 
 #endif

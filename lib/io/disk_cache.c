@@ -411,6 +411,19 @@ int disk_cache_get(struct disk_cache *dc, uint32_t idx, void *buf, size_t len)
 	return 0;
 }
 
+bool disk_cache_has(struct disk_cache *dc, uint32_t idx, size_t len)
+{
+	char key[DISK_KEY_MAX], name[24];
+	int key_len = chunk_key(dc, idx, key, sizeof(key));
+	struct stat st;
+
+	if (key_len < 0)
+		return false;
+	chunk_file_name(key, name);
+	return fstatat(dc->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) && is_own(&st) &&
+	       (uint64_t)st.st_size == DISK_HEADER_LEN + (uint64_t)key_len + len;
+}
+
 void disk_cache_put(struct disk_cache *dc, uint32_t idx, const void *buf, size_t len)
 {
 	char key[DISK_KEY_MAX], name[24], header[DISK_HEADER_LEN] = DISK_MAGIC;

@@ -29,6 +29,7 @@
 #ifndef QUASH_DISK_CACHE_H
 #define QUASH_DISK_CACHE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -42,6 +43,12 @@ void disk_cache_close(struct disk_cache *dc);
 
 /* Chunk 'idx' of exactly 'len' bytes into buf: 0, or -ENOENT when not cached (or damaged). */
 int disk_cache_get(struct disk_cache *dc, uint32_t idx, void *buf, size_t len);
+
+/*
+ * Is chunk 'idx' of 'len' bytes probably cached?  Only a look at the file's
+ * owner and size: a later disk_cache_get() still checks its key and hash.
+ */
+bool disk_cache_has(struct disk_cache *dc, uint32_t idx, size_t len);
 
 /* Store a chunk; best effort, a full disk only means no caching. */
 void disk_cache_put(struct disk_cache *dc, uint32_t idx, const void *buf, size_t len);
