@@ -115,30 +115,8 @@ start_meter() {
 	wait_port "$METER"
 }
 start_meter
-sed -e "s|@ORIGIN@|127.0.0.1:$METER|; s|@LISTEN@|127.0.0.1:$TIER|; s|@CACHE@|$W/tier/cache|" \
-	"$top/docs/nginx-cache-tier.conf" >"$W/tier/site.conf"
-cat >"$W/tier/nginx.conf" <<CONF
-daemon off;
-worker_processes 2;
-pid $W/tier/nginx.pid;
-error_log $W/tier/error.log;
-events { worker_connections 1024; }
-http {
-	access_log off;
-	client_body_temp_path $W/tier/tmp;
-	proxy_temp_path $W/tier/tmp;
-	fastcgi_temp_path $W/tier/tmp;
-	uwsgi_temp_path $W/tier/tmp;
-	scgi_temp_path $W/tier/tmp;
-	include $W/tier/site.conf;
-}
-CONF
 start_tier() {   # a cold tier: its cache emptied
-	rm -rf "$W/tier/cache" && mkdir -p "$W/tier/cache"
-	nginx -e "$W/tier/error.log" -p "$W/tier" -c "$W/tier/nginx.conf" &
-	TIER_PID=$!
-	REMOTE_PIDS+=("$TIER_PID")
-	wait_port "$TIER"
+	TIER_WORKERS=2 start_cache_tier "$W/tier" "$METER" "$TIER"
 }
 # The peer's origin: nginx with listings (rclone's HTTP backend needs them).
 ln -s "$TREE_IMG" "$W/www/tree.sqfs"
@@ -157,12 +135,14 @@ fleet_proxy "nginx1" "$PB" "http://127.0.0.1:$HTTP" $LINK || die "proxy to nginx
 # round N VIA(tier|origin) PROFILE(yes|no): N nodes mount cold at once and run
 # the workload; prints "median p99 origin_bytes node1_bytes wrong failed"
 round() {
-	local n=$1 via=$2 prof=$3 i base opts pids=() wrong=0 failed=0
-	[ "$via" = tier ] && base=$TB || base=$OB
+	local n=$1 via=$2 prof=$3 i base opts link=$2 pids=() wrong=0 failed=0
+	[ "$via" = origin ] && base=$OB || base=$TB
+	[ "$via" = tier-down ] && link=origin   # the tier's link refuses; the fallback's carries it all
 	: >"$W/logs/origin.log"
-	for i in $(seq "$n"); do : >"$W/logs/$via$i.log"; rm -rf "$W/n$i"; mkdir -p "$W/n$i/cache" "$W/n$i/mnt"; done
+	for i in $(seq "$n"); do : >"$W/logs/$link$i.log"; rm -rf "$W/n$i"; mkdir -p "$W/n$i/cache" "$W/n$i/mnt"; done
 	for i in $(seq "$n"); do
 		opts="cache_dir=$W/n$i/cache${FLEET_OPTS:+,$FLEET_OPTS}"
+		[ "$via" = tier-down ] && opts="$opts,fallback=http://${FLEET_NET}1:$((OB + i))/fleet/$IMG.sqfs"
 		[ "$prof" = yes ] && opts="$opts,prefetch=$W/$IMG.profile" || opts="$opts,noprefetch"
 		(
 			t0=$(now)
@@ -192,7 +172,7 @@ t = sorted(float(open(f"{w}/n{i}/time").read()) for i in range(1, n + 1))
 p99 = t[min(n - 1, int(round(0.99 * (n - 1))))]
 print(f"{statistics.median(t):.2f} {p99:.2f}", end=" ")
 PY
-	echo "$(fleet_bytes "$W/logs/origin.log") $(fleet_bytes "$W/logs/${via}1.log") $wrong $failed"
+	echo "$(fleet_bytes "$W/logs/origin.log") $(fleet_bytes "$W/logs/${link}1.log") $wrong $failed"
 }
 
 # ---- the profile: node 1 records the workload once --------------------------------------
@@ -228,6 +208,11 @@ for r in $(seq "$ROUNDS"); do
 	res=$(round "$MAXN" tier yes)
 	echo "$r,$MAXN,tier-origin-down,yes,${res// /,}" | tee -a "$CSV"
 	start_meter
+	# The tier down: the largest fleet, cold, pointed at the tier with the
+	# origin as -o fallback=, with the profile.
+	stop_pid "$TIER_PID"; TIER_PID=
+	res=$(round "$MAXN" tier-down yes)
+	echo "$r,$MAXN,tier-down-fallback,yes,${res// /,}" | tee -a "$CSV"
 	# The peer on node 1: rclone HTTP mount + squashfuse_ll against quash, same link, nginx origin.
 	if [ -n "$HAVE_RCLONE" ]; then
 		mkdir -p "$W/rclone/mnt" "$W/rclone/sq"

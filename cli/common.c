@@ -92,6 +92,11 @@ int cli_common_option(struct cli_common *co, int opt, const char *arg)
 	case CLI_OPT_PROXY:
 		co->source.proxy = arg;
 		return CLI_CONTINUE;
+	case CLI_OPT_FALLBACK:
+		if (!qs_source_spec_is_remote(arg))
+			return cli_usage(co->cmd, "--fallback: '%s' is not an http://, https:// or s3:// URL", arg);
+		co->source.fallback = arg;
+		return CLI_CONTINUE;
 	case CLI_OPT_CACHE_DIR_LIMIT:
 		if (cli_parse_size(arg, &co->source.cache_dir_limit))
 			return cli_usage(co->cmd, "invalid cache size '%s'", arg);

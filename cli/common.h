@@ -62,6 +62,7 @@ enum {
 	CLI_OPT_CACHE_DIR_LIMIT,
 	CLI_OPT_RETRY_SECONDS,
 	CLI_OPT_PROXY,
+	CLI_OPT_FALLBACK,
 };
 
 #define CLI_COMMON_SHORTOPTS "hVo:"
@@ -73,6 +74,7 @@ enum {
 	{ "cache-dir-limit", required_argument, NULL, CLI_OPT_CACHE_DIR_LIMIT }, \
 	{ "retry-seconds", required_argument, NULL, CLI_OPT_RETRY_SECONDS }, \
 	{ "proxy", required_argument, NULL, CLI_OPT_PROXY }, \
+	{ "fallback", required_argument, NULL, CLI_OPT_FALLBACK }, \
 	{ "help", no_argument, NULL, 'h' }, \
 	{ "version", no_argument, NULL, 'V' }
 
@@ -92,6 +94,8 @@ enum {
 	"                        retries and transfers included (default 30)\n" \
 	"      --proxy URL       send remote requests through this HTTP proxy or caching\n" \
 	"                        tier (else http_proxy, https_proxy and no_proxy)\n" \
+	"      --fallback URL    the same image elsewhere (the origin behind a caching\n" \
+	"                        tier), read while the image's server does not answer\n" \
 	"  -h, --help            show this help and exit\n" \
 	"  -V, --version         show the version and exit\n"
 

@@ -91,6 +91,16 @@ struct qs_source_options {
 	 */
 	const char *proxy;
 	/*
+	 * The same object at another URL (http://, https:// or s3://), asked
+	 * when the first does not answer (connection errors, timeouts, 5xx):
+	 * the origin behind a caching tier.  It must serve the same version
+	 * (the same ETag, as a tier passes on the origin's): a read it answers
+	 * with another fails, and the first URL stays the authority on what
+	 * the object is.  After REMOTE_FALLBACK_HOLD_MS (30 s) on it, a request
+	 * tries the first URL again.  NULL: none.
+	 */
+	const char *fallback;
+	/*
 	 * Prefetch profiles (docs/profile.md).  'record': write the byte ranges
 	 * read, in first-touch order, to this file (every few seconds and at
 	 * close).  'prefetch': replay this profile at open, in the background.

@@ -207,6 +207,10 @@ static int parse_one(struct qm_options *opt, char *o)
 		opt->source.cache_dir = value;
 	} else if (strcmp(o, "proxy") == 0) {
 		opt->source.proxy = value;
+	} else if (strcmp(o, "fallback") == 0) {
+		if (!qs_source_spec_is_remote(value))
+			return bad_value(opt, o, value);
+		opt->source.fallback = value;
 	} else if (strcmp(o, "record") == 0 || strcmp(o, "prefetch") == 0) {
 		if (!*value)
 			return bad_value(opt, o, value);
@@ -328,10 +332,15 @@ enum qm_parse_result qm_parse_args(int argc, char **argv, bool squashfuse_compat
 			opt->squashfuse_compat ? opt->progname : "quash mount");
 		return QM_PARSE_ERROR;
 	}
-	if (opt->catalog && (opt->subdir || opt->offset_given || opt->source.record || opt->source.prefetch)) {
+	if (opt->catalog && (opt->subdir || opt->offset_given || opt->source.record || opt->source.prefetch ||
+			     opt->source.fallback)) {
 		fprintf(stderr, "%s: -o %s is for one image, not a catalog\n", opt->msgname,
 			opt->subdir ? "subdir=" : opt->offset_given ? "offset=" : opt->source.record ? "record=" :
-			"prefetch=");
+			opt->source.prefetch ? "prefetch=" : "fallback=");
+		return QM_PARSE_ERROR;
+	}
+	if (opt->source.fallback && !qs_source_spec_is_remote(opt->image)) {
+		fprintf(stderr, "%s: -o fallback= is for an image at a URL, not a file\n", opt->msgname);
 		return QM_PARSE_ERROR;
 	}
 	if (!opt->catalog && (opt->catalog_idle || opt->catalog_refresh || opt->catalog_open_max)) {
@@ -389,6 +398,8 @@ void qm_usage(const struct qm_options *opt)
 		"    -o cache_dir=DIR       keep fetched parts of remote images in DIR (shared)\n"
 		"    -o proxy=URL           remote requests through this HTTP proxy or caching tier\n"
 		"                           (else http_proxy, https_proxy, no_proxy)\n"
+		"    -o fallback=URL        the same image elsewhere (the origin behind a caching\n"
+		"                           tier), read while IMAGE's server does not answer\n"
 		"    -o cache_dir_limit=SIZE  bound on cache_dir\n"
 		"    -o chunk_size=SIZE     remote fetch size (default 4M)\n"
 		"    -o remote_cache=SIZE   remote chunks held in memory (default 256M)\n"

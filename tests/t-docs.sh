@@ -140,7 +140,8 @@ expect "quash mount IMAGE <TAB> -> directories only" "mnt out tree" quash mount 
 expect "quash mount -o ro IMAGE m -> mnt" mnt quash mount -o ro img.sqfs m
 expect "squashfuse_ll IMAGE m -> mnt" mnt squashfuse_ll img.sqfs m
 expect "quash umount --l -> --lazy" --lazy quash umount --l
-expect "quash extract --f -> --force" --force quash extract --f
+expect "quash extract --fo -> --force" --force quash extract --fo
+expect "quash extract --fa -> --fallback" --fallback quash extract --fa
 expect "quash extract IMAGE -C <TAB> -> directories only" "mnt out tree" quash extract img.sqfs -C ''
 expect "quash ls --j -> --json" --json quash ls --j
 expect "quash info --cache-dir o -> out" out quash info --cache-dir o

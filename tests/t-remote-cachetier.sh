@@ -18,27 +18,8 @@ SIZE=$(stat -c %s "$W/image.sqfs")
 ORIGIN=$(free_port) TIER=$(free_port)
 NGINX_EXTRA="access_log $W/origin.log combined;" start_nginx "$W/origin" "$W/www" "$ORIGIN"
 
-sed -e "s|@ORIGIN@|127.0.0.1:$ORIGIN|; s|@LISTEN@|127.0.0.1:$TIER|; s|@CACHE@|$W/tier/cache|" \
-	"$top/docs/nginx-cache-tier.conf" >"$W/tier/site.conf"
-cat >"$W/tier/nginx.conf" <<CONF
-daemon off;
-pid $W/tier/nginx.pid;
-error_log $W/tier/error.log;
-events { worker_connections 256; }
-http {
-	access_log $W/tier/access.log combined;
-	client_body_temp_path $W/tier/tmp;
-	proxy_temp_path $W/tier/tmp;
-	fastcgi_temp_path $W/tier/tmp;
-	uwsgi_temp_path $W/tier/tmp;
-	scgi_temp_path $W/tier/tmp;
-	include $W/tier/site.conf;
-}
-CONF
-nginx -e "$W/tier/error.log" -p "$W/tier" -c "$W/tier/nginx.conf" &
-TIER_PID=$!
-REMOTE_PIDS+=("$TIER_PID")
-wait_port "$TIER" || { not_ok "the caching tier starts" "$(tail -3 "$W/tier/error.log")"; exit 1; }
+start_cache_tier "$W/tier" "$ORIGIN" "$TIER" "$W/tier/access.log" ||
+	{ not_ok "the caching tier starts" "$(tail -3 "$W/tier/error.log")"; exit 1; }
 ok "the caching tier starts with docs/nginx-cache-tier.conf"
 
 origin_bytes() { awk '{ n += $10 } END { print n + 0 }' "$W/origin.log" 2>/dev/null || echo 0; }

@@ -6,8 +6,9 @@
 # file every node reads is checked against the image's sha256 manifest; the
 # origin serves the image about once for the four; with the origin gone after
 # the tier is warm, nodes (warm cache dirs and cold ones) still read; with the
-# tier gone, quash does not fall back by itself: a mount through it fails in
-# one line, and a node pointed at the origin reads right.
+# tier gone (half way through a read, or from the start) nodes given the
+# origin as -o fallback= read right from it, and without one a mount through
+# the dead tier fails in one line.
 . "$(dirname "$0")/lib/tap.sh"
 . "$(dirname "$0")/lib/remote.sh"
 . "$(dirname "$0")/lib/fleet.sh"
@@ -43,29 +44,7 @@ python3 "$top/tests/lib/faultproxy.py" --port "$METER" --upstream "$EP" --faults
 METER_PID=$!
 REMOTE_PIDS+=("$METER_PID")
 wait_port "$METER"
-sed -e "s|@ORIGIN@|127.0.0.1:$METER|; s|@LISTEN@|127.0.0.1:$TIER|; s|@CACHE@|$W/tier/cache|" \
-	"$top/docs/nginx-cache-tier.conf" >"$W/tier/site.conf"
-cat >"$W/tier/nginx.conf" <<CONF
-daemon off;
-pid $W/tier/nginx.pid;
-error_log $W/tier/error.log;
-events { worker_connections 256; }
-http {
-	access_log off;
-	client_body_temp_path $W/tier/tmp;
-	proxy_temp_path $W/tier/tmp;
-	fastcgi_temp_path $W/tier/tmp;
-	uwsgi_temp_path $W/tier/tmp;
-	scgi_temp_path $W/tier/tmp;
-	include $W/tier/site.conf;
-}
-CONF
-start_tier() {
-	nginx -e "$W/tier/error.log" -p "$W/tier" -c "$W/tier/nginx.conf" &
-	TIER_PID=$!
-	REMOTE_PIDS+=("$TIER_PID")
-	wait_port "$TIER"
-}
+start_tier() { start_cache_tier "$W/tier" "$METER" "$TIER"; }
 start_tier || { not_ok "the tier starts" "$(tail -3 "$W/tier/error.log")"; exit 1; }
 
 # Each node's link: to the tier (port base+I) and, for the fallback, to the origin (base+10+I).
@@ -87,9 +66,11 @@ workload() {
 }
 # fleet_round PORTBASE OPTS (@I@: the node's number): every node mounts cold at once and runs the workload; RIGHT counts the good ones
 fleet_round() {
-	local i pids=()
+	local i o pids=()
 	for i in $(seq $N); do
-		(fleet_mount "$i" "$W/node$i/mnt" "$(url "$i" "$1")" "${2//@I@/$i}" 2>"$W/node$i/mount.err" &&
+		o=${2//@I@/$i}
+		o=${o//@FALLBACK@/$(url "$i" $((BASE + 10)))}
+		(fleet_mount "$i" "$W/node$i/mnt" "$(url "$i" "$1")" "$o" 2>"$W/node$i/mount.err" &&
 			workload "$i") &
 		pids+=($!)
 	done
@@ -125,14 +106,31 @@ python3 "$top/tests/lib/faultproxy.py" --port "$METER" --upstream "$EP" --faults
 	--log "$W/origin.log" 2>/dev/null &
 REMOTE_PIDS+=($!)
 wait_port "$METER"
+# A node reading through the tier with the origin as its fallback (-o
+# fallback=): the tier stops after the first file; the rest comes from the
+# origin (64 KiB chunks: that read and its readahead do not bring it all).
+rm -rf "$W/node1/cache" && mkdir -p "$W/node1/cache"
+fleet_mount 1 "$W/node1/mnt" "$(url 1 "$BASE")" \
+	"cache_dir=$W/node1/cache,chunk_size=64K,noprefetch,retry_seconds=5,fallback=$(url 1 $((BASE + 10)))" \
+	2>"$W/fb.err"
+half=1
+(cd "$W/node1/mnt" && head -n $half "$W/manifest" | awk '{ print $2 }' | xargs sha256sum) >"$W/fb.got" 2>&1
 stop_pid "$TIER_PID"
+: >"$W/origin.log"
+(cd "$W/node1/mnt" && tail -n +$((half + 1)) "$W/manifest" | awk '{ print $2 }' | xargs sha256sum) >>"$W/fb.got" 2>&1
+fleet_umount "$W/node1/mnt"
+check "tier stops after a file: with -o fallback= the node reads every file right" cmp -s "$W/manifest" "$W/fb.got"
+check "... the rest from the origin" test "$(fleet_bytes "$W/origin.log")" -gt 0
+
+# With the tier down from the start: without a fallback a mount through it
+# fails in one line; with one, a cold fleet reads everything from the origin.
 for i in $(seq $N); do rm -rf "$W/node$i/cache" && mkdir -p "$W/node$i/cache"; done
 fleet_mount 1 "$W/node1/mnt" "$(url 1 "$BASE")" "cache_dir=$W/node1/cache,retry_seconds=2" 2>"$W/down.err"; st=$?
 fleet_umount "$W/node1/mnt"
-check "tier down: no fallback in quash; the mount through it fails in one line ($(head -c 120 "$W/down.err"))" \
+check "tier down, no fallback: the mount through it fails in one line ($(head -c 120 "$W/down.err"))" \
 	bash -c "[ $st != 0 ] && [ \$(wc -l <'$W/down.err') = 1 ] && grep -q '^quash: ' '$W/down.err'"
 : >"$W/origin.log"
-fleet_round $((BASE + 10)) "$OPTS"
-check "tier down, nodes pointed at the origin: every file right ($RIGHT of $N)" test $RIGHT = $N
+fleet_round "$BASE" "$OPTS,fallback=@FALLBACK@"
+check "tier down, -o fallback= the origin: every file right ($RIGHT of $N)" test $RIGHT = $N
 check "... served by the origin, about once per node" \
 	test "$(fleet_bytes "$W/origin.log")" -ge "$((one * N * 9 / 10))"

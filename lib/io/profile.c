@@ -784,6 +784,7 @@ static char *beside_name(const char *spec)
 static int fetch_remote_profile(const char *url, const struct qs_source_options *opt, struct qs_profile **out)
 {
 	struct qs_source_options o = *opt;
+	char *fallback = NULL;
 	struct qs_source *src;
 	char *text;
 	int err;
@@ -792,7 +793,12 @@ static int fetch_remote_profile(const char *url, const struct qs_source_options 
 	o.record = o.prefetch = NULL;
 	o.prefetch_beside = false;
 	o.retry_seconds = PROFILE_FETCH_RETRY_SECONDS;
-	if (qs_source_open(url, &o, &src) < 0)
+	/* The image's fallback has its own URL.profile beside it. */
+	if (opt->fallback && !(o.fallback = fallback = beside_name(opt->fallback)))
+		return qs_set_error(-ENOMEM, "out of memory");
+	err = qs_source_open(url, &o, &src);
+	free(fallback);
+	if (err < 0)
 		return 0;
 	if (src->size > QS_PROFILE_MAX_BYTES) {
 		err = qs_set_error(-E2BIG, "%s: larger than %u MiB; not a profile", src->name,

@@ -11,7 +11,9 @@
  * body longer or shorter than it, is an error and never data.
  *
  * Connection errors, timeouts, stalls, 5xx and 429 are retried with
- * jittered exponential backoff until the retry budget is spent; what no
+ * jittered exponential backoff until the retry budget is spent, each retry
+ * going to the fallback URL (-o fallback=: the origin behind a caching
+ * tier, say) if there is one and the last try did not; what no
  * retry can fix (a host name that does not resolve, a certificate that
  * does not verify, 401/403/404) fails at once.  Easy
  * handles are pooled so that connections are reused.  Messages name the
@@ -24,6 +26,7 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,9 +65,21 @@
  * bench/fleet.sh's 200 Mbit/s link.  A superblock and a SIF header fit.
  */
 #define REMOTE_OPEN_PROFILED    (64u << 10)
+/*
+ * Once a request failed over to the fallback URL, requests stay there this
+ * long before one tries the first URL again: a tier that is down is not
+ * asked (and waited for) on every read, and one that is back gets its load
+ * back within this time.
+ */
+#define REMOTE_FALLBACK_HOLD_MS 30000
+
+enum { TARGET_FIRST, TARGET_FALLBACK, TARGETS };
 
 struct remote {
 	struct remote_target t;
+	struct remote_target alt;                 /* -o fallback=: the same object elsewhere, or url NULL */
+	atomic_bool on_alt;                       /* requests go to alt (since alt_since_ms) */
+	_Atomic uint64_t alt_since_ms;
 	char *key;                                /* the URL without secrets: keys the cache directory */
 	uint64_t size;
 	char etag[REMOTE_VALIDATOR_MAX];          /* strong ETag seen at open, or "" */
@@ -72,8 +87,8 @@ struct remote {
 	unsigned retry_seconds;
 	long stall_seconds;
 	pthread_mutex_t pool_lock;
-	CURL *pool[REMOTE_POOL_MAX];
-	int npool;
+	CURL *pool[TARGETS][REMOTE_POOL_MAX];     /* idle handles, by the target they are set up for */
+	int npool[TARGETS];
 };
 
 /* One request's answer as it arrives. */
@@ -415,20 +430,25 @@ static void handle_setup(CURL *h, const struct remote_target *t, long stall_seco
 	}
 }
 
-static CURL *handle_get(struct remote *rm)
+static const struct remote_target *target(const struct remote *rm, int which)
+{
+	return which == TARGET_FALLBACK ? &rm->alt : &rm->t;
+}
+
+static CURL *handle_get(struct remote *rm, int which)
 {
 	CURL *h = NULL;
 
 	pthread_mutex_lock(&rm->pool_lock);
-	if (rm->npool)
-		h = rm->pool[--rm->npool];
+	if (rm->npool[which])
+		h = rm->pool[which][--rm->npool[which]];
 	pthread_mutex_unlock(&rm->pool_lock);
 	if (h)
 		return h;
 	h = curl_easy_init();
 	if (!h)
 		return NULL;
-	handle_setup(h, &rm->t, rm->stall_seconds);
+	handle_setup(h, target(rm, which), rm->stall_seconds);
 	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
@@ -436,11 +456,11 @@ static CURL *handle_get(struct remote *rm)
 	return h;
 }
 
-static void handle_put(struct remote *rm, CURL *h, bool reusable)
+static void handle_put(struct remote *rm, int which, CURL *h, bool reusable)
 {
 	pthread_mutex_lock(&rm->pool_lock);
-	if (reusable && rm->npool < REMOTE_POOL_MAX) {
-		rm->pool[rm->npool++] = h;
+	if (reusable && rm->npool[which] < REMOTE_POOL_MAX) {
+		rm->pool[which][rm->npool[which]++] = h;
 		h = NULL;
 	}
 	pthread_mutex_unlock(&rm->pool_lock);
@@ -479,7 +499,7 @@ static struct curl_slist *s3_headers(const struct remote_target *t, struct curl_
 	return list;
 }
 
-static struct curl_slist *request_headers(const struct remote *rm, uint64_t off, size_t len,
+static struct curl_slist *request_headers(const struct remote *rm, int which, uint64_t off, size_t len,
 					  enum request_kind kind)
 {
 	struct curl_slist *list;
@@ -495,7 +515,7 @@ static struct curl_slist *request_headers(const struct remote *rm, uint64_t off,
 		snprintf(line, sizeof(line), "If-Unmodified-Since: %s", rm->last_modified);
 	if (list && line[0])
 		list = append_header(list, line);
-	return list ? s3_headers(&rm->t, list) : NULL;
+	return list ? s3_headers(target(rm, which), list) : NULL;
 }
 
 /* The <Code> of an S3 error body, or "". */
@@ -571,8 +591,8 @@ static bool changed_version(const struct remote *rm, const struct response *r)
  * message says why), or another -errno.  For REQUEST_OPEN the answer may be
  * shorter than asked when the object is.
  */
-static int judge(struct remote *rm, CURLcode rc, const char *curl_msg, struct response *r, uint64_t off,
-		 size_t len, enum request_kind kind)
+static int judge(struct remote *rm, int which, CURLcode rc, const char *curl_msg, struct response *r,
+		 uint64_t off, size_t len, enum request_kind kind)
 {
 	uint64_t expect_last = off + len - 1;
 	char code[96];
@@ -597,6 +617,9 @@ static int judge(struct remote *rm, CURLcode rc, const char *curl_msg, struct re
 	case 200:
 		return qs_set_error(-EIO, "server ignores range requests (200 instead of 206)");
 	case 412:
+		/* The first URL says what the object is: another version at the fallback is its fault. */
+		if (which == TARGET_FALLBACK)
+			return qs_set_error(-EIO, "the fallback %s has another version of the object", rm->alt.name);
 		return qs_set_error(-ESTALE, "the object changed since it was opened; "
 				    "reopen to see the new version");
 	case 416:
@@ -604,7 +627,7 @@ static int judge(struct remote *rm, CURLcode rc, const char *curl_msg, struct re
 	case 401:
 	case 403:
 	case 404:
-		return refusal_error(&rm->t, "", r->status, r->errbody);
+		return refusal_error(target(rm, which), "", r->status, r->errbody);
 	case 408:
 	case 429:
 		return qs_set_error(-EAGAIN, "HTTP %ld%s", r->status, code);
@@ -612,6 +635,10 @@ static int judge(struct remote *rm, CURLcode rc, const char *curl_msg, struct re
 		return qs_set_error(r->status >= 500 ? -EAGAIN : -EIO, "HTTP %ld%s",
 				    r->status, code);
 	}
+	if (kind == REQUEST_READ && changed_version(rm, r) && which == TARGET_FALLBACK)
+		return qs_set_error(-EIO, "the fallback %s has another version of the object (%s, not %s)",
+				    rm->alt.name, rm->etag[0] ? r->etag : r->last_modified,
+				    rm->etag[0] ? rm->etag : rm->last_modified);
 	if (kind == REQUEST_READ && changed_version(rm, r))
 		return qs_set_error(-ESTALE, "the object changed since it was opened (%s, now %s); "
 				    "reopen to see the new version",
@@ -646,10 +673,35 @@ static long remaining_ms(uint64_t deadline)
 	return deadline > now ? (long)(deadline - now) : 1;
 }
 
+/* Where the next request goes: the fallback while it stands in for the first URL. */
+static int target_now(struct remote *rm)
+{
+	if (!rm->alt.url || !atomic_load(&rm->on_alt))
+		return TARGET_FIRST;
+	/* Held long enough: this request tries the first URL again. */
+	return now_ms() - atomic_load(&rm->alt_since_ms) >= REMOTE_FALLBACK_HOLD_MS ? TARGET_FIRST
+										  : TARGET_FALLBACK;
+}
+
+/* A request to 'which' ended in 'ret': where should the next one go? */
+static void target_after(struct remote *rm, int which, int ret)
+{
+	if (!rm->alt.url)
+		return;
+	if (which == TARGET_FIRST && ret == 0 && atomic_load(&rm->on_alt))
+		atomic_store(&rm->on_alt, false);
+	else if (which == TARGET_FIRST && ret == -EAGAIN) {
+		atomic_store(&rm->alt_since_ms, now_ms());
+		atomic_store(&rm->on_alt, true);
+	} else if (which == TARGET_FALLBACK && ret == -EAGAIN)
+		atomic_store(&rm->on_alt, false);
+}
+
 static int request_once(struct remote *rm, const struct iovec *iov, int iovcnt, uint64_t off, size_t len,
 			enum request_kind kind, uint64_t deadline_ms, struct response *r)
 {
 	char curl_msg[CURL_ERROR_SIZE] = "";
+	int which = target_now(rm);
 	struct curl_slist *headers;
 	CURL *h;
 	CURLcode rc;
@@ -659,8 +711,8 @@ static int request_once(struct remote *rm, const struct iovec *iov, int iovcnt, 
 	r->iov = iov;
 	r->iovcnt = iovcnt;
 	r->capacity = len;
-	headers = request_headers(rm, off, len, kind);
-	h = headers ? handle_get(rm) : NULL;
+	headers = request_headers(rm, which, off, len, kind);
+	h = headers ? handle_get(rm, which) : NULL;
 	if (!h) {
 		curl_slist_free_all(headers);
 		return qs_set_error(-ENOMEM, "cannot set up a request");
@@ -675,8 +727,9 @@ static int request_once(struct remote *rm, const struct iovec *iov, int iovcnt, 
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
 	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, NULL);
 	curl_slist_free_all(headers);
-	ret = judge(rm, rc, curl_msg, r, off, len, kind);
-	handle_put(rm, h, rc == CURLE_OK);
+	ret = judge(rm, which, rc, curl_msg, r, off, len, kind);
+	handle_put(rm, which, h, rc == CURLE_OK);
+	target_after(rm, which, ret);
 	return ret;
 }
 
@@ -983,10 +1036,12 @@ static void remote_free(void *ctx)
 {
 	struct remote *rm = ctx;
 
-	while (rm->npool)
-		curl_easy_cleanup(rm->pool[--rm->npool]);
+	for (int w = 0; w < TARGETS; w++)
+		while (rm->npool[w])
+			curl_easy_cleanup(rm->pool[w][--rm->npool[w]]);
 	pthread_mutex_destroy(&rm->pool_lock);
 	remote_target_clear(&rm->t);
+	remote_target_clear(&rm->alt);
 	free(rm->key);
 	free(rm);
 }
@@ -1073,6 +1128,25 @@ static int open_from_cache(struct remote *rm, const struct qs_source_options *op
 	return ret;
 }
 
+/* Where requests for 'spec' (http://, https://, s3://) go, through opt->proxy if set. */
+static int spec_target(const char *spec, const struct qs_source_options *opt, struct remote_target *t)
+{
+	int ret;
+
+	if (!strncmp(spec, "s3://", 5)) {
+		ret = s3_target(spec, opt, t);
+	} else if (!strncmp(spec, "http://", 7) || !strncmp(spec, "https://", 8)) {
+		t->url = strdup(spec);
+		t->name = remote_display_name(spec);
+		ret = t->url && t->name ? 0 : qs_set_error(-ENOMEM, "out of memory");
+	} else {
+		ret = qs_set_error(-EINVAL, "not an http://, https:// or s3:// URL");
+	}
+	if (ret == 0 && opt->proxy)
+		ret = remote_set_proxy(t, opt->proxy);
+	return ret;
+}
+
 int qs_source_open_remote(const char *spec, const struct qs_source_options *opt, struct qs_source **out)
 {
 	static const struct qs_source_options defaults;
@@ -1102,15 +1176,12 @@ int qs_source_open_remote(const char *spec, const struct qs_source_options *opt,
 		rm->stall_seconds = REMOTE_STALL_SECONDS;
 	if (rm->stall_seconds < 1)
 		rm->stall_seconds = 1;
-	if (!strncmp(spec, "s3://", 5)) {
-		ret = s3_target(spec, opt, &rm->t);
-	} else {
-		rm->t.url = strdup(spec);
-		rm->t.name = remote_display_name(spec);
-		ret = rm->t.url && rm->t.name ? 0 : qs_set_error(-ENOMEM, "out of memory");
+	ret = spec_target(spec, opt, &rm->t);
+	if (ret == 0 && opt->fallback) {
+		ret = spec_target(opt->fallback, opt, &rm->alt);
+		if (ret < 0)
+			ret = qs_set_error(ret, "-o fallback: %s", qs_last_error());
 	}
-	if (ret == 0 && opt->proxy)
-		ret = remote_set_proxy(&rm->t, opt->proxy);
 	if (ret == 0 && !(rm->key = remote_cache_key(rm->t.url)))
 		ret = qs_set_error(-ENOMEM, "out of memory");
 	if (ret < 0)

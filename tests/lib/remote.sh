@@ -64,6 +64,38 @@ CONF
 	wait_port "$port"
 }
 
+# start_cache_tier DIR ORIGIN LISTEN [ACCESS_LOG]: nginx with docs/nginx-cache-tier.conf
+# (slice, proxy_cache, proxy_cache_lock) on 127.0.0.1:LISTEN in front of the
+# origin at 127.0.0.1:ORIGIN, its cache in DIR/cache, emptied first; sets TIER_PID.
+# TIER_WORKERS (1) nginx workers; ACCESS_LOG, if given, in combined format.
+start_cache_tier() {
+	local d=$1 origin=$2 listen=$3 alog=off
+	[ -n "${4:-}" ] && alog="$4 combined"
+	rm -rf "$d/cache" && mkdir -p "$d/tmp" "$d/cache"
+	sed -e "s|@ORIGIN@|127.0.0.1:$origin|; s|@LISTEN@|127.0.0.1:$listen|; s|@CACHE@|$d/cache|" \
+		"$QUASH_TOP/docs/nginx-cache-tier.conf" >"$d/site.conf"
+	cat >"$d/nginx.conf" <<CONF
+daemon off;
+worker_processes ${TIER_WORKERS:-1};
+pid $d/nginx.pid;
+error_log $d/error.log;
+events { worker_connections 1024; }
+http {
+	access_log $alog;
+	client_body_temp_path $d/tmp;
+	proxy_temp_path $d/tmp;
+	fastcgi_temp_path $d/tmp;
+	uwsgi_temp_path $d/tmp;
+	scgi_temp_path $d/tmp;
+	include $d/site.conf;
+}
+CONF
+	nginx -e "$d/error.log" -p "$d" -c "$d/nginx.conf" &
+	TIER_PID=$!
+	REMOTE_PIDS+=("$TIER_PID")
+	wait_port "$listen"
+}
+
 start_faultproxy() {
 	local port=$1 upstream=$2 faults=$3
 	shift 3
