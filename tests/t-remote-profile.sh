@@ -108,6 +108,41 @@ check "4 MiB chunks, replayed: same bytes as the local image" cmp -s "$W/want" "
 check "4 MiB chunks, replayed: $fetched bytes fetched for a profile of $pbytes (bound $bound; the image: $size)" \
 	test "$fetched" -le "$bound" -a "$fetched" -lt "$size"
 
+# Streamed: one range of 5 MB (sub/deeper/big, random bytes) takes 2.5 s
+# over a 16 Mbit/s link; a read of its first bytes goes on as they arrive,
+# while that request is still under way (the proxy logs a request when it
+# has sent all of it).
+: >"$W/requests.log"
+if fg_mount "$W/m" "record=$W/big.profile,$CS,noprefetch" "$BASE/a.sqfs"; then
+	cat "$W/m/sub/deeper/big" >/dev/null
+	fg_umount "$W/m"
+fi
+SLOW=$(free_port)
+start_faultproxy "$SLOW" "http://127.0.0.1:$HTTP" pass --log "$W/slow.log" --rate-mbit 16
+: >"$W/slow.log"
+qmount "$W/m" "$QUASH_ASAN" mount -o "prefetch=$W/big.profile,$CS" "http://127.0.0.1:$SLOW/a.sqfs" "$W/m" 2>"$W/err"
+sleep 0.5
+head -c 65536 "$W/m/sub/deeper/big" >"$W/got.head"
+big_done=$(awk '$4 >= 4000000' "$W/slow.log" | wc -l)
+cmp -s "$W/m/sub/deeper/big" "$W/tree/sub/deeper/big"; st=$?
+fusermount3 -u -z "$W/m"
+check "streamed: the first 64 KiB of a 5 MB range being fetched, read before the range is in" \
+	bash -c "cmp -s '$W/got.head' <(head -c 65536 '$W/tree/sub/deeper/big') && [ $big_done = 0 ]"
+check "streamed: the whole file right, in one request for the range" \
+	bash -c "[ $st = 0 ] && [ \$(awk '\$4 >= 4000000' '$W/slow.log' | wc -l) = 1 ]"
+
+# A streamed range cut half way is asked again from where it broke off, not
+# from its start: the bytes already announced to readers are never rewritten.
+TRUNC=$(free_port)
+start_faultproxy "$TRUNC" "http://127.0.0.1:$HTTP" truncate --skip 2 --log "$W/trunc.log"
+qmount "$W/m" "$QUASH_ASAN" mount -o "prefetch=$W/big.profile,$CS" "http://127.0.0.1:$TRUNC/a.sqfs" "$W/m" 2>"$W/err"
+cmp -s "$W/m/sub/deeper/big" "$W/tree/sub/deeper/big"; st=$?
+fusermount3 -u -z "$W/m"
+first=$(awk '$3 == "truncate" { split($2, r, "[=-]"); print r[2] + 0, r[3] + 0 }' "$W/trunc.log")
+resumed=$(echo "$first" | awk '{ printf "bytes=%d-%d", $1 + ($2 - $1 + 1) / 2, $2 }')
+check "streamed, cut half way: the file right; the rest asked from where it broke off ($resumed)" \
+	bash -c "[ $st = 0 ] && [ -n '$first' ] && grep -q '^GET $resumed pass' '$W/trunc.log'"
+
 # URL.profile beside the image is fetched once and replayed.
 cp "$W/a.profile" "$W/www/a.sqfs.profile"
 : >"$W/requests.log"

@@ -24,6 +24,14 @@ struct chunk_fetcher {
 	int (*fetch)(void *ctx, const struct iovec *iov, int iovcnt, uint64_t off);
 	void (*close)(void *ctx);
 	void *ctx;
+	/*
+	 * Optional: the same into one buffer, calling progress(arg, n) as the
+	 * bytes arrive in order, each time the first n of them are in and
+	 * trusted (from any thread; n only grows).  A retry resumes after the
+	 * bytes already announced.
+	 */
+	int (*fetch_stream)(void *ctx, void *buf, size_t len, uint64_t off,
+			    void (*progress)(void *arg, size_t filled), void *arg);
 };
 
 /* The chunk size 'opt' asks for, or -EINVAL with a message. */

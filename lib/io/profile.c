@@ -19,9 +19,11 @@
  * earliest-touched first.  The metadata the profile read goes first, and
  * the opener's pin of all of it waits for the replay's end (see
  * profiled_prefetch()); where all of it is smaller than PROFILE_PIN_DEFER_MIN
- * it is simply pinned at once, and the plan leaves it out.  A read that wants a range of the plan before
- * its turn fetches it at once itself (or waits for the thread fetching
- * it), rather than take the slower path the replay was meant to spare it.
+ * it is simply pinned at once, and the plan leaves it out.  A read that
+ * wants a range of the plan before its turn fetches it at once itself,
+ * rather than take the slower path the replay was meant to spare it; one
+ * being fetched it leaves to the source, which lets the read go on as soon
+ * as its own bytes are in.
  * A profile that does not match or does not parse costs one line in the
  * source's notice and nothing else: it is only a hint.
  *
@@ -453,15 +455,16 @@ static void replay_wait(struct profiled *p, size_t i)
 }
 
 /*
- * A read before the replay reached its range: fetch that range now, or wait
- * for the thread already fetching it, so that the read finds it in and no
- * second request for the same bytes goes out.
+ * A read before the replay reached its range: fetch that range now, so that
+ * the read finds it in and no second request for the same bytes goes out.
+ * A range being fetched already is left to the source, which lets a read
+ * go on as soon as its own bytes are in (chunk_cache.c's pieces).
  */
 static void replay_ahead(struct profiled *p, uint64_t off)
 {
 	size_t i = plan_search(p, off);
 
-	if (i < p->nplan && p->plan[i].off <= off)
+	if (i < p->nplan && p->plan[i].off <= off && atomic_load(&p->plan[i].state) == REPLAY_PENDING)
 		replay_wait(p, i);
 }
 

@@ -106,9 +106,25 @@ struct response {
 	char last_modified[REMOTE_VALIDATOR_MAX];
 	char errbody[REMOTE_ERRBODY_MAX + 1];
 	size_t errlen;
+	/*
+	 * A streamed read (remote_fetch_stream()): 'progress' hears of every
+	 * byte once the answer is trusted, that is once its headers, complete
+	 * when the body starts, are the ones asked for: 206, this very range of
+	 * this size, the pinned version.  Bytes of an answer not trusted are
+	 * never announced, so nobody reads them.
+	 */
+	void (*progress)(void *arg, size_t filled);
+	void *progress_arg;
+	size_t progress_base;           /* bytes earlier attempts delivered before this one's */
+	bool trusted, judged;
+	const struct remote *rm;
+	int which;
+	uint64_t want_first, want_last;
 };
 
 enum request_kind { REQUEST_OPEN, REQUEST_READ };
+
+static bool changed_version(const struct remote *rm, const struct response *r);
 
 static bool interrupted(void)
 {
@@ -392,6 +408,15 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
 		}
 	}
 	r->got += len;
+	if (r->progress) {
+		if (!r->judged) {
+			r->judged = true;
+			r->trusted = r->has_range && r->range_first == r->want_first && r->range_last == r->want_last &&
+				     r->range_total == r->rm->size && !changed_version(r->rm, r);
+		}
+		if (r->trusted)
+			r->progress(r->progress_arg, r->progress_base + r->got);
+	}
 	return len;
 }
 
@@ -698,7 +723,8 @@ static void target_after(struct remote *rm, int which, int ret)
 }
 
 static int request_once(struct remote *rm, const struct iovec *iov, int iovcnt, uint64_t off, size_t len,
-			enum request_kind kind, uint64_t deadline_ms, struct response *r)
+			enum request_kind kind, uint64_t deadline_ms, struct response *r,
+			const struct response *stream)
 {
 	char curl_msg[CURL_ERROR_SIZE] = "";
 	int which = target_now(rm);
@@ -711,6 +737,14 @@ static int request_once(struct remote *rm, const struct iovec *iov, int iovcnt, 
 	r->iov = iov;
 	r->iovcnt = iovcnt;
 	r->capacity = len;
+	if (stream) {
+		r->progress = stream->progress;
+		r->progress_arg = stream->progress_arg;
+		r->progress_base = stream->progress_base;
+		r->rm = rm;
+		r->want_first = off;
+		r->want_last = off + len - 1;
+	}
 	headers = request_headers(rm, which, off, len, kind);
 	h = headers ? handle_get(rm, which) : NULL;
 	if (!h) {
@@ -813,20 +847,33 @@ struct range_request {
 	size_t len;
 	enum request_kind kind;
 	struct response *r;
+	struct response *stream;        /* a streamed read: its hook and what earlier attempts delivered */
 };
 
 static int range_request_once(void *arg, uint64_t deadline)
 {
 	struct range_request *q = arg;
+	struct iovec rest;
+	size_t done;
+	int ret;
 
-	return request_once(q->rm, q->iov, q->iovcnt, q->off, q->len, q->kind, deadline, q->r);
+	if (!q->stream)
+		return request_once(q->rm, q->iov, q->iovcnt, q->off, q->len, q->kind, deadline, q->r, NULL);
+	/* A streamed read resumes where the last trusted answer broke off: those bytes were announced. */
+	done = q->stream->progress_base;
+	rest.iov_base = (char *)q->iov[0].iov_base + done;
+	rest.iov_len = q->len - done;
+	ret = request_once(q->rm, &rest, 1, q->off + done, q->len - done, q->kind, deadline, q->r, q->stream);
+	if (ret < 0 && q->r->trusted && !q->r->overflow)
+		q->stream->progress_base += q->r->got;
+	return ret;
 }
 
 /* A range request with retries; *r holds the last answer. */
 static int request(struct remote *rm, const struct iovec *iov, int iovcnt, uint64_t off, size_t len,
 		   enum request_kind kind, unsigned max_attempts, struct response *r)
 {
-	struct range_request q = { rm, iov, iovcnt, off, len, kind, r };
+	struct range_request q = { rm, iov, iovcnt, off, len, kind, r, NULL };
 
 	return with_retries(rm->retry_seconds, max_attempts, range_request_once, &q);
 }
@@ -1032,6 +1079,29 @@ static int remote_fetch(void *ctx, const struct iovec *iov, int iovcnt, uint64_t
 	return ret;
 }
 
+/* [off, off+len) into buf, telling 'progress' of each byte as it arrives (chunk_cache.h). */
+static int remote_fetch_stream(void *ctx, void *buf, size_t len, uint64_t off,
+			       void (*progress)(void *arg, size_t filled), void *arg)
+{
+	struct remote *rm = ctx;
+	struct response *r = malloc(sizeof(*r)), *stream = calloc(1, sizeof(*stream));
+	struct iovec iov = { buf, len };
+	struct range_request q = { rm, &iov, 1, off, len, REQUEST_READ, r, stream };
+	int ret;
+
+	if (!r || !stream) {
+		free(r);
+		free(stream);
+		return qs_set_error(-ENOMEM, "out of memory");
+	}
+	stream->progress = progress;
+	stream->progress_arg = arg;
+	ret = with_retries(rm->retry_seconds, 0, range_request_once, &q);
+	free(r);
+	free(stream);
+	return ret;
+}
+
 static void remote_free(void *ctx)
 {
 	struct remote *rm = ctx;
@@ -1096,7 +1166,7 @@ static const char *identity_validator(const struct remote *rm, const char *ident
 static int open_from_cache(struct remote *rm, const struct qs_source_options *opt, int err,
 			   struct qs_source **out)
 {
-	const struct chunk_fetcher fetcher = { remote_fetch, remote_free, rm };
+	const struct chunk_fetcher fetcher = { remote_fetch, remote_free, rm, remote_fetch_stream };
 	char *identity, *notice, *why = strdup(qs_last_error());
 	const char *validator;
 	uint64_t size;
@@ -1221,7 +1291,7 @@ int qs_source_open_remote(const char *spec, const struct qs_source_options *opt,
 		ret = -EIO;
 		goto fail;
 	}
-	fetcher = (struct chunk_fetcher){ remote_fetch, remote_free, rm };
+	fetcher = (struct chunk_fetcher){ remote_fetch, remote_free, rm, remote_fetch_stream };
 	ret = chunk_cache_open(&fetcher, rm->t.name, identity, rm->size, opt, first, first_len, NULL, out);
 	free(first);
 	free(identity);
