@@ -946,20 +946,31 @@ static int warm_range(struct chunk_cache *cc, uint64_t off, uint64_t len)
 	}
 	for (; last > first && chunks_held(cc, last, last); last--)
 		len = (uint64_t)last * cc->chunk_size - off;
-	pthread_mutex_lock(&cc->lock);
-	if (cc->stale_err)
-		ret = stale_error_locked(cc);
-	else if (piece_overlaps_locked(cc, off, len))
-		ret = 1;                /* another replay thread has them */
-	else if (!piece_room_locked(cc, len))
-		ret = qs_set_error(-E2BIG, "will not hold more than 1/%u of the memory cache in pieces",
-				   WARM_SHARE_DIV);
-	else if (!(p = piece_new_locked(cc, off, len)))
-		ret = qs_set_error(-ENOMEM, "out of memory for a %llu-byte piece", (unsigned long long)len);
-	pthread_mutex_unlock(&cc->lock);
-	if (ret)
-		return ret < 0 ? ret : 0;
-	return piece_fetch(cc, p);
+	/* What no piece holds yet, gap by gap: one may hold its start (the open request's 64 KiB). */
+	for (uint64_t end = off + len; off < end && ret == 0;) {
+		uint64_t gap_end = end;
+		uint32_t i;
+
+		pthread_mutex_lock(&cc->lock);
+		i = piece_search_locked(cc, off);
+		if (i < cc->npieces && cc->pieces[i]->off < end)
+			gap_end = cc->pieces[i]->off > off ? cc->pieces[i]->off : cc->pieces[i]->off + cc->pieces[i]->len;
+		if (cc->stale_err)
+			ret = stale_error_locked(cc);
+		else if (i < cc->npieces && cc->pieces[i]->off <= off)
+			p = NULL;       /* held (or being fetched by another replay thread) from here */
+		else if (!piece_room_locked(cc, gap_end - off))
+			ret = qs_set_error(-E2BIG, "will not hold more than 1/%u of the memory cache in pieces",
+					   WARM_SHARE_DIV);
+		else if (!(p = piece_new_locked(cc, off, gap_end - off)))
+			ret = qs_set_error(-ENOMEM, "out of memory for a %llu-byte piece",
+					   (unsigned long long)(gap_end - off));
+		pthread_mutex_unlock(&cc->lock);
+		if (ret == 0 && p)
+			ret = piece_fetch(cc, p);
+		off = gap_end < end ? gap_end : end;
+	}
+	return ret;
 }
 
 static int chunk_cache_warm(struct qs_source *src, uint64_t off, uint64_t len)
