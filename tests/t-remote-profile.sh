@@ -134,11 +134,12 @@ check "streamed: the whole file right, in one request for the range" \
 # A streamed range cut half way is asked again from where it broke off, not
 # from its start: the bytes already announced to readers are never rewritten.
 TRUNC=$(free_port)
-start_faultproxy "$TRUNC" "http://127.0.0.1:$HTTP" truncate --skip 2 --log "$W/trunc.log"
+# (the second and third requests are cut: the range's and the metadata pin's, in either order)
+start_faultproxy "$TRUNC" "http://127.0.0.1:$HTTP" truncate,truncate --skip 1 --log "$W/trunc.log"
 qmount "$W/m" "$QUASH_ASAN" mount -o "prefetch=$W/big.profile,$CS" "http://127.0.0.1:$TRUNC/a.sqfs" "$W/m" 2>"$W/err"
 cmp -s "$W/m/sub/deeper/big" "$W/tree/sub/deeper/big"; st=$?
 fusermount3 -u -z "$W/m"
-first=$(awk '$3 == "truncate" { split($2, r, "[=-]"); print r[2] + 0, r[3] + 0 }' "$W/trunc.log")
+first=$(awk '$3 == "truncate" && $4 > 1000000 { split($2, r, "[=-]"); print r[2] + 0, r[3] + 0 }' "$W/trunc.log")
 resumed=$(echo "$first" | awk '{ printf "bytes=%d-%d", $1 + ($2 - $1 + 1) / 2, $2 }')
 check "streamed, cut half way: the file right; the rest asked from where it broke off ($resumed)" \
 	bash -c "[ $st = 0 ] && [ -n '$first' ] && grep -q '^GET $resumed pass' '$W/trunc.log'"
