@@ -42,6 +42,9 @@ struct scan_options {
 	bool xattrs;
 	bool skip_unreadable;
 	int64_t implicit_mtime;     /* for directories an archive implies but does not list */
+	uint32_t implicit_mode;     /* their permission bits */
+	uint32_t implicit_uid, implicit_gid;
+	bool no_hardlinks;          /* mksquashfs -no-hardlinks: every name of a file a file of its own */
 	uint32_t block_size;        /* of the image: bounds the file size it can hold */
 	struct spool *spool;
 	const char *as_name;        /* scan_dir: nest the source under this name (NULL: merge at the root) */

@@ -405,7 +405,7 @@ static int scan_entry(struct dir_scan *s, int dirfd, struct pack_srcdir *sd, str
 	if (s->opt->one_file_system && st.st_dev != s->root_dev &&
 	    (!S_ISDIR(st.st_mode) || s->opt->one_file_system_x))
 		return 0;
-	if (!S_ISDIR(st.st_mode) && st.st_nlink > 1 && s->links.size) {
+	if (!S_ISDIR(st.st_mode) && st.st_nlink > 1 && s->links.size && !s->opt->no_hardlinks) {
 		link = link_find(&s->links, st.st_dev, st.st_ino);
 		if (link->inode)
 			return tree_link(s->tree, dir, name, name_len, link->inode);
@@ -421,7 +421,7 @@ static int scan_entry(struct dir_scan *s, int dirfd, struct pack_srcdir *sd, str
 	err = make_inode(s, dirfd, sd, name, subfd, &st, &inode);
 	if (!err && !(inode = tree_insert(s->tree, dir, name, name_len, inode)))
 		err = -ENOMEM;
-	if (!err && !S_ISDIR(st.st_mode) && st.st_nlink > 1)
+	if (!err && !S_ISDIR(st.st_mode) && st.st_nlink > 1 && !s->opt->no_hardlinks)
 		err = link_remember(&s->links, st.st_dev, st.st_ino, inode);
 	if (!err && S_ISDIR(st.st_mode) && s->opt->one_file_system && st.st_dev != s->root_dev) {
 		/* A mount point: kept, as an empty directory. */
