@@ -86,6 +86,13 @@ int append_open(const char *path, struct append_base *b)
 		.xz_filters = in->comp.filters,
 		.lz4_hc = (int)(in->comp.flags & 1),
 	};
+	/* mksquashfs appends with the image's gzip window and strategies, and its lzo algorithm. */
+	if (in->compressor == SQFS_COMP_GZIP) {
+		b->params.gzip_window = (int)in->comp.window_size;
+		b->params.gzip_strategies = in->comp.strategies;
+	} else if (in->compressor == SQFS_COMP_LZO) {
+		b->params.lzo_algorithm = (int)in->comp.algorithm + 1;
+	}
 	if (b->data_end < SQFS_SUPER_SIZE || b->data_end > in->bytes_used) {
 		corrupt(b, "the inode table starts outside the image");
 		return -EIO;

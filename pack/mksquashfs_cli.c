@@ -69,9 +69,6 @@ static const struct {
 	{ "-single-reader", 0, NULL },
 	{ "-ignore-zeros", 0, "not supported yet" },
 	{ "-log", 1, "not supported" },
-	{ "-Xwindow-size", 1, "not supported yet" },
-	{ "-Xstrategy", 1, "not supported yet" },
-	{ "-Xalgorithm", 1, "not supported yet (lzo1x_999 only)" },
 };
 
 static int refuse(const char *opt, const char *why)
@@ -484,6 +481,31 @@ static int check_root_becomes(const char *name)
 	return 0;
 }
 
+/* -Xstrategy default,filtered,...: the gzip strategies each block is tried with. */
+static int parse_strategies(const char *list, uint32_t *mask)
+{
+	char *copy = strdup(list), *name, *save = NULL;
+	int err = 0;
+
+	if (!copy)
+		return refuse("-Xstrategy", "out of memory");
+	for (name = strtok_r(copy, ",", &save); name && !err; name = strtok_r(NULL, ",", &save)) {
+		int bit = qs_gzip_strategy_bit(name);
+
+		if (bit < 0) {
+			fprintf(stderr, "quash: mksquashfs: -Xstrategy: unknown strategy '%s' (default, filtered, "
+				"huffman_only, run_length_encoded, fixed)\n", name);
+			err = MKSQ_EXIT_ERROR;
+		} else {
+			*mask |= 1u << bit;
+		}
+	}
+	if (!err && !*mask)
+		err = refuse("-Xstrategy", "no strategy given");
+	free(copy);
+	return err;
+}
+
 /* -Xbcj x86,arm,...: the filters xz tries on each block, keeping the smallest result. */
 static int parse_bcj(const char *list, uint32_t *mask)
 {
@@ -544,7 +566,7 @@ static int parse_options(int argc, char **argv, int first, struct pack_options *
 {
 	const char *comp_name = MKSQ_DEFAULT_COMPRESSOR;
 	const char *epoch = getenv("SOURCE_DATE_EPOCH");
-	const char *dict_size = NULL, *xz_opt = NULL;
+	const char *dict_size = NULL, *xz_opt = NULL, *gzip_opt = NULL, *lzo_opt = NULL;
 	bool progress_given = false;
 	int64_t v;
 
@@ -616,6 +638,26 @@ static int parse_options(int argc, char **argv, int first, struct pack_options *
 			if (parse_bcj(val, &o->params.xz_filters))
 				return MKSQ_EXIT_ERROR;
 			xz_opt = a;
+		} else if (strcmp(a, "-Xwindow-size") == 0) {
+			NEED_VALUE();
+			if (parse_uint(a, val, 15, &v) || v < 8)
+				return v < 8 ? refuse(a, "from 8 to 15") : MKSQ_EXIT_ERROR;
+			o->params.gzip_window = (int)v;
+			gzip_opt = a;
+		} else if (strcmp(a, "-Xstrategy") == 0) {
+			NEED_VALUE();
+			if (parse_strategies(val, &o->params.gzip_strategies))
+				return MKSQ_EXIT_ERROR;
+			gzip_opt = a;
+		} else if (strcmp(a, "-Xalgorithm") == 0) {
+			NEED_VALUE();
+			o->params.lzo_algorithm = qs_lzo_algorithm(val);
+			if (!o->params.lzo_algorithm) {
+				fprintf(stderr, "quash: mksquashfs: -Xalgorithm: unknown algorithm '%s' (lzo1x_1, "
+					"lzo1x_1_11, lzo1x_1_12, lzo1x_1_15, lzo1x_999)\n", val);
+				return MKSQ_EXIT_ERROR;
+			}
+			lzo_opt = a;
 		} else if (strcmp(a, "-Xdict-size") == 0) {
 			NEED_VALUE();
 			dict_size = val;
@@ -787,6 +829,17 @@ static int parse_options(int argc, char **argv, int first, struct pack_options *
 	o->params.block_size = o->block_size;
 	if (xz_opt && strcmp(comp_name, "xz") != 0)
 		return refuse(xz_opt, "an xz option: needs -comp xz");
+	if (gzip_opt && strcmp(comp_name, "gzip") != 0)
+		return refuse(gzip_opt, "a gzip option: needs -comp gzip (the default)");
+	if (lzo_opt && strcmp(comp_name, "lzo") != 0)
+		return refuse(lzo_opt, "an lzo option: needs -comp lzo");
+	/* mksquashfs: "-Xcompression-level is only applicable for the lzo1x_999 algorithm". */
+	if (o->params.lzo_algorithm && o->params.lzo_algorithm != qs_lzo_algorithm("lzo1x_999") && o->params.level &&
+	    strcmp(comp_name, "lzo") == 0)
+		return refuse("-Xcompression-level", "for lzo1x_999 only, not the -Xalgorithm given");
+	/* mksquashfs: "default" alone is no choice of strategies, and stores none. */
+	if (o->params.gzip_strategies == 1u << qs_gzip_strategy_bit("default"))
+		o->params.gzip_strategies = 0;
 	if (dict_size && parse_dict_size(dict_size, o->block_size, &o->params.xz_dict_size))
 		return MKSQ_EXIT_ERROR;
 	return 0;
@@ -810,7 +863,8 @@ static bool takes_value(const char *opt)
 		"-xattrs-include", "-xattrs-exclude",
 		"-force-uid",
 		"-force-gid", "-root-mode", "-root-uid", "-root-gid", "-root-time", "-mkfs-time", "-all-time", "-processors",
-		"-default-mode", "-default-uid", "-default-gid", "-uid-gid-offset", "-xattrs-add", "-root-becomes", NULL,
+		"-default-mode", "-default-uid", "-default-gid", "-uid-gid-offset", "-xattrs-add", "-root-becomes",
+		"-Xwindow-size", "-Xstrategy", "-Xalgorithm", NULL,
 	};
 
 	for (size_t i = 0; with_value[i]; i++)

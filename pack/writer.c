@@ -265,10 +265,13 @@ static int write_tables(const struct pack_options *o, struct pack_tree *t, struc
 			struct sqfs_super *sb, const uint8_t *frag_table, uint32_t frag_count,
 			struct pack_stats *stats)
 {
+	/* mksquashfs tries gzip's strategies on data blocks only; metadata gets the default. */
+	struct qs_compress_params meta_params = o->params;
 	struct image_writer iw;
 	int err;
 
-	image_init(&iw, o->comp, &o->params, o->jobs);
+	meta_params.gzip_strategies = 0;
+	image_init(&iw, o->comp, &meta_params, o->jobs);
 	err = inode_number_tree(&iw, t);
 	if (!err)
 		err = inode_write_tree(&iw, t);
@@ -288,7 +291,7 @@ static int write_tables(const struct pack_options *o, struct pack_tree *t, struc
 	}
 	sb->fragment_table_start = SQFS_INVALID_TABLE;
 	if (!err && frag_count)
-		err = meta_write_table(sink, o->comp, &o->params, o->jobs, frag_table,
+		err = meta_write_table(sink, o->comp, &meta_params, o->jobs, frag_table,
 				       (size_t)frag_count * SQFS_FRAGMENT_ENTRY_SIZE,
 				       &sb->fragment_table_start);
 	sb->export_table_start = SQFS_INVALID_TABLE;
