@@ -640,8 +640,10 @@ static int parse_options(int argc, char **argv, int first, struct pack_options *
 			xz_opt = a;
 		} else if (strcmp(a, "-Xwindow-size") == 0) {
 			NEED_VALUE();
-			if (parse_uint(a, val, 15, &v) || v < 8)
-				return v < 8 ? refuse(a, "from 8 to 15") : MKSQ_EXIT_ERROR;
+			if (parse_uint(a, val, 15, &v))
+				return MKSQ_EXIT_ERROR;
+			if (v < 8)
+				return refuse(a, "from 8 to 15");
 			o->params.gzip_window = (int)v;
 			gzip_opt = a;
 		} else if (strcmp(a, "-Xstrategy") == 0) {
