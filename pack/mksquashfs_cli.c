@@ -54,10 +54,6 @@ static const struct {
 	int args;
 	const char *why;
 } refused[] = {
-	{ "-no-strip", 0, "not supported yet" },
-	{ "-tarstyle", 0, "not supported yet" },
-	{ "-cpiostyle", 0, "not supported yet" },
-	{ "-cpiostyle0", 0, "not supported yet" },
 	{ "-no-sparse", 0, "not supported: holes are always stored as holes" },
 	{ "-mem", 1, "not supported yet: quash has no memory bound to set" },
 	{ "-mem-percent", 1, "not supported yet: quash has no memory bound to set" },
@@ -67,7 +63,6 @@ static const struct {
 	{ "-write-queue", 1, NULL },
 	{ "-fragment-queue", 1, NULL },
 	{ "-single-reader", 0, NULL },
-	{ "-ignore-zeros", 0, "not supported yet" },
 	{ "-log", 1, "not supported" },
 };
 
@@ -302,7 +297,57 @@ struct pseudo_args {
 	bool have_include, have_exclude;
 	struct pack_xattr *xattrs_add;              /* -xattrs-add, room for every argument */
 	size_t xattrs_add_count;
+	char cpio_terminator;                       /* -cpiostyle '\n', -cpiostyle0 '\0' */
 };
+
+/* -cpiostyle: the names on standard input, each ended by 'end'. */
+struct name_list {
+	char *buf;                  /* all of standard input */
+	const char **names;
+	size_t count;
+};
+
+/* As mksquashfs: empty names are skipped, and an unended last one is ignored, with a warning. */
+static int read_names(char end, struct name_list *l)
+{
+	size_t len = 0, cap = 0, max = 0;
+	ssize_t n;
+
+	do {
+		if (len == cap) {
+			char *b = realloc(l->buf, cap = cap ? 2 * cap : 65536);
+
+			if (!b)
+				return refuse("-cpiostyle", "out of memory");
+			l->buf = b;
+		}
+		n = read(STDIN_FILENO, l->buf + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			fprintf(stderr, "quash: mksquashfs: -cpiostyle: standard input: %s\n", strerror(errno));
+			return MKSQ_EXIT_ERROR;
+		}
+		len += (size_t)n;
+	} while (n > 0);
+	if (len && l->buf[len - 1] != end)
+		fprintf(stderr, "quash: mksquashfs: -cpiostyle: the last name on standard input has no end "
+			"(ignored, as mksquashfs ignores it)\n");
+	for (size_t i = 0; i < len; i++)
+		max += l->buf[i] == end;
+	l->names = calloc(max + 1, sizeof(*l->names));
+	if (!l->names)
+		return refuse("-cpiostyle", "out of memory");
+	for (size_t i = 0, start = 0; i < len; i++) {
+		if (l->buf[i] != end)
+			continue;
+		l->buf[i] = '\0';
+		if (i > start)
+			l->names[l->count++] = l->buf + start;
+		start = i + 1;
+	}
+	return 0;
+}
 
 /* -pd "d MODE UID GID" or "D TIME MODE UID GID": the metadata of directories pseudo files imply. */
 static int parse_default_dir(const char *s, struct pack_inode *d)
@@ -736,6 +781,13 @@ static int parse_options(int argc, char **argv, int first, struct pack_options *
 			o->info = false;
 		} else if (strcmp(a, "-no-hardlinks") == 0) {
 			o->no_hardlinks = true;
+		} else if (strcmp(a, "-no-strip") == 0 || strcmp(a, "-tarstyle") == 0) {
+			o->no_strip = true;
+		} else if (strcmp(a, "-cpiostyle") == 0 || strcmp(a, "-cpiostyle0") == 0) {
+			o->cpio_style = true;
+			ps->cpio_terminator = a[10] == '0' ? '\0' : '\n';
+		} else if (strcmp(a, "-ignore-zeros") == 0) {
+			o->ignore_zeros = true;
 		} else if (strcmp(a, "-nopad") == 0) {
 			o->nopad = true;
 		} else if (strcmp(a, "-one-file-system") == 0) {
@@ -935,6 +987,7 @@ int mksquashfs_main(int argc, char **argv)
 		.xattrs_add = calloc((size_t)argc + 1, sizeof(*ps.xattrs_add)),
 	};
 	bool noappend = false, keep_as_dir = false, tar = false;
+	struct name_list cpio = { 0 };
 	const char **names = NULL;
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	int first_opt = 1, status, nsrc;
@@ -968,7 +1021,7 @@ int mksquashfs_main(int argc, char **argv)
 	o.source_count = (size_t)nsrc;
 	o.image = argv[first_opt - 1];
 	/* From a tar there is nothing to stat: its excludes are paths. */
-	if (ex.wildcards || ex.regex || tar ? exclude_patterns(&ex) : exclude_ids(&ex, o.sources, o.source_count)) {
+	if (ex.wildcards || ex.regex || tar || o.no_strip || o.cpio_style ? exclude_patterns(&ex) : exclude_ids(&ex, o.sources, o.source_count)) {
 		status = refuse("-e", "out of memory");
 		goto out;
 	}
@@ -1008,6 +1061,31 @@ int mksquashfs_main(int argc, char **argv)
 		.default_time = (uint32_t)(o.overrides.mtime_max >= 0 ? o.overrides.mtime_max : time(NULL)),
 		.block_size = o.block_size,
 	};
+	if (o.no_strip || o.cpio_style) {
+		if (o.append) {
+			status = refuse(o.image, "exists; appending with -no-strip or -cpiostyle is not supported "
+						 "yet: give -noappend to replace it");
+			goto out;
+		}
+		if (tar) {
+			/* mksquashfs: "Only one of cpiostyle, tar file or pseudo file reading from stdin". */
+			status = refuse("-tar", "not with -no-strip or -cpiostyle");
+			goto out;
+		}
+		if (o.cpio_style) {
+			if (nsrc != 1 || strcmp(o.sources[0], "-") != 0) {
+				status = refuse("-cpiostyle", "the source must be - (the names come on standard input)");
+				goto out;
+			}
+			if ((status = read_names(ps.cpio_terminator, &cpio)) != 0)
+				goto out;
+			o.sources = cpio.names;
+			o.source_count = cpio.count;
+			o.no_strip = false;     /* mksquashfs: -cpiostyle names are never descended into */
+		}
+		status = pack_run(&o) ? MKSQ_EXIT_ERROR : MKSQ_EXIT_OK;
+		goto out;
+	}
 	if (tar) {
 		/* mksquashfs - DEST -tar: a tar on standard input, in a root of its own. */
 		if (nsrc != 1 || strcmp(o.sources[0], "-") != 0) {
@@ -1058,6 +1136,8 @@ out:
 		free(ps.xattrs_add[i].value);
 	}
 	free(ps.xattrs_add);
+	free(cpio.buf);
+	free(cpio.names);
 	free(names);
 	return status < 0 ? MKSQ_EXIT_OK : status;
 }

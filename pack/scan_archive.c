@@ -415,6 +415,12 @@ int scan_archive(struct pack_tree *t, const char *path, const struct scan_option
 	archive_read_support_format_gnutar(s.a);
 	archive_read_support_format_cpio(s.a);
 	archive_read_support_format_zip(s.a);
+	/* mksquashfs -ignore-zeros: a tar's end (two zero blocks) is skipped, and the next tar read on. */
+	if (s.opt->ignore_zeros &&
+	    archive_read_set_format_option(s.a, "tar", "read_concatenated_archives", "1") != ARCHIVE_OK) {
+		err = archive_fail(&s, "cannot read concatenated tars (-ignore-zeros)");
+		goto out;
+	}
 	if (strcmp(path, "-") == 0)
 		r = archive_read_open_fd(s.a, STDIN_FILENO, ARCHIVE_READ_BLOCK);
 	else

@@ -47,6 +47,7 @@ static int read_sources(const struct pack_options *o, struct pack_tree *t, struc
 		.implicit_uid = o->implicit_uid >= 0 ? (uint32_t)o->implicit_uid : 0,
 		.implicit_gid = o->implicit_gid >= 0 ? (uint32_t)o->implicit_gid : 0,
 		.no_hardlinks = o->no_hardlinks,
+		.ignore_zeros = o->ignore_zeros,
 		.block_size = o->block_size,
 		.spool = spool,
 		.one_file_system = o->one_file_system,
@@ -55,6 +56,8 @@ static int read_sources(const struct pack_options *o, struct pack_tree *t, struc
 	};
 	int err = 0;
 
+	if (o->no_strip || o->cpio_style)
+		return scan_paths(t, o->sources, o->source_count, o->no_strip, &so);
 	if (o->fake_root) {
 		/*
 		 * Sources nested by name, or a tar read as mksquashfs -tar reads it,

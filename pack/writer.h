@@ -51,6 +51,9 @@ struct pack_options {
 	bool info;                  /* mksquashfs -info: each file written, a line on stdout */
 	bool percentage;            /* mksquashfs -percentage: the progress as one number a line, on stdout */
 	bool no_hardlinks;          /* mksquashfs -no-hardlinks: each name of a file a file of its own */
+	bool ignore_zeros;          /* mksquashfs -ignore-zeros: concatenated tars read as one */
+	/* mksquashfs -no-strip / -cpiostyle: the sources are paths kept whole (scan_paths) */
+	bool no_strip, cpio_style;
 	const char *root_becomes;   /* mksquashfs -root-becomes: appending, the old root becomes this directory */
 	uint32_t id_offset;         /* mksquashfs -uid-gid-offset: added to every uid and gid */
 	/* Directories an archive implies but does not list: -1 for 0755, owner 0, group 0. */
