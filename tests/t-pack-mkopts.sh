@@ -203,6 +203,58 @@ rm -f "$W/q.sqfs"
 check "appending to an lzo1x_1_15 image: still lzo1x_1_15, the new files readable" bash -c \
 	"unsquashfs -s '$W/q.sqfs' | grep -q 'algorithm lzo1x_1_15' && unsquashfs -cat '$W/q.sqfs' z/f | grep -qx z"
 
+# -no-strip / -tarstyle (4.5.1 has them): each source kept at its path, the
+# directories on the way as the real ones; one shared start is the root.
+nostrip() {   # nostrip NAME DIR OPTION SOURCES...: both tools, run in DIR
+	local name=$1 dir=$2 opt=$3; shift 3
+	rm -f "$W/m.sqfs" "$W/q.sqfs"
+	(cd "$dir" && "$REAL" "$@" "$W/m.sqfs" -noappend -quiet -no-progress "$opt" -all-time 5 >/dev/null 2>&1)
+	if ! (cd "$dir" && "$QM" "$@" "$W/q.sqfs" -noappend -quiet "$opt" -all-time 5 >/dev/null 2>"$W/q.err"); then
+		not_ok "$name" "quash failed: $(head -c 300 "$W/q.err")"; return
+	fi
+	compare "$name"
+}
+nostrip "-no-strip: a file and a directory below ., the leading ./ dropped" "$W" -no-strip src/c/small ./src/a
+nostrip "-tarstyle: an absolute path, every directory above it from /" "$W" -tarstyle "$W/src/a/b"
+nostrip "-no-strip: a directory and one inside it" "$W" -no-strip src src/c
+nostrip "-no-strip: paths from . and from .. (a made-up 0777 root, the caller's)" "$W/src" -no-strip c/small ../new/z
+check "... its root is the one mksquashfs makes up, 0777" bash -c "unsquashfs -lln '$W/q.sqfs' | head -n 1 | grep -q '^drwxrwxrwx '"
+mkdir -p "$W/other/src"
+(cd "$W/other" && "$QM" src ../src/c "$W/q.sqfs" -noappend -quiet -no-strip >/dev/null 2>"$W/err"); st=$?
+check "-no-strip: two directories at one path: one line, exit 1 (mksquashfs: \"Can't have two different sources with same pathname\")" \
+	bash -c "[ $st = 1 ] && [ \$(wc -l <'$W/err') = 1 ] && grep -q '^quash: pack: ../src/c: another directory than the src ' '$W/err'"
+
+# -cpiostyle / -cpiostyle0: the names on standard input, none descended into.
+# Debian's 4.5.1 hangs on -cpiostyle (it spins and never writes the image), so
+# the peer is its -no-strip of the directory a find lists whole, and the 4.6
+# documentation ("directories are not recursively scanned ... Every file to
+# be added to the filesystem must be explicitly specified") for a partial list.
+rm -f "$W/m.sqfs" "$W/q.sqfs"
+(cd "$W" && "$REAL" src m.sqfs -noappend -quiet -no-progress -no-strip -all-time 5 >/dev/null 2>&1)
+(cd "$W" && find src | "$QM" - q.sqfs -noappend -quiet -cpiostyle -all-time 5 >/dev/null 2>"$W/q.err")
+compare "-cpiostyle: find's whole list is mksquashfs -no-strip of its top"
+(cd "$W" && find src -name 's*' -print0 | "$QM" - q.sqfs -noappend -quiet -cpiostyle0 >/dev/null 2>"$W/q.err")
+check "-cpiostyle0: only the names listed (NUL-ended), and the directories on their way" \
+	test "$(unsquashfs -lln "$W/q.sqfs" | awk '{ print $NF }' | tr '\n' ' ')" = \
+	"squashfs-root squashfs-root/src squashfs-root/src/c squashfs-root/src/c/same squashfs-root/src/c/small "
+(cd "$W" && printf 'src/a\n' | "$QM" - q.sqfs -noappend -quiet -cpiostyle >/dev/null 2>"$W/q.err")
+check "-cpiostyle: a directory listed alone is added empty, with its own metadata" bash -c \
+	"[ \"\$(unsquashfs -lln '$W/q.sqfs' | tail -n 1 | awk '{ print \$1, \$2, \$NF }')\" = 'drwxr-xr-x 1234/5678 squashfs-root/src/a' ]"
+(cd "$W" && "$QM" src q.sqfs -noappend -quiet -cpiostyle </dev/null >/dev/null 2>"$W/err"); st=$?
+check "-cpiostyle with a source other than -: one line, exit 1" bash -c \
+	"[ $st = 1 ] && [ \$(wc -l <'$W/err') = 1 ] && grep -q '^quash: mksquashfs: -cpiostyle: the source must be -' '$W/err'"
+
+# -ignore-zeros (4.6: "allow tar files to be concatenated together"), on two tars one after the other.
+tar -C "$W/src" -cf "$W/t1.tar" c/small && tar -C "$W/new" -cf "$W/t2.tar" z && cat "$W/t1.tar" "$W/t2.tar" >"$W/both.tar"
+"$QM" - "$W/q.sqfs" -tar -noappend -quiet -ignore-zeros <"$W/both.tar" >/dev/null 2>"$W/err"
+mount -t squashfs -o loop,ro "$W/q.sqfs" "$W/mnt"
+check "-ignore-zeros: both tars' files, as the kernel's mount shows" bash -c \
+	"[ \"\$(cat '$W/mnt/c/small' '$W/mnt/z/f')\" = \"\$(printf 'hi\nz')\" ]"
+umount "$W/mnt"
+"$QM" - "$W/q.sqfs" -tar -noappend -quiet <"$W/both.tar" >/dev/null 2>"$W/err"
+check "... without it, the first tar's end is the end" bash -c \
+	"unsquashfs -lln '$W/q.sqfs' | grep -q 'c/small\$' && ! unsquashfs -lln '$W/q.sqfs' | grep -q 'z/f\$'"
+
 # Bad values: one line naming the option and the value, exit 1, no image.
 refused() {
 	local name=$1 want=$2 st; shift 2
