@@ -13,6 +13,8 @@
  * Without -noappend an existing DEST is appended to, as mksquashfs does
  * (append.c): its compressor, block size and settings are kept and the
  * options that would change them are ignored, as mksquashfs ignores them.
+ * Options of mksquashfs 4.6 and 4.7 that Debian's 4.5.1 lacks (-default-*,
+ * -xattrs-add, -percentage, -uid-gid-offset...) follow their USAGE text.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -79,7 +81,7 @@ static void usage(FILE *f)
 		"quash %s, taking mksquashfs %s's command line.\n"
 		"\n"
 		"Honoured as mksquashfs does: -comp, -b, -Xcompression-level, -Xhc, -Xbcj,\n"
-		"-Xdict-size,\n"
+		"-Xdict-size, -Xalgorithm (lzo), -Xwindow-size, -Xstrategy (gzip),\n"
 		"-noappend (sqfstar: -force), -all-root/-root-owned, -force-uid, -force-gid,\n"
 		"-root-mode, -root-uid, -root-gid, -root-time, -e, -ef, -tar (and the sqfstar\n"
 		"form: sqfstar [OPTIONS] IMAGE),\n"
@@ -90,9 +92,13 @@ static void usage(FILE *f)
 		"-offset/-o N (the image N bytes into DEST, after zeros),\n"
 		"-no-xattrs, -xattrs, -no-fragments, -always-use-fragments, -no-duplicates,\n"
 		"-no-exports, -exports, -mkfs-time, -all-time, SOURCE_DATE_EPOCH, -processors,\n"
+		"-no-hardlinks, -nopad, -default-mode, -default-uid, -default-gid (4.6),\n"
+		"-uid-gid-offset (4.7), -xattrs-add NAME=VALUE (4.6), -ignore-zeros (4.6),\n"
+		"-no-strip/-tarstyle, -cpiostyle, -cpiostyle0, -info, -percentage (4.6),\n"
 		"-quiet, -progress, -no-progress, -version, -help.\n"
 		"Without -noappend an existing DEST is appended to, as mksquashfs does: the\n"
-		"sources go into its root (a name it has becomes NAME_1, NAME_2, ...), and its\n"
+		"sources go into its root (a name it has becomes NAME_1, NAME_2, ...; with\n"
+		"-root-becomes NAME the old root becomes the directory NAME instead), and its\n"
 		"compressor, block size and settings are kept (-comp, -b, -no-fragments,\n"
 		"-always-use-fragments, -no-duplicates, -no-exports are then ignored).\n"
 		"Any other option is refused with one line (exit 1), never ignored.\n"
