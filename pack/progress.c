@@ -20,6 +20,7 @@
 static struct {
 	bool on, drawn;
 	bool percentage;            /* lines of percentages, not the bar */
+	bool done;                  /* progress_done: everything is written */
 	int shown;                  /* the percentage last printed, -1: none yet */
 	uint64_t total_bytes, total_files;
 	_Atomic uint64_t bytes, files;
@@ -143,6 +144,11 @@ void progress_unlock(void)
 	pthread_mutex_unlock(&pr.lock);
 }
 
+void progress_done(void)
+{
+	pr.done = true;
+}
+
 void progress_end(void)
 {
 	if (pr.on) {
@@ -152,11 +158,11 @@ void progress_end(void)
 		pthread_mutex_unlock(&pr.lock);
 		pthread_join(pr.thread, NULL);
 	}
-	if (pr.percentage) {
+	if (pr.percentage && pr.done) {
 		atomic_store(&pr.bytes, pr.total_bytes);
 		show_percentage();      /* the run is done: 100 */
-		pr.percentage = false;
 	}
+	pr.percentage = pr.done = false;
 	clear_line();
 	pr.on = false;
 }

@@ -20,6 +20,8 @@ void progress_add(uint64_t bytes, uint64_t files);
 /* Around printing a message: erase the bar and keep it from being redrawn meanwhile. */
 void progress_lock(void);
 void progress_unlock(void);
+/* The run succeeded: -percentage ends on 100. */
+void progress_done(void);
 void progress_end(void);
 double progress_seconds(void);
 

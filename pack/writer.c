@@ -611,6 +611,8 @@ int pack_run(const struct pack_options *given)
 		progress_start(o->percentage ? PROGRESS_PERCENTAGE : o->progress ? PROGRESS_BAR : PROGRESS_OFF,
 			       tree.data_bytes - base.bytes, tree.file_count - base.files);
 		err = pack_image(o, &tree, sink, spool.fd, appending ? &base : NULL, head, &head_len, &stats);
+		if (!err)
+			progress_done();
 		progress_end();
 		stats.image_size = sink->written;
 		if (err)
