@@ -86,6 +86,13 @@ int append_open(const char *path, struct append_base *b)
 		.xz_filters = in->comp.filters,
 		.lz4_hc = (int)(in->comp.flags & 1),
 	};
+	/* mksquashfs appends with the image's gzip window and strategies, and its lzo algorithm. */
+	if (in->compressor == SQFS_COMP_GZIP) {
+		b->params.gzip_window = (int)in->comp.window_size;
+		b->params.gzip_strategies = in->comp.strategies;
+	} else if (in->compressor == SQFS_COMP_LZO) {
+		b->params.lzo_algorithm = (int)in->comp.algorithm + 1;
+	}
 	if (b->data_end < SQFS_SUPER_SIZE || b->data_end > in->bytes_used) {
 		corrupt(b, "the inode table starts outside the image");
 		return -EIO;
@@ -395,7 +402,32 @@ static int rename_collisions(struct append_base *b, struct pack_tree *t, char **
 	return err;
 }
 
-int append_merge(struct append_base *b, struct pack_tree *t)
+/*
+ * mksquashfs -root-becomes NAME: the old root, its metadata as stored, is
+ * the directory NAME of the new root; a new top-level NAME is renamed
+ * NAME_1, ... as for a name the old root has.
+ */
+static int merge_as_dir(struct loader *l, const struct qs_inode *root, const char *name)
+{
+	char *names[] = { (char *)name };
+	struct pack_inode *dir;
+	int r = rename_collisions(l->b, l->t, names, 1);
+
+	if (r == -ENOMEM)
+		pack_error("out of memory");
+	if (r < 0)
+		return r;
+	r = load_inode(l, root, &dir);
+	if (r < 0)
+		return r;
+	if (!tree_insert(l->t, l->t->root, name, strlen(name), dir) || ino_put(&l->map, root->ino, dir) < 0) {
+		pack_error("out of memory");
+		return -ENOMEM;
+	}
+	return load_dir(l, dir, root, 1);
+}
+
+int append_merge(struct append_base *b, struct pack_tree *t, const char *root_becomes)
 {
 	struct loader l = { .b = b, .t = t };
 	struct qs_inode root;
@@ -409,6 +441,10 @@ int append_merge(struct append_base *b, struct pack_tree *t)
 	if (!l.words)
 		return -ENOMEM;
 	r = qs_inode_root(b->img, &root);
+	if (r == 0 && root_becomes) {
+		r = merge_as_dir(&l, &root, root_becomes);
+		goto out;
+	}
 	if (!r)
 		r = qs_dir_open(b->img, &root, &it);
 	while (r == 0 && (r = qs_dir_next(&it, &de)) == 1) {
@@ -438,6 +474,7 @@ int append_merge(struct append_base *b, struct pack_tree *t)
 		r = ino_put(&l.map, root.ino, t->root);
 	if (r >= 0)
 		r = load_dir(&l, t->root, &root, 1);
+out:
 	for (size_t i = 0; i < nold; i++)
 		free(old[i]);
 	free(old);

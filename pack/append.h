@@ -40,9 +40,11 @@ void append_close(struct append_base *b);
  * Put the old image's tree into 't', which holds the new sources: their
  * top-level names that the old root has are renamed NAME_1, NAME_2, ... as
  * mksquashfs renames them, and the old entries go in as stored inodes.
+ * With 'root_becomes' (mksquashfs -root-becomes) the old root goes in
+ * whole as that directory of the new root instead.
  * 0, or -errno after printing one line.
  */
-int append_merge(struct append_base *b, struct pack_tree *t);
+int append_merge(struct append_base *b, struct pack_tree *t, const char *root_becomes);
 
 /* Copy the old image's compressor options and data area, byte for byte, after the superblock. */
 int append_copy_data(struct append_base *b, struct pack_sink *sink);

@@ -32,6 +32,8 @@
 	X(int, archive_read_support_format_gnutar, (struct archive *a), (a), ARCHIVE_FATAL) \
 	X(int, archive_read_support_format_cpio, (struct archive *a), (a), ARCHIVE_FATAL) \
 	X(int, archive_read_support_format_zip, (struct archive *a), (a), ARCHIVE_FATAL) \
+	X(int, archive_read_set_format_option, (struct archive *a, const char *m, const char *o, const char *v), \
+	  (a, m, o, v), ARCHIVE_FATAL) \
 	X(int, archive_read_open_fd, (struct archive *a, int fd, size_t block_size), (a, fd, block_size), ARCHIVE_FATAL) \
 	X(int, archive_read_open_filename, (struct archive *a, const char *name, size_t block_size), \
 	  (a, name, block_size), ARCHIVE_FATAL) \

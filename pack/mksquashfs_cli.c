@@ -13,6 +13,8 @@
  * Without -noappend an existing DEST is appended to, as mksquashfs does
  * (append.c): its compressor, block size and settings are kept and the
  * options that would change them are ignored, as mksquashfs ignores them.
+ * Options of mksquashfs 4.6 and 4.7 that Debian's 4.5.1 lacks (-default-*,
+ * -xattrs-add, -percentage, -uid-gid-offset...) follow their USAGE text.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -54,34 +56,16 @@ static const struct {
 	int args;
 	const char *why;
 } refused[] = {
-	{ "-no-strip", 0, "not supported yet" },
-	{ "-tarstyle", 0, "not supported yet" },
-	{ "-cpiostyle", 0, "not supported yet" },
-	{ "-cpiostyle0", 0, "not supported yet" },
-	{ "-xattrs-add", 1, "not supported yet" },
 	{ "-no-sparse", 0, "not supported: holes are always stored as holes" },
 	{ "-mem", 1, "not supported yet: quash has no memory bound to set" },
 	{ "-mem-percent", 1, "not supported yet: quash has no memory bound to set" },
-	{ "-info", 0, "not supported yet" },
-	{ "-percentage", 0, "not supported yet" },
 	{ "-throttle", 1, "not supported" },
 	{ "-limit", 1, "not supported" },
-	{ "-root-becomes", 1, "not supported yet (the new sources go into the old root)" },
-	{ "-no-hardlinks", 0, "not supported: hard links are always kept" },
-	{ "-nopad", 0, "not supported: images are always padded to 4 KiB" },
 	{ "-read-queue", 1, NULL },
 	{ "-write-queue", 1, NULL },
 	{ "-fragment-queue", 1, NULL },
 	{ "-single-reader", 0, NULL },
-	{ "-ignore-zeros", 0, "not supported yet" },
 	{ "-log", 1, "not supported" },
-	{ "-uid-gid-offset", 1, "not supported yet" },
-	{ "-default-mode", 1, "not supported yet" },
-	{ "-default-uid", 1, "not supported yet" },
-	{ "-default-gid", 1, "not supported yet" },
-	{ "-Xwindow-size", 1, "not supported yet" },
-	{ "-Xstrategy", 1, "not supported yet" },
-	{ "-Xalgorithm", 1, "not supported yet (lzo1x_999 only)" },
 };
 
 static int refuse(const char *opt, const char *why)
@@ -97,7 +81,7 @@ static void usage(FILE *f)
 		"quash %s, taking mksquashfs %s's command line.\n"
 		"\n"
 		"Honoured as mksquashfs does: -comp, -b, -Xcompression-level, -Xhc, -Xbcj,\n"
-		"-Xdict-size,\n"
+		"-Xdict-size, -Xalgorithm (lzo), -Xwindow-size, -Xstrategy (gzip),\n"
 		"-noappend (sqfstar: -force), -all-root/-root-owned, -force-uid, -force-gid,\n"
 		"-root-mode, -root-uid, -root-gid, -root-time, -e, -ef, -tar (and the sqfstar\n"
 		"form: sqfstar [OPTIONS] IMAGE),\n"
@@ -108,9 +92,13 @@ static void usage(FILE *f)
 		"-offset/-o N (the image N bytes into DEST, after zeros),\n"
 		"-no-xattrs, -xattrs, -no-fragments, -always-use-fragments, -no-duplicates,\n"
 		"-no-exports, -exports, -mkfs-time, -all-time, SOURCE_DATE_EPOCH, -processors,\n"
+		"-no-hardlinks, -nopad, -default-mode, -default-uid, -default-gid (4.6),\n"
+		"-uid-gid-offset (4.7), -xattrs-add NAME=VALUE (4.6), -ignore-zeros (4.6),\n"
+		"-no-strip/-tarstyle, -cpiostyle, -cpiostyle0, -info, -percentage (4.6),\n"
 		"-quiet, -progress, -no-progress, -version, -help.\n"
 		"Without -noappend an existing DEST is appended to, as mksquashfs does: the\n"
-		"sources go into its root (a name it has becomes NAME_1, NAME_2, ...), and its\n"
+		"sources go into its root (a name it has becomes NAME_1, NAME_2, ...; with\n"
+		"-root-becomes NAME the old root becomes the directory NAME instead), and its\n"
 		"compressor, block size and settings are kept (-comp, -b, -no-fragments,\n"
 		"-always-use-fragments, -no-duplicates, -no-exports are then ignored).\n"
 		"Any other option is refused with one line (exit 1), never ignored.\n"
@@ -313,7 +301,59 @@ struct pseudo_args {
 	bool have_default_dir;
 	regex_t xattrs_include, xattrs_exclude;     /* -xattrs-include, -xattrs-exclude */
 	bool have_include, have_exclude;
+	struct pack_xattr *xattrs_add;              /* -xattrs-add, room for every argument */
+	size_t xattrs_add_count;
+	char cpio_terminator;                       /* -cpiostyle '\n', -cpiostyle0 '\0' */
 };
+
+/* -cpiostyle: the names on standard input, each ended by 'end'. */
+struct name_list {
+	char *buf;                  /* all of standard input */
+	const char **names;
+	size_t count;
+};
+
+/* As mksquashfs: empty names are skipped, and an unended last one is ignored, with a warning. */
+static int read_names(char end, struct name_list *l)
+{
+	size_t len = 0, cap = 0, max = 0;
+	ssize_t n;
+
+	do {
+		if (len == cap) {
+			char *b = realloc(l->buf, cap = cap ? 2 * cap : 65536);
+
+			if (!b)
+				return refuse("-cpiostyle", "out of memory");
+			l->buf = b;
+		}
+		n = read(STDIN_FILENO, l->buf + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			fprintf(stderr, "quash: mksquashfs: -cpiostyle: standard input: %s\n", strerror(errno));
+			return MKSQ_EXIT_ERROR;
+		}
+		len += (size_t)n;
+	} while (n > 0);
+	if (len && l->buf[len - 1] != end)
+		fprintf(stderr, "quash: mksquashfs: -cpiostyle: the last name on standard input has no end "
+			"(ignored, as mksquashfs ignores it)\n");
+	for (size_t i = 0; i < len; i++)
+		max += l->buf[i] == end;
+	l->names = calloc(max + 1, sizeof(*l->names));
+	if (!l->names)
+		return refuse("-cpiostyle", "out of memory");
+	for (size_t i = 0, start = 0; i < len; i++) {
+		if (l->buf[i] != end)
+			continue;
+		l->buf[i] = '\0';
+		if (i > start)
+			l->names[l->count++] = l->buf + start;
+		start = i + 1;
+	}
+	return 0;
+}
 
 /* -pd "d MODE UID GID" or "D TIME MODE UID GID": the metadata of directories pseudo files imply. */
 static int parse_default_dir(const char *s, struct pack_inode *d)
@@ -348,6 +388,173 @@ static int parse_default_dir(const char *s, struct pack_inode *d)
 	d->gid = (uint32_t)gid;
 	d->mtime = type == 'D' ? (int64_t)t : time(NULL);
 	return 0;
+}
+
+static int base64_digit(int c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	return c == '+' ? 62 : c == '/' ? 63 : -1;
+}
+
+/* -xattrs-add 0s...: base64, '=' padding optional; the bytes, or -1. */
+static ssize_t decode_base64(const char *s, uint8_t *out)
+{
+	size_t n = strlen(s), len = 0;
+	uint32_t acc = 0;
+	int bits = 0;
+
+	if (n % 4 == 0 && n >= 2 && s[n - 1] == '=')
+		n -= s[n - 2] == '=' ? 2 : 1;
+	for (size_t i = 0; i < n; i++) {
+		int d = base64_digit((unsigned char)s[i]);
+
+		if (d < 0)
+			return -1;
+		acc = acc << 6 | (uint32_t)d;
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			out[len++] = (uint8_t)(acc >> bits);
+		}
+	}
+	return bits >= 6 ? -1 : (ssize_t)len;   /* a lone sixth of a byte left over */
+}
+
+static int hex_digit(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* -xattrs-add 0x...: hexadecimal, two digits a byte. */
+static ssize_t decode_hex(const char *s, uint8_t *out)
+{
+	size_t n = strlen(s);
+
+	if (n % 2)
+		return -1;
+	for (size_t i = 0; i < n; i += 2) {
+		int hi = hex_digit((unsigned char)s[i]), lo = hex_digit((unsigned char)s[i + 1]);
+
+		if (hi < 0 || lo < 0)
+			return -1;
+		out[i / 2] = (uint8_t)(hi << 4 | lo);
+	}
+	return (ssize_t)(n / 2);
+}
+
+/* -xattrs-add 0t...: text, a backslash and three octal digits a byte. */
+static ssize_t decode_text(const char *s, uint8_t *out)
+{
+	size_t len = 0;
+
+	while (*s) {
+		if (*s != '\\') {
+			out[len++] = (uint8_t)*s++;
+			continue;
+		}
+		if (s[1] < '0' || s[1] > '3' || s[2] < '0' || s[2] > '7' || s[3] < '0' || s[3] > '7')
+			return -1;
+		out[len++] = (uint8_t)((s[1] - '0') << 6 | (s[2] - '0') << 3 | (s[3] - '0'));
+		s += 4;
+	}
+	return (ssize_t)len;
+}
+
+/*
+ * -xattrs-add NAME=VALUE (mksquashfs 4.6): VALUE as bytes, or after 0s
+ * base64, after 0x hexadecimal, after 0t text with \ooo octal escapes, after
+ * 0b bytes again; a one-byte VALUE has no prefix.
+ */
+static int parse_xattr_add(const char *arg, struct pack_xattr *x)
+{
+	const char *eq = strchr(arg, '='), *v;
+	ssize_t len;
+
+	if (!eq || eq == arg || !eq[1]) {
+		fprintf(stderr, "quash: mksquashfs: -xattrs-add %s: expected NAME=VALUE, neither empty\n", arg);
+		return MKSQ_EXIT_ERROR;
+	}
+	if (strncmp(arg, "user.", 5) && strncmp(arg, "trusted.", 8) && strncmp(arg, "security.", 9)) {
+		fprintf(stderr, "quash: mksquashfs: -xattrs-add %s: the name is not in user., trusted. or "
+			"security. (all squashfs stores)\n", arg);
+		return MKSQ_EXIT_ERROR;
+	}
+	x->name = strndup(arg, (size_t)(eq - arg));
+	x->value = malloc(strlen(eq) + 1);
+	if (!x->name || !x->value)
+		return refuse("-xattrs-add", "out of memory");
+	v = eq + 1;
+	if (v[1] && v[0] == '0' && strchr("sSxXtTbB", v[1])) {
+		if (!v[2]) {
+			fprintf(stderr, "quash: mksquashfs: -xattrs-add %s: the value is empty after its prefix %.2s\n",
+				arg, v);
+			return MKSQ_EXIT_ERROR;
+		}
+		switch (v[1] | 0x20) {
+		case 's': len = decode_base64(v + 2, x->value); break;
+		case 'x': len = decode_hex(v + 2, x->value); break;
+		case 't': len = decode_text(v + 2, x->value); break;
+		default: len = (ssize_t)strlen(v + 2); memcpy(x->value, v + 2, (size_t)len); break;
+		}
+	} else {
+		len = (ssize_t)strlen(v);
+		memcpy(x->value, v, (size_t)len);
+	}
+	if (len < 0) {
+		fprintf(stderr, "quash: mksquashfs: -xattrs-add %s: bad %s value\n", arg,
+			(v[1] | 0x20) == 's' ? "base64" : (v[1] | 0x20) == 'x' ? "hexadecimal" : "0t text");
+		return MKSQ_EXIT_ERROR;
+	}
+	x->len = (uint32_t)len;
+	return 0;
+}
+
+/* -root-becomes NAME: one name of the new root. */
+static int check_root_becomes(const char *name)
+{
+	if (!*name || strchr(name, '/') || strcmp(name, ".") == 0 || strcmp(name, "..") == 0 ||
+	    strlen(name) > SQFS_NAME_MAX) {
+		fprintf(stderr, "quash: mksquashfs: -root-becomes %s: not a name (no '/', not . or .., "
+			"at most %d bytes)\n", name, SQFS_NAME_MAX);
+		return MKSQ_EXIT_ERROR;
+	}
+	return 0;
+}
+
+/* -Xstrategy default,filtered,...: the gzip strategies each block is tried with. */
+static int parse_strategies(const char *list, uint32_t *mask)
+{
+	char *copy = strdup(list), *name, *save = NULL;
+	int err = 0;
+
+	if (!copy)
+		return refuse("-Xstrategy", "out of memory");
+	for (name = strtok_r(copy, ",", &save); name && !err; name = strtok_r(NULL, ",", &save)) {
+		int bit = qs_gzip_strategy_bit(name);
+
+		if (bit < 0) {
+			fprintf(stderr, "quash: mksquashfs: -Xstrategy: unknown strategy '%s' (default, filtered, "
+				"huffman_only, run_length_encoded, fixed)\n", name);
+			err = MKSQ_EXIT_ERROR;
+		} else {
+			*mask |= 1u << bit;
+		}
+	}
+	if (!err && !*mask)
+		err = refuse("-Xstrategy", "no strategy given");
+	free(copy);
+	return err;
 }
 
 /* -Xbcj x86,arm,...: the filters xz tries on each block, keeping the smallest result. */
@@ -410,7 +617,8 @@ static int parse_options(int argc, char **argv, int first, struct pack_options *
 {
 	const char *comp_name = MKSQ_DEFAULT_COMPRESSOR;
 	const char *epoch = getenv("SOURCE_DATE_EPOCH");
-	const char *dict_size = NULL, *xz_opt = NULL;
+	const char *dict_size = NULL, *xz_opt = NULL, *gzip_opt = NULL, *lzo_opt = NULL;
+	bool progress_given = false;
 	int64_t v;
 
 	for (int i = first; i < argc; i++) {
@@ -481,6 +689,28 @@ static int parse_options(int argc, char **argv, int first, struct pack_options *
 			if (parse_bcj(val, &o->params.xz_filters))
 				return MKSQ_EXIT_ERROR;
 			xz_opt = a;
+		} else if (strcmp(a, "-Xwindow-size") == 0) {
+			NEED_VALUE();
+			if (parse_uint(a, val, 15, &v))
+				return MKSQ_EXIT_ERROR;
+			if (v < 8)
+				return refuse(a, "from 8 to 15");
+			o->params.gzip_window = (int)v;
+			gzip_opt = a;
+		} else if (strcmp(a, "-Xstrategy") == 0) {
+			NEED_VALUE();
+			if (parse_strategies(val, &o->params.gzip_strategies))
+				return MKSQ_EXIT_ERROR;
+			gzip_opt = a;
+		} else if (strcmp(a, "-Xalgorithm") == 0) {
+			NEED_VALUE();
+			o->params.lzo_algorithm = qs_lzo_algorithm(val);
+			if (!o->params.lzo_algorithm) {
+				fprintf(stderr, "quash: mksquashfs: -Xalgorithm: unknown algorithm '%s' (lzo1x_1, "
+					"lzo1x_1_11, lzo1x_1_12, lzo1x_1_15, lzo1x_999)\n", val);
+				return MKSQ_EXIT_ERROR;
+			}
+			lzo_opt = a;
 		} else if (strcmp(a, "-Xdict-size") == 0) {
 			NEED_VALUE();
 			dict_size = val;
@@ -515,6 +745,57 @@ static int parse_options(int argc, char **argv, int first, struct pack_options *
 			if (parse_uint(a, val, UINT32_MAX, &v))
 				return MKSQ_EXIT_ERROR;
 			o->root_time = v;
+		} else if (strcmp(a, "-default-mode") == 0) {
+			char *end;
+
+			/* mksquashfs 4.6: the root's, and that of directories a tar implies. */
+			NEED_VALUE();
+			errno = 0;
+			o->root_mode = strtoll(val, &end, 8);
+			if (errno || end == val || *end || o->root_mode < 0 || o->root_mode > 07777)
+				return refuse(a, "bad mode (octal, at most 7777)");
+			o->implicit_mode = o->root_mode;
+		} else if (strcmp(a, "-default-uid") == 0 || strcmp(a, "-default-gid") == 0) {
+			NEED_VALUE();
+			if (parse_uint(a, val, UINT32_MAX, &v))
+				return MKSQ_EXIT_ERROR;
+			if (a[9] == 'u')
+				o->root_uid = o->implicit_uid = v;
+			else
+				o->root_gid = o->implicit_gid = v;
+		} else if (strcmp(a, "-uid-gid-offset") == 0) {
+			NEED_VALUE();
+			if (parse_uint(a, val, UINT32_MAX, &v))
+				return MKSQ_EXIT_ERROR;
+			o->id_offset = (uint32_t)v;
+		} else if (strcmp(a, "-xattrs-add") == 0) {
+			NEED_VALUE();
+			if (parse_xattr_add(val, &ps->xattrs_add[ps->xattrs_add_count++]))
+				return MKSQ_EXIT_ERROR;
+			o->overrides.xattrs_add = ps->xattrs_add;
+			o->overrides.xattrs_add_count = ps->xattrs_add_count;
+		} else if (strcmp(a, "-root-becomes") == 0) {
+			NEED_VALUE();
+			if (check_root_becomes(val))
+				return MKSQ_EXIT_ERROR;
+			o->root_becomes = val;
+		} else if (strcmp(a, "-info") == 0) {
+			o->info = true;
+		} else if (strcmp(a, "-percentage") == 0) {
+			/* mksquashfs 4.6: the percentage alone, one number a line, and no -info. */
+			o->percentage = true;
+			o->info = false;
+		} else if (strcmp(a, "-no-hardlinks") == 0) {
+			o->no_hardlinks = true;
+		} else if (strcmp(a, "-no-strip") == 0 || strcmp(a, "-tarstyle") == 0) {
+			o->no_strip = true;
+		} else if (strcmp(a, "-cpiostyle") == 0 || strcmp(a, "-cpiostyle0") == 0) {
+			o->cpio_style = true;
+			ps->cpio_terminator = a[10] == '0' ? '\0' : '\n';
+		} else if (strcmp(a, "-ignore-zeros") == 0) {
+			o->ignore_zeros = true;
+		} else if (strcmp(a, "-nopad") == 0) {
+			o->nopad = true;
 		} else if (strcmp(a, "-one-file-system") == 0) {
 			o->one_file_system = true;
 		} else if (strcmp(a, "-one-file-system-x") == 0) {
@@ -569,7 +850,7 @@ static int parse_options(int argc, char **argv, int first, struct pack_options *
 		} else if (strcmp(a, "-quiet") == 0) {
 			o->quiet = true;
 		} else if (strcmp(a, "-progress") == 0) {
-			o->progress = true;
+			o->progress = progress_given = true;
 		} else if (strcmp(a, "-no-progress") == 0) {
 			o->progress = false;
 		} else if (strcmp(a, "-version") == 0) {
@@ -588,6 +869,9 @@ static int parse_options(int argc, char **argv, int first, struct pack_options *
 		}
 #undef NEED_VALUE
 	}
+	/* mksquashfs: -info's lines take the bar's place, unless -progress asks for both. */
+	if (o->info && !progress_given)
+		o->progress = false;
 	if (epoch && *epoch) {
 		/* mksquashfs: SOURCE_DATE_EPOCH is the image's time, and later file times become it. */
 		if (parse_uint("SOURCE_DATE_EPOCH", epoch, UINT32_MAX, &v))
@@ -605,6 +889,17 @@ static int parse_options(int argc, char **argv, int first, struct pack_options *
 	o->params.block_size = o->block_size;
 	if (xz_opt && strcmp(comp_name, "xz") != 0)
 		return refuse(xz_opt, "an xz option: needs -comp xz");
+	if (gzip_opt && strcmp(comp_name, "gzip") != 0)
+		return refuse(gzip_opt, "a gzip option: needs -comp gzip (the default)");
+	if (lzo_opt && strcmp(comp_name, "lzo") != 0)
+		return refuse(lzo_opt, "an lzo option: needs -comp lzo");
+	/* mksquashfs: "-Xcompression-level is only applicable for the lzo1x_999 algorithm". */
+	if (o->params.lzo_algorithm && o->params.lzo_algorithm != qs_lzo_algorithm("lzo1x_999") && o->params.level &&
+	    strcmp(comp_name, "lzo") == 0)
+		return refuse("-Xcompression-level", "for lzo1x_999 only, not the -Xalgorithm given");
+	/* mksquashfs: "default" alone is no choice of strategies, and stores none. */
+	if (o->params.gzip_strategies == 1u << qs_gzip_strategy_bit("default"))
+		o->params.gzip_strategies = 0;
 	if (dict_size && parse_dict_size(dict_size, o->block_size, &o->params.xz_dict_size))
 		return MKSQ_EXIT_ERROR;
 	return 0;
@@ -627,7 +922,9 @@ static bool takes_value(const char *opt)
 		"-comp", "-b", "-Xcompression-level", "-Xbcj", "-Xdict-size", "-ef", "-p", "-pf", "-pd", "-sort", "-offset", "-o",
 		"-xattrs-include", "-xattrs-exclude",
 		"-force-uid",
-		"-force-gid", "-root-mode", "-root-uid", "-root-gid", "-root-time", "-mkfs-time", "-all-time", "-processors", NULL,
+		"-force-gid", "-root-mode", "-root-uid", "-root-gid", "-root-time", "-mkfs-time", "-all-time", "-processors",
+		"-default-mode", "-default-uid", "-default-gid", "-uid-gid-offset", "-xattrs-add", "-root-becomes",
+		"-Xwindow-size", "-Xstrategy", "-Xalgorithm", NULL,
 	};
 
 	for (size_t i = 0; with_value[i]; i++)
@@ -687,10 +984,16 @@ int mksquashfs_main(int argc, char **argv)
 		.fragments = true, .tail_packing = false, .dedup = true, .exportable = true,
 		.overrides = { .uid = -1, .gid = -1, .mode = -1, .mtime = -1, .mtime_max = -1 },
 		.mkfs_time = -1, .root_mode = -1, .root_uid = -1, .root_gid = -1, .root_time = -1, .progress = true,
+		/* mksquashfs: directories a tar implies are 0755, the caller's (tar.c, fixup_tree). */
+		.implicit_mode = 0755, .implicit_uid = getuid(), .implicit_gid = getgid(),
 	};
 	struct excludes ex = { 0 };
-	struct pseudo_args ps = { .defs = calloc((size_t)argc + 1, sizeof(*ps.defs)) };
+	struct pseudo_args ps = {
+		.defs = calloc((size_t)argc + 1, sizeof(*ps.defs)),
+		.xattrs_add = calloc((size_t)argc + 1, sizeof(*ps.xattrs_add)),
+	};
 	bool noappend = false, keep_as_dir = false, tar = false;
+	struct name_list cpio = { 0 };
 	const char **names = NULL;
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	int first_opt = 1, status, nsrc;
@@ -698,16 +1001,18 @@ int mksquashfs_main(int argc, char **argv)
 
 	o.jobs = cores > 0 ? (unsigned)cores : 1;
 	o.report = true;
-	if (!ps.defs)
+	if (!ps.defs || !ps.xattrs_add) {
+		free(ps.defs);
+		free(ps.xattrs_add);
 		return refuse("mksquashfs", "out of memory");
+	}
 	/* The operands come first; "-" (standard input, with -tar) is one. */
 	while (first_opt < argc && (argv[first_opt][0] != '-' || argv[first_opt][1] == '\0'))
 		first_opt++;
 	if (first_opt == 1 && argc > 1 && (strcmp(argv[1], "-version") == 0 || strcmp(argv[1], "-help") == 0 ||
 					   strcmp(argv[1], "-h") == 0)) {
 		status = parse_options(argc, argv, 1, &o, &ex, &ps, &noappend, &keep_as_dir, &tar);
-		free(ps.defs);
-		return status < 0 ? MKSQ_EXIT_OK : status;
+		goto out;
 	}
 	if (first_opt < 3) {
 		fprintf(stderr, "quash: mksquashfs: need SOURCE... DEST before the options\n"
@@ -722,7 +1027,7 @@ int mksquashfs_main(int argc, char **argv)
 	o.source_count = (size_t)nsrc;
 	o.image = argv[first_opt - 1];
 	/* From a tar there is nothing to stat: its excludes are paths. */
-	if (ex.wildcards || ex.regex || tar ? exclude_patterns(&ex) : exclude_ids(&ex, o.sources, o.source_count)) {
+	if (ex.wildcards || ex.regex || tar || o.no_strip || o.cpio_style ? exclude_patterns(&ex) : exclude_ids(&ex, o.sources, o.source_count)) {
 		status = refuse("-e", "out of memory");
 		goto out;
 	}
@@ -762,6 +1067,31 @@ int mksquashfs_main(int argc, char **argv)
 		.default_time = (uint32_t)(o.overrides.mtime_max >= 0 ? o.overrides.mtime_max : time(NULL)),
 		.block_size = o.block_size,
 	};
+	if (o.no_strip || o.cpio_style) {
+		if (o.append) {
+			status = refuse(o.image, "exists; appending with -no-strip or -cpiostyle is not supported "
+						 "yet: give -noappend to replace it");
+			goto out;
+		}
+		if (tar) {
+			/* mksquashfs: "Only one of cpiostyle, tar file or pseudo file reading from stdin". */
+			status = refuse("-tar", "not with -no-strip or -cpiostyle");
+			goto out;
+		}
+		if (o.cpio_style) {
+			if (nsrc != 1 || strcmp(o.sources[0], "-") != 0) {
+				status = refuse("-cpiostyle", "the source must be - (the names come on standard input)");
+				goto out;
+			}
+			if ((status = read_names(ps.cpio_terminator, &cpio)) != 0)
+				goto out;
+			o.sources = cpio.names;
+			o.source_count = cpio.count;
+			o.no_strip = false;     /* mksquashfs: -cpiostyle names are never descended into */
+		}
+		status = pack_run(&o) ? MKSQ_EXIT_ERROR : MKSQ_EXIT_OK;
+		goto out;
+	}
 	if (tar) {
 		/* mksquashfs - DEST -tar: a tar on standard input, in a root of its own. */
 		if (nsrc != 1 || strcmp(o.sources[0], "-") != 0) {
@@ -807,6 +1137,13 @@ out:
 	if (ps.have_exclude)
 		regfree(&ps.xattrs_exclude);
 	free(ps.defs);
+	for (size_t i = 0; i < ps.xattrs_add_count; i++) {
+		free(ps.xattrs_add[i].name);
+		free(ps.xattrs_add[i].value);
+	}
+	free(ps.xattrs_add);
+	free(cpio.buf);
+	free(cpio.names);
 	free(names);
 	return status < 0 ? MKSQ_EXIT_OK : status;
 }

@@ -158,6 +158,7 @@ static int parse_args(int argc, char **argv, struct pack_options *o_out)
 		.overrides = { .uid = -1, .gid = -1, .mode = -1, .mtime = -1, .mtime_max = -1 },
 		.mkfs_time = -1,
 		.root_mode = -1, .root_uid = -1, .root_gid = -1, .root_time = -1,
+		.implicit_mode = -1, .implicit_uid = -1, .implicit_gid = -1,
 		.progress = true,
 	};
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);

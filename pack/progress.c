@@ -19,6 +19,9 @@
 
 static struct {
 	bool on, drawn;
+	bool percentage;            /* lines of percentages, not the bar */
+	bool done;                  /* progress_done: everything is written */
+	int shown;                  /* the percentage last printed, -1: none yet */
 	uint64_t total_bytes, total_files;
 	_Atomic uint64_t bytes, files;
 	double start;
@@ -61,6 +64,21 @@ static void draw(void)
 	pr.drawn = true;
 }
 
+/* mksquashfs -percentage: a line when the percentage changes, for dialog --gauge and the like. */
+static void show_percentage(void)
+{
+	uint64_t bytes = atomic_load(&pr.bytes);
+	int pc = pr.total_bytes ? (int)(100 * (double)bytes / (double)pr.total_bytes) : 100;
+
+	if (pc > 100)
+		pc = 100;
+	if (pc != pr.shown) {
+		printf("%d\n", pc);
+		fflush(stdout);
+		pr.shown = pc;
+	}
+}
+
 static void *progress_main(void *arg)
 {
 	struct timespec next;
@@ -75,23 +93,30 @@ static void *progress_main(void *arg)
 			next.tv_nsec -= 1000000000L;
 		}
 		pthread_cond_timedwait(&pr.stop, &pr.lock, &next);
-		if (!pr.stopping)
+		if (!pr.stopping && pr.percentage)
+			show_percentage();
+		else if (!pr.stopping)
 			draw();
 	}
 	pthread_mutex_unlock(&pr.lock);
 	return NULL;
 }
 
-void progress_start(bool enabled, uint64_t total_bytes, uint64_t total_files)
+void progress_start(enum progress_mode mode, uint64_t total_bytes, uint64_t total_files)
 {
+	bool shown = mode == PROGRESS_PERCENTAGE || (mode == PROGRESS_BAR && isatty(STDERR_FILENO));
+
 	pr.total_bytes = total_bytes;
 	pr.total_files = total_files;
 	atomic_store(&pr.bytes, 0);
 	atomic_store(&pr.files, 0);
 	pr.start = now();
 	pr.stopping = false;
-	pr.on = enabled && isatty(STDERR_FILENO) &&
-		pthread_create(&pr.thread, NULL, progress_main, NULL) == 0;
+	pr.percentage = mode == PROGRESS_PERCENTAGE;
+	pr.shown = -1;
+	if (pr.percentage)
+		show_percentage();
+	pr.on = shown && pthread_create(&pr.thread, NULL, progress_main, NULL) == 0;
 }
 
 void progress_add(uint64_t bytes, uint64_t files)
@@ -119,6 +144,11 @@ void progress_unlock(void)
 	pthread_mutex_unlock(&pr.lock);
 }
 
+void progress_done(void)
+{
+	pr.done = true;
+}
+
 void progress_end(void)
 {
 	if (pr.on) {
@@ -128,6 +158,11 @@ void progress_end(void)
 		pthread_mutex_unlock(&pr.lock);
 		pthread_join(pr.thread, NULL);
 	}
+	if (pr.percentage && pr.done) {
+		atomic_store(&pr.bytes, pr.total_bytes);
+		show_percentage();      /* the run is done: 100 */
+	}
+	pr.percentage = pr.done = false;
 	clear_line();
 	pr.on = false;
 }

@@ -7,13 +7,21 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* Start timing; draw a bar on stderr if it is a terminal and 'enabled'. */
-void progress_start(bool enabled, uint64_t total_bytes, uint64_t total_files);
+enum progress_mode {
+	PROGRESS_OFF,
+	PROGRESS_BAR,               /* a bar on stderr, if it is a terminal */
+	PROGRESS_PERCENTAGE,        /* mksquashfs -percentage: each new percentage a line on stdout */
+};
+
+/* Start timing, and show the progress as 'mode' says. */
+void progress_start(enum progress_mode mode, uint64_t total_bytes, uint64_t total_files);
 /* Input bytes and files done; safe from any thread. */
 void progress_add(uint64_t bytes, uint64_t files);
 /* Around printing a message: erase the bar and keep it from being redrawn meanwhile. */
 void progress_lock(void);
 void progress_unlock(void);
+/* The run succeeded: -percentage ends on 100. */
+void progress_done(void);
 void progress_end(void);
 double progress_seconds(void);
 

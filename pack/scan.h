@@ -42,6 +42,10 @@ struct scan_options {
 	bool xattrs;
 	bool skip_unreadable;
 	int64_t implicit_mtime;     /* for directories an archive implies but does not list */
+	uint32_t implicit_mode;     /* their permission bits */
+	uint32_t implicit_uid, implicit_gid;
+	bool no_hardlinks;          /* mksquashfs -no-hardlinks: every name of a file a file of its own */
+	bool ignore_zeros;          /* mksquashfs -ignore-zeros: tars one after another, read as one */
 	uint32_t block_size;        /* of the image: bounds the file size it can hold */
 	struct spool *spool;
 	const char *as_name;        /* scan_dir: nest the source under this name (NULL: merge at the root) */
@@ -68,6 +72,12 @@ bool scan_excluded(const struct scan_options *o, const char *relpath);
 
 /* 'path' is a directory: its contents merge at the root, or under o->as_name. */
 int scan_dir(struct pack_tree *t, const char *path, const struct scan_options *o);
+/*
+ * mksquashfs -no-strip (recurse) and -cpiostyle (not): each path in the
+ * image as given, less a leading '/', "." and ".." (scan_dir.c).
+ */
+int scan_paths(struct pack_tree *t, const char *const *paths, size_t count, bool recurse,
+	       const struct scan_options *o);
 /* 'path' is an archive file, or "-" for standard input. */
 int scan_archive(struct pack_tree *t, const char *path, const struct scan_options *o);
 

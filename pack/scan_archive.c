@@ -178,6 +178,35 @@ static int spool_data(struct archive_scan *s, struct pack_inode *inode, int64_t 
 	return 0;
 }
 
+/* A separate inode like 'from' (not a directory): its metadata, xattrs and spooled data; NULL if out of memory. */
+static struct pack_inode *clone_inode(const struct pack_inode *from)
+{
+	struct pack_inode *inode = tree_inode_new(from->mode);
+	bool ok = inode != NULL;
+
+	if (!ok)
+		return NULL;
+	inode->uid = from->uid;
+	inode->gid = from->gid;
+	inode->mtime = from->mtime;
+	inode->rdev = from->rdev;
+	for (uint32_t i = 0; ok && i < from->xattrs.count; i++)
+		ok = tree_xattrs_add(&inode->xattrs, from->xattrs.list[i].name, from->xattrs.list[i].value,
+				     from->xattrs.list[i].len) == 0;
+	if (tree_is_reg(from)) {
+		inode->u.file.content.spool_offset = from->u.file.content.spool_offset;
+		inode->u.file.size = from->u.file.size;
+	} else if (tree_is_symlink(from)) {
+		ok = ok && (inode->u.symlink.target = strdup(from->u.symlink.target)) != NULL;
+	}
+	if (!ok) {
+		inode->refs = 1;
+		tree_inode_put(NULL, inode);
+		return NULL;
+	}
+	return inode;
+}
+
 static int add_hardlink(struct archive_scan *s, struct archive_entry *e, const char *path,
 			struct pack_inode *dir, const char *leaf, size_t leaf_len)
 {
@@ -195,7 +224,15 @@ static int add_hardlink(struct archive_scan *s, struct archive_entry *e, const c
 		pack_warn("%s: %s: hard link to missing %s (skipped)", s->name, path, target);
 		return 0;
 	}
-	err = tree_link(s->tree, dir, leaf, leaf_len, inode);
+	if (s->opt->no_hardlinks) {
+		/* mksquashfs -no-hardlinks: a file of its own, with the target's metadata and data. */
+		inode = clone_inode(inode);
+		if (!inode || !tree_insert(s->tree, dir, leaf, leaf_len, inode))
+			return -ENOMEM;
+		err = 0;
+	} else {
+		err = tree_link(s->tree, dir, leaf, leaf_len, inode);
+	}
 	/* Some formats (cpio, pax) carry the data with a link rather than the first name. */
 	if (!err && tree_is_reg(inode) && archive_entry_size_is_set(e) && archive_entry_size(e) > 0)
 		err = spool_data(s, inode, archive_entry_size(e), path);
@@ -287,7 +324,10 @@ static size_t path_depth(const char *clean)
 static int add_entry(struct archive_scan *s, struct archive_entry *e)
 {
 	const char *path = archive_entry_pathname(e);
-	struct pack_inode implicit = { .mode = 0040755, .mtime = s->opt->implicit_mtime };
+	struct pack_inode implicit = {
+		.mode = 0040000 | s->opt->implicit_mode, .uid = s->opt->implicit_uid, .gid = s->opt->implicit_gid,
+		.mtime = s->opt->implicit_mtime,
+	};
 	struct pack_inode *dir, *inode;
 	const char *leaf;
 	size_t leaf_len;
@@ -375,6 +415,12 @@ int scan_archive(struct pack_tree *t, const char *path, const struct scan_option
 	archive_read_support_format_gnutar(s.a);
 	archive_read_support_format_cpio(s.a);
 	archive_read_support_format_zip(s.a);
+	/* mksquashfs -ignore-zeros: a tar's end (two zero blocks) is skipped, and the next tar read on. */
+	if (s.opt->ignore_zeros &&
+	    archive_read_set_format_option(s.a, "tar", "read_concatenated_archives", "1") != ARCHIVE_OK) {
+		err = archive_fail(&s, "cannot read concatenated tars (-ignore-zeros)");
+		goto out;
+	}
 	if (strcmp(path, "-") == 0)
 		r = archive_read_open_fd(s.a, STDIN_FILENO, ARCHIVE_READ_BLOCK);
 	else

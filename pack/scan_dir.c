@@ -24,6 +24,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "scan.h"
@@ -52,6 +53,8 @@ struct dir_scan {
 	char xattr_names[PACK_XATTR_LIST_MAX];
 	uint8_t xattr_value[PACK_XATTR_VALUE_MAX];
 	char target[PACK_SYMLINK_MAX + 1];
+	bool no_recurse;            /* scan_paths, -cpiostyle: a directory is added without its contents */
+	struct pack_srcdir *last_sub;   /* the srcdir scan_entry made for the directory it added */
 };
 
 /*
@@ -405,7 +408,7 @@ static int scan_entry(struct dir_scan *s, int dirfd, struct pack_srcdir *sd, str
 	if (s->opt->one_file_system && st.st_dev != s->root_dev &&
 	    (!S_ISDIR(st.st_mode) || s->opt->one_file_system_x))
 		return 0;
-	if (!S_ISDIR(st.st_mode) && st.st_nlink > 1 && s->links.size) {
+	if (!S_ISDIR(st.st_mode) && st.st_nlink > 1 && s->links.size && !s->opt->no_hardlinks) {
 		link = link_find(&s->links, st.st_dev, st.st_ino);
 		if (link->inode)
 			return tree_link(s->tree, dir, name, name_len, link->inode);
@@ -421,7 +424,7 @@ static int scan_entry(struct dir_scan *s, int dirfd, struct pack_srcdir *sd, str
 	err = make_inode(s, dirfd, sd, name, subfd, &st, &inode);
 	if (!err && !(inode = tree_insert(s->tree, dir, name, name_len, inode)))
 		err = -ENOMEM;
-	if (!err && !S_ISDIR(st.st_mode) && st.st_nlink > 1)
+	if (!err && !S_ISDIR(st.st_mode) && st.st_nlink > 1 && !s->opt->no_hardlinks)
 		err = link_remember(&s->links, st.st_dev, st.st_ino, inode);
 	if (!err && S_ISDIR(st.st_mode) && s->opt->one_file_system && st.st_dev != s->root_dev) {
 		/* A mount point: kept, as an empty directory. */
@@ -431,7 +434,11 @@ static int scan_entry(struct dir_scan *s, int dirfd, struct pack_srcdir *sd, str
 	if (!err && S_ISDIR(st.st_mode)) {
 		struct pack_srcdir *sub = tree_srcdir_add(s->tree, sd, name, path, st.st_dev, st.st_ino, -1);
 
-		err = sub ? scan_tree(s, subfd, sub, inode, path, path_len, rel, depth + 1) : -ENOMEM;
+		if (!sub)
+			err = -ENOMEM;
+		else if (!s->no_recurse)
+			err = scan_tree(s, subfd, sub, inode, path, path_len, rel, depth + 1);
+		s->last_sub = sub;
 		close(subfd);
 		if (err == -ENOMEM)
 			pack_error("out of memory");
@@ -579,6 +586,335 @@ int scan_dir(struct pack_tree *t, const char *source, const struct scan_options 
 	err = scan_tree(s, fd, top, dir, path, len, len + 1, 0);
 	free(s->links.links);
 	free(s);
+	free(path);
+	return err;
+}
+
+/*
+ * mksquashfs -no-strip (-tarstyle) and -cpiostyle: each path is kept in
+ * the image as it is given, less its leading "/", "." and ".." (mksquashfs
+ * add_source).  The directories on the way take the metadata of the real
+ * ones; the last component is added as it is, a directory with all it
+ * holds unless -cpiostyle (whose lists name every file).  The root is the
+ * directory all paths start from (".", "/", "..") if they share one, else
+ * one made up: 0777, the caller's, now.
+ */
+
+/* Where the paths start: each distinct prefix opened once, as a root of the data phase's walks. */
+#define PATHS_PREFIX_MAX 16
+
+struct path_scan {
+	struct dir_scan *s;
+	struct {
+		char *name;
+		struct pack_srcdir *sd;
+	} prefixes[PATHS_PREFIX_MAX];
+	size_t n_prefixes;
+	/* Directories of the tree made from real ones: which, for files added below them later. */
+	struct pack_inode **dirs;
+	struct pack_srcdir **dir_sd;
+	size_t dirs_size, dirs_used;
+	bool have_root, same_root;  /* do all paths so far start from one directory? */
+	struct stat root_st;        /* the first one's */
+};
+
+static size_t dir_slot(const struct pack_inode *dir, size_t size)
+{
+	return (size_t)(((uintptr_t)dir >> 4) * 0x9e3779b97f4a7c15ull) & (size - 1);
+}
+
+static struct pack_srcdir *dir_map_get(struct path_scan *ps, const struct pack_inode *dir)
+{
+	if (!ps->dirs_size)
+		return NULL;
+	for (size_t i = dir_slot(dir, ps->dirs_size); ps->dirs[i]; i = (i + 1) & (ps->dirs_size - 1))
+		if (ps->dirs[i] == dir)
+			return ps->dir_sd[i];
+	return NULL;
+}
+
+static int dir_map_put(struct path_scan *ps, struct pack_inode *dir, struct pack_srcdir *sd)
+{
+	size_t i;
+
+	if (2 * (ps->dirs_used + 1) > ps->dirs_size) {
+		struct path_scan bigger = { .dirs_size = ps->dirs_size ? 2 * ps->dirs_size : HARDLINK_TABLE_INITIAL };
+
+		bigger.dirs = calloc(bigger.dirs_size, sizeof(*bigger.dirs));
+		bigger.dir_sd = calloc(bigger.dirs_size, sizeof(*bigger.dir_sd));
+		if (!bigger.dirs || !bigger.dir_sd) {
+			free(bigger.dirs);
+			free(bigger.dir_sd);
+			return -ENOMEM;
+		}
+		for (size_t k = 0; k < ps->dirs_size; k++) {
+			if (!ps->dirs[k])
+				continue;
+			for (i = dir_slot(ps->dirs[k], bigger.dirs_size); bigger.dirs[i]; i = (i + 1) & (bigger.dirs_size - 1))
+				;
+			bigger.dirs[i] = ps->dirs[k];
+			bigger.dir_sd[i] = ps->dir_sd[k];
+		}
+		free(ps->dirs);
+		free(ps->dir_sd);
+		ps->dirs = bigger.dirs;
+		ps->dir_sd = bigger.dir_sd;
+		ps->dirs_size = bigger.dirs_size;
+	}
+	for (i = dir_slot(dir, ps->dirs_size); ps->dirs[i] && ps->dirs[i] != dir; i = (i + 1) & (ps->dirs_size - 1))
+		;
+	ps->dirs_used += !ps->dirs[i];
+	ps->dirs[i] = dir;
+	ps->dir_sd[i] = sd;
+	return 0;
+}
+
+/* The srcdir of a prefix ("/", ".", "..", "../.."), opened on first use. */
+static int prefix_srcdir(struct path_scan *ps, const char *prefix, struct pack_srcdir **out)
+{
+	const char *open_as = prefix;
+	struct stat st;
+	int fd;
+
+	for (size_t i = 0; i < ps->n_prefixes; i++) {
+		if (strcmp(ps->prefixes[i].name, prefix) == 0) {
+			*out = ps->prefixes[i].sd;
+			return 0;
+		}
+	}
+	if (ps->n_prefixes == PATHS_PREFIX_MAX) {
+		pack_error("%s: more than %d different starting directories", open_as, PATHS_PREFIX_MAX);
+		return -E2BIG;
+	}
+	fd = open(open_as, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		int err = -errno;
+
+		pack_error("%s: %s", open_as, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return err;
+	}
+	*out = tree_srcdir_add(ps->s->tree, NULL, "", open_as, st.st_dev, st.st_ino, fd);
+	ps->prefixes[ps->n_prefixes].name = strdup(prefix);
+	if (!*out || !ps->prefixes[ps->n_prefixes].name) {
+		if (!*out)
+			close(fd);
+		free(ps->prefixes[ps->n_prefixes].name);
+		pack_error("out of memory");
+		return -ENOMEM;
+	}
+	ps->prefixes[ps->n_prefixes++].sd = *out;
+	if (!ps->have_root) {
+		ps->have_root = ps->same_root = true;
+		ps->root_st = st;
+		ps->s->root_dev = st.st_dev;
+	} else if (st.st_dev != ps->root_st.st_dev || st.st_ino != ps->root_st.st_ino) {
+		ps->same_root = false;
+	}
+	return 0;
+}
+
+/* A directory below a srcdir, opened by name as the walk opens everything (no symlinks followed). */
+static int open_subdir(int dirfd, const char *name, const struct pack_srcdir *want)
+{
+	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || st.st_dev != want->dev || st.st_ino != want->ino) {
+		close(fd);
+		return -ESTALE;
+	}
+	return fd;
+}
+
+/* A directory of the tree a whole directory's scan made: its srcdir, found again by name. */
+static int map_scanned_dir(struct path_scan *ps, int dirfd, struct pack_srcdir *parent, struct pack_inode *dir,
+			   const char *name, const char *path)
+{
+	struct pack_srcdir *sd;
+	struct stat st;
+
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode)) {
+		pack_error("%s: no longer a directory", path);
+		return -ESTALE;
+	}
+	sd = tree_srcdir_add(ps->s->tree, parent, name, path, st.st_dev, st.st_ino, -1);
+	if (!sd || dir_map_put(ps, dir, sd)) {
+		pack_error("out of memory");
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Move *pp past a leading '/' and "." and ".." components, and say where they lead ("/", ".", "../.."). */
+static int path_prefix(const char **pp, char *prefix, size_t size)
+{
+	const char *p = *pp;
+
+	strcpy(prefix, *p == '/' ? "/" : ".");
+	for (;;) {
+		size_t n, len = strlen(prefix);
+
+		while (*p == '/')
+			p++;
+		n = strcspn(p, "/");
+		if (n == 2 && p[0] == '.' && p[1] == '.') {
+			if (len + sizeof("/..") > size)
+				return -ENAMETOOLONG;
+			strcpy(strcmp(prefix, ".") == 0 ? prefix : prefix + len, strcmp(prefix, ".") == 0 ? ".." :
+			       strcmp(prefix, "/") == 0 ? ".." : "/..");
+		} else if (!(n == 1 && p[0] == '.')) {
+			break;
+		}
+		p += n;
+	}
+	*pp = p;
+	return 0;
+}
+
+static int scan_one_path(struct path_scan *ps, const char *given, bool recurse, char *path)
+{
+	struct dir_scan *s = ps->s;
+	const char *p = given;
+	char prefix[PATH_MAX];
+	size_t path_len, rel;
+	struct pack_srcdir *sd = NULL;
+	struct pack_inode *dir = s->tree->root;
+	int dirfd, owned = -1, err;
+	unsigned depth = 0;
+
+	if (path_prefix(&p, prefix, sizeof(prefix))) {
+		pack_error("%s: path too long", given);
+		return -ENAMETOOLONG;
+	}
+	if (!*p) {
+		if (!recurse)
+			return 0;   /* -cpiostyle: find lists "." first, with nothing to add */
+		pack_error("%s: nothing is left of it without its leading '/', '.' and '..' (-no-strip)", given);
+		return -EINVAL;
+	}
+	err = prefix_srcdir(ps, prefix, &sd);
+	if (err)
+		return err;
+	dirfd = sd->root_fd;
+	/* Messages name the real path; excludes see the path in the image, from rel on. */
+	path_len = (size_t)snprintf(path, PATH_MAX, "%s", strcmp(prefix, "/") == 0 ? "" : prefix);
+	rel = path_len + 1;
+	for (;;) {
+		size_t n = strcspn(p, "/");
+		const char *next = p + n;
+		char name[NAME_MAX + 1];
+		struct pack_dirent *d;
+		bool leaf;
+
+		while (*next == '/')
+			next++;
+		leaf = !*next;
+		if (n > NAME_MAX || path_len + 1 + n >= PATH_MAX) {
+			pack_error("%s: path too long", given);
+			err = -ENAMETOOLONG;
+			break;
+		}
+		memcpy(name, p, n);
+		name[n] = '\0';
+		if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0) {
+			pack_error("%s: '.' or '..' inside a path (-no-strip, -cpiostyle)", given);
+			err = -EINVAL;
+			break;
+		}
+		d = tree_lookup(s->tree, dir, name, n);
+		/* New, or (-no-strip) a directory named again: added whole once more, merging. */
+		if (!d || (leaf && recurse && tree_is_dir(d->inode))) {
+			struct stat st;
+
+			if (!leaf && (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))) {
+				pack_error("%s: %s is not a directory", given, name);
+				err = -ENOTDIR;
+				break;
+			}
+			s->no_recurse = !leaf || !recurse;
+			s->last_sub = NULL;
+			err = scan_entry(s, dirfd, sd, dir, name, path, path_len, rel, depth);
+			s->no_recurse = false;
+			path[path_len] = '\0';
+			if (err)
+				break;
+			d = tree_lookup(s->tree, dir, name, n);
+			if (!d)
+				break;      /* excluded: what lies below it is too */
+			if (tree_is_dir(d->inode) && s->last_sub && (err = dir_map_put(ps, d->inode, s->last_sub)) != 0) {
+				pack_error("out of memory");
+				break;
+			}
+		}
+		if (leaf)
+			break;
+		if (!tree_is_dir(d->inode)) {
+			pack_error("%s: %s is not a directory", given, name);
+			err = -ENOTDIR;
+			break;
+		}
+		path[path_len] = '/';
+		memcpy(path + path_len + 1, name, n + 1);
+		path_len += 1 + n;
+		/* Added whole by an earlier path: this one goes on below it, through the same directory. */
+		if (!dir_map_get(ps, d->inode) && (err = map_scanned_dir(ps, dirfd, sd, d->inode, name, path)) != 0)
+			break;
+		sd = dir_map_get(ps, d->inode);
+		err = open_subdir(dirfd, name, sd);
+		if (err < 0) {
+			if (err == -ESTALE)
+				pack_error("%s: another directory than the %s already in the image (as mksquashfs: "
+					   "two sources cannot have one path)", given, path + rel);
+			else
+				pack_error("%s: %s", path, strerror(-err));
+			break;
+		}
+		if (owned >= 0)
+			close(owned);
+		dirfd = owned = err;
+		err = 0;
+		dir = d->inode;
+		depth++;
+		p = next;
+	}
+	if (owned >= 0)
+		close(owned);
+	return err;
+}
+
+int scan_paths(struct pack_tree *t, const char *const *paths, size_t count, bool recurse,
+	       const struct scan_options *o)
+{
+	struct path_scan ps = { .s = calloc(1, sizeof(*ps.s)) };
+	char *path = malloc(PATH_MAX);
+	int err = ps.s && path ? 0 : -ENOMEM;
+
+	if (!err) {
+		ps.s->tree = t;
+		ps.s->opt = o;
+	}
+	for (size_t i = 0; !err && i < count; i++)
+		err = scan_one_path(&ps, paths[i], recurse, path);
+	if (!err && ps.have_root && ps.same_root) {
+		set_metadata(t->root, &ps.root_st);
+	} else if (!err) {
+		/* mksquashfs: "Top level directory conflict.  Create dummy top level directory". */
+		t->root->mode = S_IFDIR | 0777;
+		t->root->uid = getuid();
+		t->root->gid = getgid();
+		t->root->mtime = time(NULL);
+	}
+	for (size_t i = 0; i < ps.n_prefixes; i++)
+		free(ps.prefixes[i].name);
+	free(ps.dirs);
+	free(ps.dir_sd);
+	if (ps.s)
+		free(ps.s->links.links);
+	free(ps.s);
 	free(path);
 	return err;
 }

@@ -381,10 +381,35 @@ void tree_xattrs_filter(struct pack_xattrs *x, const regex_t *include, const reg
 	qsort(x->list, x->count, sizeof(*x->list), xattr_cmp);
 }
 
-static void apply_overrides(struct pack_inode *inode, const struct pack_overrides *o)
+/* mksquashfs -xattrs-add: like mksquashfs, a name the inode already has is an error. */
+static int add_xattrs(struct pack_inode *inode, const struct pack_overrides *o)
+{
+	bool file_or_dir = tree_is_reg(inode) || tree_is_dir(inode);
+	int err = 0;
+
+	for (size_t i = 0; !err && i < o->xattrs_add_count; i++) {
+		const struct pack_xattr *a = &o->xattrs_add[i];
+
+		if (strncmp(a->name, "user.", 5) == 0 && !file_or_dir)
+			continue;   /* man 7 xattr: user.* is for files and directories */
+		for (uint32_t k = 0; k < inode->xattrs.count; k++) {
+			if (strcmp(inode->xattrs.list[k].name, a->name) == 0) {
+				pack_error("-xattrs-add %s: a file has that xattr already (as mksquashfs, refused)",
+					   a->name);
+				return -EEXIST;
+			}
+		}
+		err = tree_xattrs_add(&inode->xattrs, a->name, a->value, a->len);
+	}
+	if (!err && o->xattrs_add_count)
+		tree_xattrs_normalize(&inode->xattrs);
+	return err;
+}
+
+static int apply_overrides(struct pack_inode *inode, const struct pack_overrides *o)
 {
 	if (inode->stored)
-		return;     /* appended to: kept as the image has it, as mksquashfs keeps it */
+		return 0;   /* appended to: kept as the image has it, as mksquashfs keeps it */
 	if (o->all_root)
 		inode->uid = inode->gid = 0;
 	if (o->uid >= 0)
@@ -397,16 +422,19 @@ static void apply_overrides(struct pack_inode *inode, const struct pack_override
 		inode->mtime = o->mtime;
 	else if (o->mtime_max >= 0 && inode->mtime > o->mtime_max)
 		inode->mtime = o->mtime_max;
-	if (o->no_xattrs)
+	if (o->no_xattrs) {
 		tree_xattrs_free(&inode->xattrs);
-	else
-		tree_xattrs_filter(&inode->xattrs, o->xattrs_include, o->xattrs_exclude);
+		return 0;
+	}
+	tree_xattrs_filter(&inode->xattrs, o->xattrs_include, o->xattrs_exclude);
+	return add_xattrs(inode, o);
 }
 
 /* First sight of an inode in the final tree: count it once. */
-static void count_inode(struct pack_tree *t, struct pack_inode *inode, const struct pack_overrides *o)
+static int count_inode(struct pack_tree *t, struct pack_inode *inode, const struct pack_overrides *o)
 {
-	apply_overrides(inode, o);
+	int err = apply_overrides(inode, o);
+
 	t->inode_count++;
 	if (inode->mtime > t->newest_mtime)
 		t->newest_mtime = inode->mtime;
@@ -421,28 +449,32 @@ static void count_inode(struct pack_tree *t, struct pack_inode *inode, const str
 	case 0010000: t->fifo_count++; break;
 	case 0140000: t->socket_count++; break;
 	}
+	return err;
 }
 
-static void finish_dir(struct pack_tree *t, struct pack_inode *dir, const struct pack_overrides *o)
+static int finish_dir(struct pack_tree *t, struct pack_inode *dir, const struct pack_overrides *o)
 {
 	uint32_t subdirs = 0;
+	int err = 0;
 
 	if (dir->u.dir.count)
 		qsort(dir->u.dir.children, dir->u.dir.count, sizeof(*dir->u.dir.children), dirent_cmp);
-	for (size_t i = 0; i < dir->u.dir.count; i++) {
+	for (size_t i = 0; !err && i < dir->u.dir.count; i++) {
 		struct pack_inode *inode = dir->u.dir.children[i]->inode;
 
 		if (tree_is_dir(inode)) {
 			subdirs++;
-			count_inode(t, inode, o);
-			finish_dir(t, inode, o);
+			err = count_inode(t, inode, o);
+			if (!err)
+				err = finish_dir(t, inode, o);
 		} else if (inode->nlink++ == 0) {
-			count_inode(t, inode, o);
+			err = count_inode(t, inode, o);
 		} else if (inode->nlink == 2) {
 			t->hardlinked++;
 		}
 	}
 	dir->nlink = 2 + subdirs;
+	return err;
 }
 
 struct pack_inode *tree_find_path(struct pack_tree *t, const char *path)
@@ -466,12 +498,19 @@ struct pack_inode *tree_find_path(struct pack_tree *t, const char *path)
 
 int tree_finish(struct pack_tree *t, const struct pack_overrides *o)
 {
+	int err;
+
 	t->inode_count = t->file_count = t->data_bytes = 0;
 	t->dir_count = t->symlink_count = t->device_count = t->fifo_count = t->socket_count = 0;
 	t->hardlinked = 0;
 	t->newest_mtime = 0;
-	count_inode(t, t->root, o);
-	finish_dir(t, t->root, o);
+	err = count_inode(t, t->root, o);
+	if (!err)
+		err = finish_dir(t, t->root, o);
+	if (err == -ENOMEM)
+		pack_error("out of memory");
+	if (err)
+		return err;
 	if (t->inode_count >= 0xffffffffull)
 		return -EFBIG;
 	return 0;

@@ -159,6 +159,9 @@ struct pack_overrides {
 	bool no_xattrs;
 	/* mksquashfs -xattrs-include / -xattrs-exclude: xattr names kept / dropped (POSIX EREs), or NULL */
 	const regex_t *xattrs_include, *xattrs_exclude;
+	/* mksquashfs -xattrs-add: put on every new inode, a user.* name on files and directories only */
+	const struct pack_xattr *xattrs_add;
+	size_t xattrs_add_count;
 };
 
 struct pack_tree {

@@ -43,6 +43,11 @@ static int read_sources(const struct pack_options *o, struct pack_tree *t, struc
 		.xattrs = !o->overrides.no_xattrs,
 		.skip_unreadable = o->skip_unreadable,
 		.implicit_mtime = o->overrides.mtime >= 0 ? o->overrides.mtime : 0,
+		.implicit_mode = o->implicit_mode >= 0 ? (uint32_t)o->implicit_mode : 0755,
+		.implicit_uid = o->implicit_uid >= 0 ? (uint32_t)o->implicit_uid : 0,
+		.implicit_gid = o->implicit_gid >= 0 ? (uint32_t)o->implicit_gid : 0,
+		.no_hardlinks = o->no_hardlinks,
+		.ignore_zeros = o->ignore_zeros,
 		.block_size = o->block_size,
 		.spool = spool,
 		.one_file_system = o->one_file_system,
@@ -51,6 +56,8 @@ static int read_sources(const struct pack_options *o, struct pack_tree *t, struc
 	};
 	int err = 0;
 
+	if (o->no_strip || o->cpio_style)
+		return scan_paths(t, o->sources, o->source_count, o->no_strip, &so);
 	if (o->fake_root) {
 		/*
 		 * Sources nested by name, or a tar read as mksquashfs -tar reads it,
@@ -170,17 +177,109 @@ static int write_data(const struct pack_options *o, struct pack_tree *t, struct 
 	return err;
 }
 
+/*
+ * mksquashfs -info: a line for every new inode in its order (a directory's
+ * entries by name, each directory after its contents), with the inode's
+ * final reference; a second name of a file it has told of says LINK.
+ */
+struct info_walk {
+	const struct image_writer *iw;
+	uint8_t *told;              /* by inode number - 1 */
+	char *path;
+	size_t cap;
+};
+
+static const char *info_kind(const struct pack_inode *inode)
+{
+	switch (inode->mode & 0170000) {
+	case 0120000: return "symbolic link";
+	case 0020000: return "character device";
+	case 0060000: return "block device";
+	case 0010000: return "fifo";
+	default: return "unix domain socket";
+	}
+}
+
+static int info_dir(struct info_walk *w, const struct pack_inode *dir, size_t len)
+{
+	for (size_t i = 0; i < dir->u.dir.count; i++) {
+		const struct pack_dirent *d = dir->u.dir.children[i];
+		const struct pack_inode *inode = d->inode;
+		uint64_t ref = w->iw->export[inode->ino - 1];
+		bool link = w->told[inode->ino - 1];
+		int err;
+
+		if (len + d->name_len + 2 > w->cap) {
+			char *p = realloc(w->path, w->cap = 2 * (len + d->name_len + 2));
+
+			if (!p)
+				return -ENOMEM;
+			w->path = p;
+		}
+		w->path[len] = '/';
+		memcpy(w->path + len + 1, d->name, d->name_len + 1);
+		w->told[inode->ino - 1] = 1;
+		if (inode->stored)
+			continue;       /* the image's own: mksquashfs tells only of what it adds */
+		if (tree_is_dir(inode)) {
+			if ((err = info_dir(w, inode, len + 1 + d->name_len)) != 0)
+				return err;
+			w->path[len] = '/';
+			memcpy(w->path + len + 1, d->name, d->name_len + 1);
+			printf("directory %s inode 0x%llx\n", w->path, (unsigned long long)ref);
+		} else if (tree_is_reg(inode)) {
+			printf("file %s, uncompressed size %llu bytes %s\n", w->path,
+			       (unsigned long long)inode->u.file.size,
+			       link ? "LINK" : inode->u.file.dup_of ? "DUPLICATE" : "");
+		} else {
+			printf("%s %s inode 0x%llx%s\n", info_kind(inode), w->path, (unsigned long long)ref,
+			       link ? " LINK" : "");
+		}
+	}
+	return 0;
+}
+
+static int print_info(const struct image_writer *iw, const struct pack_tree *t)
+{
+	struct info_walk w = { .iw = iw, .told = calloc(iw->inode_count + 1, 1), .path = malloc(256), .cap = 256 };
+	int err = w.told && w.path ? info_dir(&w, t->root, 0) : -ENOMEM;
+
+	if (!err)
+		printf("directory / inode 0x%llx\n", (unsigned long long)iw->root_ref);
+	free(w.told);
+	free(w.path);
+	return err;
+}
+
+/* mksquashfs -uid-gid-offset: every id of the table moved by it, none beyond 32 bits. */
+static int offset_ids(struct image_writer *iw, uint32_t offset)
+{
+	for (uint32_t i = 0; i < iw->ids.count; i++) {
+		if (iw->ids.ids[i] > UINT32_MAX - offset) {
+			pack_error("-uid-gid-offset %u: id %u would be beyond %u", offset, iw->ids.ids[i], UINT32_MAX);
+			return -ERANGE;
+		}
+		iw->ids.ids[i] += offset;
+	}
+	return 0;
+}
+
 static int write_tables(const struct pack_options *o, struct pack_tree *t, struct pack_sink *sink,
 			struct sqfs_super *sb, const uint8_t *frag_table, uint32_t frag_count,
 			struct pack_stats *stats)
 {
+	/* mksquashfs tries gzip's strategies on data blocks only; metadata gets the default. */
+	struct qs_compress_params meta_params = o->params;
 	struct image_writer iw;
 	int err;
 
-	image_init(&iw, o->comp, &o->params, o->jobs);
+	meta_params.gzip_strategies = 0;
+	image_init(&iw, o->comp, &meta_params, o->jobs);
 	err = inode_number_tree(&iw, t);
 	if (!err)
 		err = inode_write_tree(&iw, t);
+	if (!err && o->info)
+		err = print_info(&iw, t);
 	if (!err) {
 		sb->inode_table_start = sink->written;
 		err = sink_append(sink, iw.inodes.out, iw.inodes.out_len);
@@ -195,12 +294,14 @@ static int write_tables(const struct pack_options *o, struct pack_tree *t, struc
 	}
 	sb->fragment_table_start = SQFS_INVALID_TABLE;
 	if (!err && frag_count)
-		err = meta_write_table(sink, o->comp, &o->params, o->jobs, frag_table,
+		err = meta_write_table(sink, o->comp, &meta_params, o->jobs, frag_table,
 				       (size_t)frag_count * SQFS_FRAGMENT_ENTRY_SIZE,
 				       &sb->fragment_table_start);
 	sb->export_table_start = SQFS_INVALID_TABLE;
 	if (!err && o->exportable)
 		err = export_table_write(&iw, sink, &sb->export_table_start);
+	if (!err && o->id_offset)
+		err = offset_ids(&iw, o->id_offset);
 	if (!err)
 		err = id_table_write(&iw, sink, &sb->id_table_start);
 	if (!err)
@@ -422,7 +523,7 @@ static int pack_image(const struct pack_options *o, struct pack_tree *t, struct 
 	sb.version_minor = SQFS_VERSION_MINOR;
 	sb.bytes_used = sink->written;
 	stats->bytes_used = sb.bytes_used;
-	err = pad_image(sink);
+	err = o->nopad ? 0 : pad_image(sink);
 	if (err)
 		return err;
 	super_encode_head(&sb, options, options_len, head);
@@ -486,14 +587,14 @@ int pack_run(const struct pack_options *given)
 		spool.dir = dir;
 	else if (slash)
 		spool.dir = "/";
-	progress_start(false, 0, 0);
+	progress_start(PROGRESS_OFF, 0, 0);
 	err = tree_init(&tree);
 	if (!err)
 		err = read_sources(o, &tree, &spool);
 	if (!err && o->pseudo.count)
 		err = pseudo_apply(&tree, &o->pseudo, &spool);
 	if (!err && appending)
-		err = append_merge(&base, &tree);
+		err = append_merge(&base, &tree, o->root_becomes);
 	if (!err)
 		err = tree_finish(&tree, &o->overrides);
 	if (!err && o->root_mode >= 0)
@@ -507,8 +608,11 @@ int pack_run(const struct pack_options *given)
 	if (!err)
 		err = is_s3 ? sink_s3_open(o->image, o->endpoint, &sink) : sink_file_open(o->image, o->offset, &sink);
 	if (!err) {
-		progress_start(o->progress, tree.data_bytes - base.bytes, tree.file_count - base.files);
+		progress_start(o->percentage ? PROGRESS_PERCENTAGE : o->progress ? PROGRESS_BAR : PROGRESS_OFF,
+			       tree.data_bytes - base.bytes, tree.file_count - base.files);
 		err = pack_image(o, &tree, sink, spool.fd, appending ? &base : NULL, head, &head_len, &stats);
+		if (!err)
+			progress_done();
 		progress_end();
 		stats.image_size = sink->written;
 		if (err)

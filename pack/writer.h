@@ -47,6 +47,17 @@ struct pack_options {
 	bool quiet;                 /* -q: no summary */
 	bool json;                  /* --json: the summary as one JSON object on stdout */
 	bool report;                /* mksquashfs form: its end-of-run report instead of the summary line */
+	bool nopad;                 /* mksquashfs -nopad: no zeros up to a 4 KiB multiple */
+	bool info;                  /* mksquashfs -info: each file written, a line on stdout */
+	bool percentage;            /* mksquashfs -percentage: the progress as one number a line, on stdout */
+	bool no_hardlinks;          /* mksquashfs -no-hardlinks: each name of a file a file of its own */
+	bool ignore_zeros;          /* mksquashfs -ignore-zeros: concatenated tars read as one */
+	/* mksquashfs -no-strip / -cpiostyle: the sources are paths kept whole (scan_paths) */
+	bool no_strip, cpio_style;
+	const char *root_becomes;   /* mksquashfs -root-becomes: appending, the old root becomes this directory */
+	uint32_t id_offset;         /* mksquashfs -uid-gid-offset: added to every uid and gid */
+	/* Directories an archive implies but does not list: -1 for 0755, owner 0, group 0. */
+	int64_t implicit_mode, implicit_uid, implicit_gid;
 };
 
 /* 0, or -errno after printing what went wrong; no image is left on failure. */

@@ -26,6 +26,10 @@ struct qs_compress_params {
 	uint32_t xz_filters;        /* xz: BCJ filters to try (bit mask, as in the options) */
 	uint32_t xz_dict_size;      /* xz: dictionary bytes; 0 = the block size */
 	int lz4_hc;                 /* lz4: high compression */
+	int gzip_window;            /* gzip: window bits, 8..15; 0 = 15 */
+	uint32_t gzip_strategies;   /* gzip: strategies tried on each block, keeping the smallest
+				     * (the options' bit mask); 0 = the default strategy alone */
+	int lzo_algorithm;          /* lzo: 1 + the options' algorithm (lzo1x_1 .. lzo1x_999); 0 = lzo1x_999 */
 };
 
 struct qs_compressor {
@@ -67,6 +71,11 @@ const struct qs_compressor *qs_compressor_by_name(const char *name);
 
 /* xz: the bit of the BCJ filter mksquashfs names 'name' ("x86", "arm64", ...), or -1. */
 int qs_xz_filter_bit(const char *name);
+/* gzip: the strategy bit of mksquashfs's name for it ("default", "filtered", ...), or -1. */
+int qs_gzip_strategy_bit(const char *name);
+/* lzo: 1 + the algorithm number of mksquashfs's name for it ("lzo1x_1", ... "lzo1x_999"), or 0. */
+int qs_lzo_algorithm(const char *name);
+
 /* xz: may 'size' be a dictionary size (2^n or 2^n + 2^(n-1), 8 KiB .. 1 MiB)? */
 bool qs_xz_dict_size_ok(uint32_t size);
 

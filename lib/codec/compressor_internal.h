@@ -20,6 +20,7 @@
 enum qs_comp_slot {
 	QS_SLOT_GZIP_DEC,
 	QS_SLOT_GZIP_ENC,
+	QS_SLOT_ZLIB_ENC,
 	QS_SLOT_LZMA,
 	QS_SLOT_LZO,
 	QS_SLOT_XZ,

@@ -5,8 +5,9 @@
  * 1 lzo1x_1_11, 2 lzo1x_1_12, 3 lzo1x_1_15, 4 lzo1x_999), u32 level (1..9
  * for lzo1x_999, else 0).  All five produce the same LZO1X format, so
  * decoding ignores them.  Like mksquashfs we compress with lzo1x_999 (level
- * 8 by default), run lzo1x_optimize over the result, and write the options
- * block only for a level other than 8.
+ * 8 by default) or the algorithm asked for (-Xalgorithm), run
+ * lzo1x_optimize over the result, and write the options block only for
+ * something other than lzo1x_999 at level 8.
  */
 #include <errno.h>
 #include <lzo/lzo1x.h>
@@ -23,6 +24,36 @@
 #define LZO_LEVEL_MIN		1
 #define LZO_LEVEL_MAX		9
 #define LZO_LEVEL_DEFAULT	8
+
+/* mksquashfs's names, by the options' algorithm number, and the compressors (lzo1x_999 apart). */
+static const struct {
+	const char *name;
+	int (*compress)(const lzo_bytep src, lzo_uint len, lzo_bytep dst, lzo_uintp out, lzo_voidp work);
+} algorithms[] = {
+	{ "lzo1x_1", lzo1x_1_compress },
+	{ "lzo1x_1_11", lzo1x_1_11_compress },
+	{ "lzo1x_1_12", lzo1x_1_12_compress },
+	{ "lzo1x_1_15", lzo1x_1_15_compress },
+	{ "lzo1x_999", NULL },
+};
+
+/* One workspace serves every algorithm: lzo1x_999's is the largest. */
+_Static_assert(LZO1X_999_MEM_COMPRESS >= LZO1X_1_MEM_COMPRESS && LZO1X_999_MEM_COMPRESS >= LZO1X_1_11_MEM_COMPRESS &&
+	       LZO1X_999_MEM_COMPRESS >= LZO1X_1_12_MEM_COMPRESS && LZO1X_999_MEM_COMPRESS >= LZO1X_1_15_MEM_COMPRESS,
+	       "the lzo workspace is sized for lzo1x_999");
+
+int qs_lzo_algorithm(const char *name)
+{
+	for (size_t i = 0; i < ARRAY_LEN(algorithms); i++)
+		if (strcmp(name, algorithms[i].name) == 0)
+			return (int)i + 1;
+	return 0;
+}
+
+static int lzo_algorithm(const struct qs_compress_params *p)
+{
+	return p->lzo_algorithm ? p->lzo_algorithm - 1 : LZO_ALG_1X_999;
+}
 
 /* Worst-case LZO1X output for n input bytes (from the LZO documentation). */
 #define LZO_BOUND(n)		((n) + (n) / 16 + 64 + 3)
@@ -124,11 +155,16 @@ static struct lzo_encoder *lzo_encoder_get(size_t len)
 static ssize_t lzo_compress(const struct qs_compress_params *p, const void *src, size_t len,
 			    void *dst, size_t cap)
 {
-	int level = p->level ? p->level : LZO_LEVEL_DEFAULT;
+	int level = p->level ? p->level : LZO_LEVEL_DEFAULT, alg = lzo_algorithm(p);
 	lzo_uint out, check = len;
 	struct lzo_encoder *enc;
 	int res, err;
 
+	if (alg < 0 || alg > LZO_ALG_1X_999)
+		return qs_set_error(-EINVAL, "lzo: unknown algorithm %d", alg);
+	if (alg != LZO_ALG_1X_999 && p->level)
+		return qs_set_error(-EINVAL, "lzo: a compression level is for lzo1x_999 only, not %s",
+				    algorithms[alg].name);
 	if (level < LZO_LEVEL_MIN || level > LZO_LEVEL_MAX)
 		return qs_set_error(-EINVAL, "lzo: compression level %d not in %d..%d", level,
 				    LZO_LEVEL_MIN, LZO_LEVEL_MAX);
@@ -139,7 +175,10 @@ static ssize_t lzo_compress(const struct qs_compress_params *p, const void *src,
 	if (!enc)
 		return qs_set_error(-ENOMEM, "lzo: out of memory for a compressor");
 
-	res = lzo1x_999_compress_level(src, len, enc->out, &out, enc->work, NULL, 0, 0, level);
+	if (alg == LZO_ALG_1X_999)
+		res = lzo1x_999_compress_level(src, len, enc->out, &out, enc->work, NULL, 0, 0, level);
+	else
+		res = algorithms[alg].compress(src, len, enc->out, &out, enc->work);
 	if (res != LZO_E_OK)
 		return qs_set_error(-EIO, "lzo: compression failed (error %d)", res);
 	if (out > qs_comp_room(len, cap))
@@ -155,12 +194,12 @@ static ssize_t lzo_compress(const struct qs_compress_params *p, const void *src,
 
 static size_t lzo_write_options(const struct qs_compress_params *p, uint8_t *buf)
 {
-	int level = p->level ? p->level : LZO_LEVEL_DEFAULT;
+	int level = p->level ? p->level : LZO_LEVEL_DEFAULT, alg = lzo_algorithm(p);
 
-	if (level == LZO_LEVEL_DEFAULT)
+	if (alg == LZO_ALG_1X_999 && level == LZO_LEVEL_DEFAULT)
 		return 0;
-	sqfs_put32(buf, LZO_ALG_1X_999);
-	sqfs_put32(buf + 4, (uint32_t)level);
+	sqfs_put32(buf, (uint32_t)alg);
+	sqfs_put32(buf + 4, alg == LZO_ALG_1X_999 ? (uint32_t)level : 0);
 	return LZO_OPTIONS_SIZE;
 }
 

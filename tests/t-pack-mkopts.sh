@@ -1,0 +1,281 @@
+#!/bin/bash
+# t-pack-mkopts.sh - the mksquashfs options quash's mksquashfs form honours
+# beyond t-pack-mksquashfs's: -root-becomes, -info, -percentage,
+# -no-hardlinks, -nopad, -default-mode/-uid/-gid, -uid-gid-offset,
+# -xattrs-add, lzo's -Xalgorithm and gzip's -Xwindow-size and -Xstrategy.
+# What Debian's mksquashfs 4.5.1 knows is run by both tools on the same
+# source and compared (unsquashfs -lln and -s, extracted trees, -info's
+# lines); what only 4.6/4.7 know is checked against their documented
+# meaning (squashfs-tools Documentation/4.6/USAGE-MKSQUASHFS,
+# 4.7/USAGE-MKSQUASHFS), read back through the kernel's mount.  Bad values
+# are one line naming the option, exit 1, no image.
+. "$(dirname "$0")/lib/tap.sh"
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+W=$WORK/t-pack-mkopts
+cleanup() { umount -l "$W/mnt" 2>/dev/null; }
+trap cleanup EXIT
+cleanup
+rm -rf "$W" && mkdir -p "$W/bin" "$W/src/a/b" "$W/src/c" "$W/new/z" "$W/mnt"
+ln -s "$QUASH_ASAN" "$W/bin/mksquashfs"
+REAL=$(command -v mksquashfs)
+QM=$W/bin/mksquashfs
+head -c 300000 /dev/urandom >"$W/src/a/big"
+seq 1 50000 >"$W/src/a/b/nums"
+echo hi >"$W/src/c/small"
+cp "$W/src/c/small" "$W/src/c/same"
+ln -s ../a/big "$W/src/c/link"
+ln "$W/src/c/small" "$W/src/c/hard"
+mkfifo "$W/src/p"
+mknod "$W/src/c/null" c 1 3
+setfattr -n user.k -v v "$W/src/c/small"
+chown -R 1234:5678 "$W/src/a"
+echo z >"$W/new/z/f"
+echo new >"$W/new/old"     # a name -root-becomes takes: renamed old_1, as mksquashfs does
+
+lls() { unsquashfs -lln "$1" | awk '{ if ($1 ~ /^d/) $3 = ""; print }'; }
+# The listings, the extracted trees (treecmp: modes, owners, times, xattrs, links) and -s's option lines.
+compare() {
+	local name=$1
+	rm -rf "$W/mx" "$W/qx"
+	unsquashfs -q -n -d "$W/mx" "$W/m.sqfs" >/dev/null 2>&1
+	unsquashfs -q -n -d "$W/qx" "$W/q.sqfs" >/dev/null 2>&1
+	if diff <(lls "$W/m.sqfs") <(lls "$W/q.sqfs") >"$W/diff" &&
+	   diff <(comp_opts "$W/m.sqfs") <(comp_opts "$W/q.sqfs") >>"$W/diff" &&
+	   python3 "$top/tests/lib/treecmp.py" "$W/mx" "$W/qx" >>"$W/diff" 2>&1
+	then ok "$name"
+	else not_ok "$name" "$(head -c 400 "$W/diff")"; fi
+}
+# The compressor and its options as unsquashfs -s prints them.
+comp_opts() { unsquashfs -s "$1" | sed -n '/^Compression /,/^Block size/p'; }
+# same NAME OPTIONS...: both tools on src with the same options.
+same() {
+	local name=$1; shift
+	rm -f "$W/m.sqfs" "$W/q.sqfs"
+	(cd "$W" && "$REAL" src m.sqfs -noappend -quiet -no-progress "$@" >/dev/null 2>&1)
+	if ! (cd "$W" && "$QM" src q.sqfs -noappend -quiet -no-progress "$@" >/dev/null 2>"$W/q.err"); then
+		not_ok "$name" "quash failed: $(head -c 300 "$W/q.err")"; return
+	fi
+	compare "$name"
+}
+
+# -root-becomes: appending, the old root is a directory of the new one.
+rm -f "$W/m.sqfs" "$W/q.sqfs"
+(cd "$W" && "$REAL" src m.sqfs -noappend -quiet -no-progress -all-time 7 && "$REAL" new m.sqfs -quiet -no-progress \
+	-root-becomes old -all-time 7) >/dev/null 2>&1
+(cd "$W" && "$QM" src q.sqfs -noappend -quiet -all-time 7 && "$QM" new q.sqfs -quiet -root-becomes old \
+	-all-time 7) >/dev/null 2>"$W/q.err"
+compare "-root-becomes old: the old root is old/, a new top-level old renamed old_1"
+check "... the old tree whole under old/, the new sources at the root" bash -c \
+	"unsquashfs -lln '$W/q.sqfs' | grep -q ' squashfs-root/old/c/small\$' && unsquashfs -lln '$W/q.sqfs' | grep -q ' squashfs-root/old_1\$' &&
+	 unsquashfs -lln '$W/q.sqfs' | grep -q ' squashfs-root/z/f\$'"
+mount -t squashfs -o loop,ro "$W/q.sqfs" "$W/mnt"
+check "... the kernel's mount reads the old files and their hard links under old/" bash -c \
+	"cmp -s '$W/mnt/old/a/big' '$W/src/a/big' && [ \$(stat -c %h '$W/mnt/old/c/hard') = 2 ] &&
+	 [ \$(stat -c %i '$W/mnt/old/c/hard') = \$(stat -c %i '$W/mnt/old/c/small') ] && [ \"\$(cat '$W/mnt/old_1')\" = new ]"
+umount "$W/mnt"
+"$QM" "$W/src" "$W/r.sqfs" -noappend -quiet >/dev/null 2>&1
+"$QM" "$W/new" "$W/r.sqfs" -quiet -root-becomes a/b >/dev/null 2>"$W/err"; st=$?
+check "-root-becomes with a '/': one line, exit 1, the image as it was" bash -c \
+	"[ $st = 1 ] && [ \$(wc -l <'$W/err') = 1 ] && grep -q '^quash: mksquashfs: -root-becomes a/b: not a name' '$W/err' &&
+	 ! unsquashfs -lln '$W/r.sqfs' | grep -q 'squashfs-root/z'"
+
+# -info: a line for each file written, in mksquashfs's words and order (the
+# inode references depend on the layout, and are left out of the comparison).
+info_lines() { grep -E '^(file|directory|symbolic link|character device|block device|fifo|unix domain socket) ' |
+	sed 's/ inode 0x[0-9a-f]*/ inode X/'; }
+rm -f "$W/m.sqfs" "$W/q.sqfs"
+(cd "$W" && "$REAL" src m.sqfs -noappend -info -no-progress 2>&1 | info_lines >m.info)
+(cd "$W" && "$QM" src q.sqfs -noappend -info 2>"$W/q.err" | info_lines >q.info)
+check "-info: the same lines as mksquashfs ($(wc -l <"$W/q.info") lines: files, DUPLICATE, LINK, devices, directories after their contents)" \
+	bash -c "diff '$W/m.info' '$W/q.info' && grep -qx 'file /c/same, uncompressed size 3 bytes DUPLICATE' '$W/q.info' &&
+	 grep -q 'LINK\$' '$W/q.info' && [ \"\$(tail -n 1 '$W/q.info')\" = 'directory / inode X' ]"
+"$QM" "$W/src" "$W/q.sqfs" -noappend -info -quiet >"$W/q.out" 2>&1
+# The superblock's root inode reference: 8 bytes little-endian at offset 32.
+root_ref=$(od -An -t u8 -j 32 -N 8 "$W/q.sqfs" | tr -d ' ')
+check "-info: the root's inode is the superblock's root inode reference ($(printf 0x%x "$root_ref"))" \
+	grep -qx "directory / inode $(printf 0x%x "$root_ref")" "$W/q.out"
+
+# -percentage (4.6: "display a percentage rather than the full progress
+# bar"): numbers alone, one a line, rising to 100.
+head -c 3000000 /dev/urandom >"$W/big3"
+mkdir -p "$W/pc" && cp "$W/big3" "$W/pc/"
+"$QM" "$W/pc" "$W/q.sqfs" -noappend -quiet -percentage -processors 1 >"$W/pc.out" 2>"$W/err"
+check "-percentage: only whole numbers on stdout, one a line, rising, the last 100 ($(tr '\n' ' ' <"$W/pc.out"))" \
+	bash -c "[ -s '$W/pc.out' ] && ! grep -qv '^[0-9][0-9]*\$' '$W/pc.out' && sort -n -c '$W/pc.out' &&
+	 [ \"\$(tail -n 1 '$W/pc.out')\" = 100 ]"
+
+# -no-hardlinks and -nopad.
+same "-no-hardlinks: each name of a hard link a file of its own" -no-hardlinks
+mount -t squashfs -o loop,ro "$W/q.sqfs" "$W/mnt"
+check "... the kernel's mount: two inodes, one link each" bash -c \
+	"[ \$(stat -c %h '$W/mnt/c/hard') = 1 ] && [ \$(stat -c %i '$W/mnt/c/hard') != \$(stat -c %i '$W/mnt/c/small') ]"
+umount "$W/mnt"
+tar -C "$W/src" -cf "$W/src.tar" ./a ./c
+rm -f "$W/m.sqfs" "$W/q.sqfs"
+(cd "$W" && "$REAL" - m.sqfs -tar -noappend -quiet -no-progress -no-hardlinks -all-time 9 <src.tar >/dev/null 2>&1)
+(cd "$W" && "$QM" - q.sqfs -tar -noappend -quiet -no-hardlinks -all-time 9 <src.tar >/dev/null 2>"$W/q.err")
+check "-no-hardlinks reading a tar: the same listing as mksquashfs -tar, and no hard link" bash -c \
+	"diff <(lls '$W/m.sqfs' | cut -d' ' -f1,2,4-) <(lls '$W/q.sqfs' | cut -d' ' -f1,2,4-) &&
+	 unsquashfs -s '$W/q.sqfs' | grep -q '^Number of inodes 11\$' && unsquashfs -cat '$W/q.sqfs' c/hard | grep -qx hi"
+same "-nopad" -nopad
+size=$(stat -c %s "$W/q.sqfs")
+check "... the image ends at its bytes_used, not on 4 KiB, as mksquashfs's ($size bytes)" bash -c \
+	"[ $((size % 4096)) != 0 ] && [ $(( $(stat -c %s "$W/m.sqfs") % 4096 )) != 0 ] &&
+	 unsquashfs -s '$W/q.sqfs' | grep -q \"^Filesystem size $size bytes\""
+
+# -default-mode, -default-uid, -default-gid (4.6): "sets the default
+# directory permissions [owner, group] ... This also sets the root inode".
+mkdir -p "$W/two/x" "$W/two/y" && echo 1 >"$W/two/x/f" && echo 2 >"$W/two/y/g"
+"$QM" "$W/two/x" "$W/two/y" "$W/q.sqfs" -noappend -quiet -default-mode 750 -default-uid 11 -default-gid 12 >/dev/null 2>"$W/err"
+mount -t squashfs -o loop,ro "$W/q.sqfs" "$W/mnt"
+check "-default-mode/-uid/-gid: the root quash makes for two sources is 0750 11:12" \
+	test "$(stat -c '%a %u:%g' "$W/mnt")" = "750 11:12"
+umount "$W/mnt"
+tar -C "$W/src" -cf "$W/deep.tar" a/b/nums     # lists no directory: a and a/b are implied
+"$QM" - "$W/q.sqfs" -tar -noappend -quiet -default-mode 711 -default-uid 21 -default-gid 22 <"$W/deep.tar" >/dev/null 2>"$W/err"
+mount -t squashfs -o loop,ro "$W/q.sqfs" "$W/mnt"
+check "... and the directories a tar implies, and the root, as the kernel's mount shows" \
+	test "$(stat -c '%a %u:%g' "$W/mnt" "$W/mnt/a" "$W/mnt/a/b" | tr '\n' ' ')" = "711 21:22 711 21:22 711 21:22 "
+umount "$W/mnt"
+rm -f "$W/m.sqfs" "$W/q.sqfs"
+(cd "$W" && "$REAL" - m.sqfs -tar -noappend -quiet -no-progress -all-time 9 <deep.tar >/dev/null 2>&1)
+(cd "$W" && "$QM" - q.sqfs -tar -noappend -quiet -all-time 9 <deep.tar >/dev/null 2>"$W/q.err")
+check "without them, implied directories are 0755 and the caller's, as mksquashfs 4.5.1 makes them" \
+	diff <(lls "$W/m.sqfs") <(lls "$W/q.sqfs")
+
+# -uid-gid-offset (4.7: "offset all uid and gids by specified <value>").
+"$QM" "$W/src" "$W/q.sqfs" -noappend -quiet -uid-gid-offset 100000 >/dev/null 2>"$W/err"
+rm -f "$W/o.sqfs"
+"$QM" "$W/src" "$W/o.sqfs" -noappend -quiet >/dev/null 2>&1
+check "-uid-gid-offset 100000: each owner and group 100000 more than without it" \
+	diff <(unsquashfs -lln "$W/o.sqfs" | awk '{ split($2, o, "/"); $2 = o[1] + 100000 "/" o[2] + 100000; $3 = ""; print }') \
+	     <(unsquashfs -lln "$W/q.sqfs" | awk '{ $3 = ""; print }')
+rm -f "$W/r.sqfs"
+"$QM" "$W/src" "$W/r.sqfs" -noappend -quiet -uid-gid-offset 4294967295 >/dev/null 2>"$W/err"; st=$?
+check "... an id pushed past 32 bits: one line, exit 1, no image" bash -c \
+	"[ $st = 1 ] && [ \$(wc -l <'$W/err') = 1 ] && grep -q -- '-uid-gid-offset 4294967295: id ' '$W/err' && [ ! -e '$W/r.sqfs' ]"
+
+# -xattrs-add (4.6): "If an user xattr it will be added to regular files and
+# directories ... Otherwise it will be added to all files"; values as bytes,
+# 0s base64, 0x hex, 0t text with \ooo escapes.
+"$QM" "$W/src" "$W/q.sqfs" -noappend -quiet -xattrs-add 'user.t=0thello\000world' -xattrs-add user.b=0saGVsbG8= \
+	-xattrs-add trusted.h=0x414243 -xattrs-add security.p=plain >/dev/null 2>"$W/err"
+mount -t squashfs -o loop,ro "$W/q.sqfs" "$W/mnt"
+fattr() { getfattr -h -d -m - -e hex --absolute-names "$1" 2>/dev/null | grep -v '^#' | grep . | tr '\n' ' '; }
+ALL='security.p=0x706c61696e trusted.h=0x414243'
+USER='user.b=0x68656c6c6f user.t=0x68656c6c6f00776f726c64'
+check "-xattrs-add: a file has all four, its own user.k kept (the kernel's mount)" \
+	test "$(fattr "$W/mnt/c/small")" = "$ALL user.b=0x68656c6c6f user.k=0x76 user.t=0x68656c6c6f00776f726c64 "
+check "... a directory and the root have all four" \
+	test "$(fattr "$W/mnt/a")|$(fattr "$W/mnt")" = "$ALL $USER |$ALL $USER "
+check "... a symlink, a fifo and a device only the trusted and security ones" \
+	test "$(fattr "$W/mnt/c/link")|$(fattr "$W/mnt/p")|$(fattr "$W/mnt/c/null")" = "$ALL |$ALL |$ALL "
+umount "$W/mnt"
+rm -f "$W/r.sqfs"
+"$QM" "$W/src" "$W/r.sqfs" -noappend -quiet -xattrs-add user.k=again >/dev/null 2>"$W/err"; st=$?
+check "... a name a file has already: one line, exit 1, no image (mksquashfs: \"Duplicate xattr name\")" bash -c \
+	"[ $st = 1 ] && [ \$(wc -l <'$W/err') = 1 ] && grep -q 'user.k' '$W/err' && [ ! -e '$W/r.sqfs' ]"
+
+# lzo -Xalgorithm, gzip -Xwindow-size and -Xstrategy: the same options block
+# (unsquashfs -s) and the same tree as mksquashfs's.
+same "-comp lzo -Xalgorithm lzo1x_1" -comp lzo -Xalgorithm lzo1x_1
+same "-comp lzo -Xalgorithm lzo1x_1_11" -comp lzo -Xalgorithm lzo1x_1_11
+same "-comp lzo -Xalgorithm lzo1x_1_12" -comp lzo -Xalgorithm lzo1x_1_12
+same "-comp lzo -Xalgorithm lzo1x_1_15" -comp lzo -Xalgorithm lzo1x_1_15
+same "-comp lzo -Xalgorithm lzo1x_999 -Xcompression-level 4" -comp lzo -Xalgorithm lzo1x_999 -Xcompression-level 4
+check "... unsquashfs -s: 'algorithm lzo1x_999', 'compression level 4'" bash -c \
+	"unsquashfs -s '$W/q.sqfs' | grep -q 'algorithm lzo1x_999' && unsquashfs -s '$W/q.sqfs' | grep -q 'compression level 4'"
+same "gzip -Xwindow-size 10" -Xwindow-size 10
+same "gzip -Xstrategy filtered,huffman_only" -Xstrategy filtered,huffman_only
+check "... unsquashfs -s: 'Strategies selected: filtered, huffman_only'" bash -c \
+	"unsquashfs -s '$W/q.sqfs' | grep -q 'Strategies selected: filtered, huffman_only'"
+same "gzip -Xstrategy default alone: no options block, as mksquashfs" -Xstrategy default
+same "gzip -Xcompression-level 6 -Xwindow-size 12 -Xstrategy run_length_encoded,fixed" \
+	-Xcompression-level 6 -Xwindow-size 12 -Xstrategy run_length_encoded,fixed
+mount -t squashfs -o loop,ro "$W/q.sqfs" "$W/mnt"
+check "... the kernel's mount reads its files" bash -c "cmp -s '$W/mnt/a/big' '$W/src/a/big' && cmp -s '$W/mnt/a/b/nums' '$W/src/a/b/nums'"
+umount "$W/mnt"
+# Appending keeps the image's algorithm and strategies, as mksquashfs does.
+rm -f "$W/q.sqfs"
+"$QM" "$W/src" "$W/q.sqfs" -noappend -quiet -comp lzo -Xalgorithm lzo1x_1_15 >/dev/null 2>&1
+"$QM" "$W/new" "$W/q.sqfs" -quiet >/dev/null 2>"$W/err"
+check "appending to an lzo1x_1_15 image: still lzo1x_1_15, the new files readable" bash -c \
+	"unsquashfs -s '$W/q.sqfs' | grep -q 'algorithm lzo1x_1_15' && unsquashfs -cat '$W/q.sqfs' z/f | grep -qx z"
+
+# -no-strip / -tarstyle (4.5.1 has them): each source kept at its path, the
+# directories on the way as the real ones; one shared start is the root.
+nostrip() {   # nostrip NAME DIR OPTION SOURCES...: both tools, run in DIR
+	local name=$1 dir=$2 opt=$3; shift 3
+	rm -f "$W/m.sqfs" "$W/q.sqfs"
+	(cd "$dir" && "$REAL" "$@" "$W/m.sqfs" -noappend -quiet -no-progress "$opt" -all-time 5 >/dev/null 2>&1)
+	if ! (cd "$dir" && "$QM" "$@" "$W/q.sqfs" -noappend -quiet "$opt" -all-time 5 >/dev/null 2>"$W/q.err"); then
+		not_ok "$name" "quash failed: $(head -c 300 "$W/q.err")"; return
+	fi
+	compare "$name"
+}
+nostrip "-no-strip: a file and a directory below ., the leading ./ dropped" "$W" -no-strip src/c/small ./src/a
+nostrip "-tarstyle: an absolute path, every directory above it from /" "$W" -tarstyle "$W/src/a/b"
+nostrip "-no-strip: a directory and one inside it" "$W" -no-strip src src/c
+nostrip "-no-strip: paths from . and from .. (a made-up 0777 root, the caller's)" "$W/src" -no-strip c/small ../new/z
+check "... its root is the one mksquashfs makes up, 0777" bash -c "unsquashfs -lln '$W/q.sqfs' | head -n 1 | grep -q '^drwxrwxrwx '"
+mkdir -p "$W/other/src"
+(cd "$W/other" && "$QM" src ../src/c "$W/q.sqfs" -noappend -quiet -no-strip >/dev/null 2>"$W/err"); st=$?
+check "-no-strip: two directories at one path: one line, exit 1 (mksquashfs: \"Can't have two different sources with same pathname\")" \
+	bash -c "[ $st = 1 ] && [ \$(wc -l <'$W/err') = 1 ] && grep -q '^quash: pack: ../src/c: another directory than the src ' '$W/err'"
+
+# -cpiostyle / -cpiostyle0: the names on standard input, none descended into.
+# Debian's 4.5.1 hangs on -cpiostyle (it spins and never writes the image), so
+# the peer is its -no-strip of the directory a find lists whole, and the 4.6
+# documentation ("directories are not recursively scanned ... Every file to
+# be added to the filesystem must be explicitly specified") for a partial list.
+rm -f "$W/m.sqfs" "$W/q.sqfs"
+(cd "$W" && "$REAL" src m.sqfs -noappend -quiet -no-progress -no-strip -all-time 5 >/dev/null 2>&1)
+(cd "$W" && find src | "$QM" - q.sqfs -noappend -quiet -cpiostyle -all-time 5 >/dev/null 2>"$W/q.err")
+compare "-cpiostyle: find's whole list is mksquashfs -no-strip of its top"
+(cd "$W" && find src -name 's*' -print0 | "$QM" - q.sqfs -noappend -quiet -cpiostyle0 >/dev/null 2>"$W/q.err")
+check "-cpiostyle0: only the names listed (NUL-ended), and the directories on their way" \
+	test "$(unsquashfs -lln "$W/q.sqfs" | awk '{ print $NF }' | tr '\n' ' ')" = \
+	"squashfs-root squashfs-root/src squashfs-root/src/c squashfs-root/src/c/same squashfs-root/src/c/small "
+(cd "$W" && printf 'src/a\n' | "$QM" - q.sqfs -noappend -quiet -cpiostyle >/dev/null 2>"$W/q.err")
+check "-cpiostyle: a directory listed alone is added empty, with its own metadata" bash -c \
+	"[ \"\$(unsquashfs -lln '$W/q.sqfs' | tail -n 1 | awk '{ print \$1, \$2, \$NF }')\" = 'drwxr-xr-x 1234/5678 squashfs-root/src/a' ]"
+(cd "$W" && "$QM" src q.sqfs -noappend -quiet -cpiostyle </dev/null >/dev/null 2>"$W/err"); st=$?
+check "-cpiostyle with a source other than -: one line, exit 1" bash -c \
+	"[ $st = 1 ] && [ \$(wc -l <'$W/err') = 1 ] && grep -q '^quash: mksquashfs: -cpiostyle: the source must be -' '$W/err'"
+
+# -ignore-zeros (4.6: "allow tar files to be concatenated together"), on two tars one after the other.
+tar -C "$W/src" -cf "$W/t1.tar" c/small && tar -C "$W/new" -cf "$W/t2.tar" z && cat "$W/t1.tar" "$W/t2.tar" >"$W/both.tar"
+"$QM" - "$W/q.sqfs" -tar -noappend -quiet -ignore-zeros <"$W/both.tar" >/dev/null 2>"$W/err"
+mount -t squashfs -o loop,ro "$W/q.sqfs" "$W/mnt"
+check "-ignore-zeros: both tars' files, as the kernel's mount shows" bash -c \
+	"[ \"\$(cat '$W/mnt/c/small' '$W/mnt/z/f')\" = \"\$(printf 'hi\nz')\" ]"
+umount "$W/mnt"
+"$QM" - "$W/q.sqfs" -tar -noappend -quiet <"$W/both.tar" >/dev/null 2>"$W/err"
+check "... without it, the first tar's end is the end" bash -c \
+	"unsquashfs -lln '$W/q.sqfs' | grep -q 'c/small\$' && ! unsquashfs -lln '$W/q.sqfs' | grep -q 'z/f\$'"
+
+# Bad values: one line naming the option and the value, exit 1, no image.
+refused() {
+	local name=$1 want=$2 st; shift 2
+	rm -f "$W/r.sqfs"
+	"$QM" "$W/src" "$W/r.sqfs" -noappend "$@" >/dev/null 2>"$W/err"
+	st=$?
+	if [ $st = 1 ] && [ "$(wc -l <"$W/err")" = 1 ] && grep -q -- "^quash: mksquashfs: $want" "$W/err" && [ ! -e "$W/r.sqfs" ]
+	then ok "$name"
+	else not_ok "$name" "exit $st: $(head -c 300 "$W/err")"; fi
+}
+refused "-Xalgorithm unknown" "-Xalgorithm: unknown algorithm 'lzo2x'" -comp lzo -Xalgorithm lzo2x
+refused "-Xalgorithm without -comp lzo" "-Xalgorithm: an lzo option" -Xalgorithm lzo1x_1
+refused "-Xcompression-level with lzo1x_1" "-Xcompression-level: for lzo1x_999 only" -comp lzo -Xalgorithm lzo1x_1 -Xcompression-level 3
+refused "-Xwindow-size 16" "-Xwindow-size: " -Xwindow-size 16
+refused "-Xwindow-size with -comp xz" "-Xwindow-size: a gzip option" -comp xz -Xwindow-size 12
+refused "-Xstrategy unknown" "-Xstrategy: unknown strategy 'best'" -Xstrategy filtered,best
+refused "-default-mode 8" "-default-mode: bad mode" -default-mode 8
+refused "-default-uid -1" "-default-uid: bad value '-1'" -default-uid -1
+refused "-uid-gid-offset x" "-uid-gid-offset: bad value 'x'" -uid-gid-offset x
+refused "-xattrs-add without =" "-xattrs-add user.x: expected NAME=VALUE" -xattrs-add user.x
+refused "-xattrs-add in no namespace squashfs stores" "-xattrs-add other.x=1: the name is not in" -xattrs-add other.x=1
+refused "-xattrs-add bad base64" "-xattrs-add user.x=0s@@@@: bad base64 value" -xattrs-add user.x=0s@@@@
+refused "-xattrs-add bad hex" "-xattrs-add user.x=0x4: bad hexadecimal value" -xattrs-add user.x=0x4
+refused "-xattrs-add bad 0t escape" "-xattrs-add user.x=0ta\\\\9: bad 0t text value" -xattrs-add 'user.x=0ta\9'
