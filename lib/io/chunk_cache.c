@@ -447,7 +447,7 @@ static void piece_drop_locked(struct chunk_cache *cc, uint32_t i)
 		piece_free(p);
 }
 
-/* Add a fetched piece; false (the caller frees it) if another now overlaps it or there is no room. */
+/* Add a piece; false (the caller frees it) if another overlaps it or there is no room. */
 static bool piece_insert_locked(struct chunk_cache *cc, struct piece *p)
 {
 	uint32_t i = piece_search_locked(cc, p->off);
@@ -599,10 +599,15 @@ static int piece_fetch(struct chunk_cache *cc, struct piece *p)
 		snprintf(cc->stale_msg, sizeof(cc->stale_msg), "%s", qs_last_error());
 	}
 	p->loading = false;
-	if (ret == 0)
+	if (ret == 0) {
 		p->filled = p->len;
-	else
-		piece_drop_locked(cc, piece_search_locked(cc, p->off));
+	} else {
+		/* Loading pieces are never dropped for room, and close waits for the replay: it is there. */
+		uint32_t i = piece_search_locked(cc, p->off);
+
+		if (i < cc->npieces && cc->pieces[i] == p)
+			piece_drop_locked(cc, i);
+	}
 	pthread_cond_broadcast(&cc->loaded);
 	pthread_mutex_unlock(&cc->lock);
 	return ret;
