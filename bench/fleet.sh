@@ -123,7 +123,7 @@ ln -s "$TREE_IMG" "$W/www/tree.sqfs"
 NGINX_AUTOINDEX=1 start_nginx "$W/nginx" "$W/www" "$HTTP"
 
 # Each node's links: to the tier (TB+I), to the origin (OB+I); node 1 to nginx (PB).
-TB=$(free_port); TB=$((TB - TB % 1000 + 100)); OB=$((TB + 300)); PB=$((TB + 700))
+TB=$(fleet_ports 701) || die "no 701 free ports in a row"; OB=$((TB + 300)); PB=$((TB + 700))
 LINK="--delay-ms $DELAY_MS --rate-mbit $RATE_MBIT"
 for i in $(seq "$MAXN"); do
 	fleet_proxy "tier$i" $((TB + i)) "http://127.0.0.1:$TIER" $LINK &&

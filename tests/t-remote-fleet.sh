@@ -48,8 +48,7 @@ start_tier() { start_cache_tier "$W/tier" "$METER" "$TIER"; }
 start_tier || { not_ok "the tier starts" "$(tail -3 "$W/tier/error.log")"; exit 1; }
 
 # Each node's link: to the tier (port base+I) and, for the fallback, to the origin (base+10+I).
-BASE=$(free_port)
-BASE=$((BASE - BASE % 100 + 20))
+BASE=$(fleet_ports 20) || { not_ok "20 free ports in a row"; exit 1; }
 up=0
 for i in $(seq $N); do
 	fleet_proxy "tier$i" $((BASE + i)) "http://127.0.0.1:$TIER" --delay-ms 20 --rate-mbit 200 &&

@@ -11,6 +11,7 @@
 #   fleet_proxy NAME PORT UPSTREAM [ARGS...]  a faultproxy on ${FLEET_NET}1:PORT,
 #                                  logging to $FLEET_W/NAME.log (method, range, fault, bytes)
 #   fleet_bytes LOG...             body bytes those proxies sent
+#   fleet_ports SPAN               a base port with the SPAN ports from it free
 #   fleet_mount I MP URL [OPTS]    quash mount in node I's namespace ($FLEET_QUASH)
 #   fleet_umount MP
 #
@@ -46,16 +47,43 @@ fleet_exec() {
 }
 
 fleet_proxy() {
-	local name=$1 port=$2 up=$3 i
+	local name=$1 port=$2 up=$3 i pid
 	shift 3
 	python3 "$QUASH_TOP/tests/lib/faultproxy.py" --listen "${FLEET_NET}1" --port "$port" --upstream "$up" \
 		--faults pass --skip 0 --log "$FLEET_W/$name.log" "$@" 2>>"$FLEET_W/proxies.err" &
-	FLEET_PIDS+=($!)
+	pid=$!
+	FLEET_PIDS+=($pid)
 	for i in $(seq 50); do
-		(exec 3<>"/dev/tcp/${FLEET_NET}1/$port") 2>/dev/null && return 0
+		# Its own, not another process's on that port: a proxy that could not bind has exited.
+		(exec 3<>"/dev/tcp/${FLEET_NET}1/$port") 2>/dev/null && kill -0 "$pid" 2>/dev/null && return 0
+		kill -0 "$pid" 2>/dev/null || return 1
 		sleep 0.1
 	done
 	return 1
+}
+
+# fleet_ports SPAN: a base port B such that B .. B+SPAN-1 are all free now
+fleet_ports() {
+	python3 - "$1" <<'PY'
+import random, socket, sys
+span = int(sys.argv[1])
+for _ in range(200):
+    base = random.randrange(20000, 60000 - span)
+    socks = []
+    try:
+        for p in range(base, base + span):
+            s = socket.socket()
+            s.bind(("0.0.0.0", p))
+            socks.append(s)
+    except OSError:
+        continue
+    finally:
+        for s in socks:
+            s.close()
+    print(base)
+    sys.exit(0)
+sys.exit(1)
+PY
 }
 
 fleet_bytes() {
