@@ -104,7 +104,7 @@ static int put_header(struct image_writer *iw, struct pack_inode *inode, int typ
 
 static int write_file(struct image_writer *iw, struct pack_inode *inode, uint8_t *p)
 {
-	const struct pack_inode *data = inode->u.file.dup_of ? inode->u.file.dup_of : inode;
+	const struct pack_inode *data = inode->u.file.is_dup ? inode->u.file.dup_of : inode;
 	uint64_t start = data->u.file.blocks_start, size = inode->u.file.size;
 	bool has_xattr = inode->xattr_id != SQFS_INVALID_XATTR;
 	uint32_t frag = size ? data->u.file.fragment : SQFS_INVALID_FRAG;

@@ -256,10 +256,14 @@ static int compress_block(struct meta_job *j, size_t b, uint8_t *buf)
 		j->stored[b] = j->zero_stored;
 		return 0;
 	}
-	if (w->raw[b])
+	if (w->raw[b]) {
+		/* The stream's block is read for the last time: its memory goes now, not at the end. */
 		memcpy(buf, w->raw[b], len);
-	else
+		free(w->raw[b]);
+		w->raw[b] = NULL;
+	} else {
 		memset(buf, 0, len);
+	}
 	for (size_t q = j->first_patch[b]; q < w->patch_count && w->patches[q].pos < lo + len; q++) {
 		uint8_t field[4];
 
@@ -357,8 +361,12 @@ static int gather(struct meta_job *j)
 	w->out = malloc(w->out_len + 1);
 	if (!w->out)
 		return -ENOMEM;
-	for (size_t b = 0; b < j->blocks; b++)
+	for (size_t b = 0; b < j->blocks; b++) {
 		memcpy(w->out + w->starts[b], j->slots[b], j->stored[b]);
+		if (j->slots[b] != j->zero_slot)
+			free(j->slots[b]);
+		j->slots[b] = NULL;
+	}
 	return 0;
 }
 

@@ -30,7 +30,8 @@
 #include "super.h"
 #include "pack_util.h"
 
-#define IMAGE_PAD 4096          /* images end on a 4 KiB boundary, as loop devices want */
+#define IMAGE_PAD 4096
+          /* images end on a 4 KiB boundary, as loop devices want */
 
 static int read_sources(const struct pack_options *o, struct pack_tree *t, struct spool *spool)
 {
@@ -84,9 +85,51 @@ static int read_sources(const struct pack_options *o, struct pack_tree *t, struc
 	return err;
 }
 
+/* The regular files in the order their data is written (hard links once per name). */
 struct data_pass {
 	struct data_writer *w;
 };
+
+struct file_list {
+	struct pack_inode **files;
+	size_t n, cap;
+};
+
+static int list_file(struct pack_inode *inode, void *arg)
+{
+	struct file_list *l = arg;
+
+	if (!tree_is_reg(inode))
+		return 0;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 1024;
+		void *p = realloc(l->files, cap * sizeof(*l->files));
+
+		if (!p) {
+			pack_error("out of memory");
+			return -ENOMEM;
+		}
+		l->files = p;
+		l->cap = cap;
+	}
+	l->files[l->n++] = inode;
+	return 0;
+}
+
+static int data_order(const struct pack_options *o, struct pack_tree *t, struct file_list *l)
+{
+	struct sort_entry *order = NULL;
+	size_t n = 0;
+	int err;
+
+	if (!o->sort_file && !o->order_file)
+		return tree_walk_files(t->root, list_file, l);
+	err = sort_order(t, o->order_file ? o->order_file : o->sort_file, o->order_file != NULL, &order, &n);
+	for (size_t i = 0; !err && i < n; i++)
+		err = list_file(order[i].inode, l);
+	free(order);
+	return err;
+}
 
 /* What the summary reports beyond the tree's own counts. */
 struct pack_stats {
@@ -97,14 +140,13 @@ struct pack_stats {
 	uint64_t bytes_used;        /* the superblock's: the image without its padding */
 };
 
-static int write_one(struct pack_inode *inode, void *arg)
+static int write_one(struct data_writer *w, struct pack_inode *inode)
 {
-	struct data_pass *dp = arg;
 	int err;
 
-	if (!tree_is_reg(inode) || inode->u.file.data_done)
+	if (inode->u.file.data_done)
 		return 0;
-	err = data_write_file(dp->w, inode);
+	err = data_write_file(w, inode);
 	progress_add(0, 1);
 	return err;
 }
@@ -125,24 +167,23 @@ static int write_data(const struct pack_options *o, struct pack_tree *t, struct 
 		.spool_fd = spool_fd,
 		.stored = base ? base->img : NULL,
 		.fragment_base = old,
+		.xattrs_include = o->overrides.xattrs_include,
+		.xattrs_exclude = o->overrides.xattrs_exclude,
 	};
+	struct file_list files = { 0 };
 	struct data_pass dp;
-	int err = data_writer_start(&cfg, sink, t, &dp.w);
+	int err = data_order(o, t, &files);
 
-	if (err)
+	tree_drop_index(t);         /* names were looked up for the last time by the sort */
+
+	if (!err)
+		err = data_writer_start(&cfg, sink, t, files.files, files.n, &dp.w);
+	if (err) {
+		free(files.files);
 		return err;
-	if (o->sort_file || o->order_file) {
-		struct sort_entry *order = NULL;
-		size_t n = 0;
-
-		err = sort_order(t, o->order_file ? o->order_file : o->sort_file, o->order_file != NULL,
-				 &order, &n);
-		for (size_t i = 0; !err && i < n; i++)
-			err = write_one(order[i].inode, &dp);
-		free(order);
-	} else {
-		err = tree_walk_files(t->root, write_one, &dp);
 	}
+	for (size_t i = 0; !err && i < files.n; i++)
+		err = write_one(dp.w, files.files[i]);
 	if (!err)
 		err = data_writer_finish(dp.w);
 	if (!err) {
@@ -167,6 +208,7 @@ static int write_data(const struct pack_options *o, struct pack_tree *t, struct 
 	stats->dedup_files = data_dedup_files(dp.w);
 	stats->dedup_bytes = data_dedup_bytes(dp.w);
 	data_writer_free(dp.w);
+	free(files.files);
 	return err;
 }
 
