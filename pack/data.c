@@ -299,7 +299,8 @@ int data_writer_start(const struct data_config *cfg, struct pack_sink *sink, str
 	if (!err && cfg->dedup && cfg->stored)
 		err = tree_walk_files(tree->root, index_stored, w);
 	if (!err)
-		err = pipeline_start(cfg->comp, cfg->params, cfg->block_size, cfg->jobs, sink, &w->pipe);
+		err = pipeline_start(cfg->comp, cfg->params, cfg->block_size, cfg->jobs, cfg->ring_bytes, sink,
+				     &w->pipe);
 	/* The scan is over: tests change the tree here (pack/util.c), before anything is opened. */
 	pack_test_pause();
 	if (!err)

@@ -21,7 +21,7 @@
 #define INODE_MAX_FIXED 64      /* largest fixed part of any inode, bytes */
 
 void image_init(struct image_writer *iw, const struct qs_compressor *comp,
-		const struct qs_compress_params *p, unsigned jobs)
+		const struct qs_compress_params *p, unsigned jobs, uint64_t budget, const char *spill_dir)
 {
 	memset(iw, 0, sizeof(*iw));
 	iw->comp = comp;
@@ -30,6 +30,13 @@ void image_init(struct image_writer *iw, const struct qs_compressor *comp,
 	meta_init(&iw->inodes, comp, p);
 	meta_init(&iw->dirs, comp, p);
 	meta_init(&iw->xattrs.kv, comp, p);
+	meta_spill_init(&iw->spill, spill_dir, budget);
+	if (budget) {
+		/* Three tables, on a spill of four: nothing to fail. */
+		(void)meta_spill_attach(&iw->inodes, &iw->spill);
+		(void)meta_spill_attach(&iw->dirs, &iw->spill);
+		(void)meta_spill_attach(&iw->xattrs.kv, &iw->spill);
+	}
 }
 
 void image_free(struct image_writer *iw)
@@ -37,6 +44,7 @@ void image_free(struct image_writer *iw)
 	meta_free(&iw->inodes);
 	meta_free(&iw->dirs);
 	meta_free(&iw->xattrs.kv);
+	meta_spill_close(&iw->spill);
 	free(iw->xattrs.ids);
 	free(iw->xattrs.hashes);
 	free(iw->xattrs.owners);

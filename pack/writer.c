@@ -30,8 +30,11 @@
 #include "super.h"
 #include "pack_util.h"
 
-#define IMAGE_PAD 4096
-          /* images end on a 4 KiB boundary, as loop devices want */
+#define IMAGE_PAD 4096          /* images end on a 4 KiB boundary, as loop devices want */
+
+/* --memory: the share of the bound for the tables being built, and for the data in flight. */
+#define MEMORY_TABLES_SHARE 4       /* a quarter */
+#define MEMORY_RING_SHARE   4       /* a quarter of input; the output buffers double it */
 
 static int read_sources(const struct pack_options *o, struct pack_tree *t, struct spool *spool)
 {
@@ -169,6 +172,7 @@ static int write_data(const struct pack_options *o, struct pack_tree *t, struct 
 		.fragment_base = old,
 		.xattrs_include = o->overrides.xattrs_include,
 		.xattrs_exclude = o->overrides.xattrs_exclude,
+		.ring_bytes = o->memory / MEMORY_RING_SHARE,
 	};
 	struct file_list files = { 0 };
 	struct data_pass dp;
@@ -214,12 +218,12 @@ static int write_data(const struct pack_options *o, struct pack_tree *t, struct 
 
 static int write_tables(const struct pack_options *o, struct pack_tree *t, struct pack_sink *sink,
 			struct sqfs_super *sb, const uint8_t *frag_table, uint32_t frag_count,
-			struct pack_stats *stats)
+			const char *tmp_dir, struct pack_stats *stats)
 {
 	struct image_writer iw;
 	int err;
 
-	image_init(&iw, o->comp, &o->params, o->jobs);
+	image_init(&iw, o->comp, &o->params, o->jobs, o->memory / MEMORY_TABLES_SHARE, tmp_dir);
 	err = inode_number_tree(&iw, t);
 	if (!err)
 		err = inode_write_tree(&iw, t);
@@ -427,8 +431,8 @@ static void print_report(const struct pack_options *o, const struct pack_tree *t
  * copied with the old data area that follows it.
  */
 static int pack_image(const struct pack_options *o, struct pack_tree *t, struct pack_sink *sink, int spool_fd,
-		      const struct append_base *base, uint8_t head[HEAD_MAX], size_t *head_len_out,
-		      struct pack_stats *stats)
+		      const char *tmp_dir, const struct append_base *base, uint8_t head[HEAD_MAX],
+		      size_t *head_len_out, struct pack_stats *stats)
 {
 	uint8_t options[QS_COMP_OPTIONS_MAX];
 	size_t options_len = base ? 0 : o->comp->write_options(&o->params, options);
@@ -446,7 +450,7 @@ static int pack_image(const struct pack_options *o, struct pack_tree *t, struct 
 	if (!err)
 		err = write_data(o, t, sink, spool_fd, base, &sb, &frag_table, &frag_count, stats);
 	if (!err)
-		err = write_tables(o, t, sink, &sb, frag_table, frag_count, stats);
+		err = write_tables(o, t, sink, &sb, frag_table, frag_count, tmp_dir, stats);
 	free(frag_table);
 	if (err)
 		return err;
@@ -550,7 +554,8 @@ int pack_run(const struct pack_options *given)
 		err = is_s3 ? sink_s3_open(o->image, o->endpoint, &sink) : sink_file_open(o->image, o->offset, &sink);
 	if (!err) {
 		progress_start(o->progress, tree.data_bytes - base.bytes, tree.file_count - base.files);
-		err = pack_image(o, &tree, sink, spool.fd, appending ? &base : NULL, head, &head_len, &stats);
+		err = pack_image(o, &tree, sink, spool.fd, spool.dir, appending ? &base : NULL, head, &head_len,
+				 &stats);
 		progress_end();
 		stats.image_size = sink->written;
 		if (err)
