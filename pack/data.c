@@ -70,7 +70,7 @@ static int content_open(struct data_writer *w, struct pack_inode *file, struct c
 	c->cache_len = 0;
 	if (file->stored) {
 		struct qs_inode qi;
-		int err = qs_inode_read(w->cfg.stored, file->stored_ref, &qi);
+		int err = qs_inode_read(w->cfg.stored, file->u.file.content.stored_ref, &qi);
 
 		snprintf(c->name, sizeof(c->name), "the image appended to");
 		c->owned = false;
@@ -304,7 +304,7 @@ int data_writer_start(const struct data_config *cfg, struct pack_sink *sink, str
 	/* The scan is over: tests change the tree here (pack/util.c), before anything is opened. */
 	pack_test_pause();
 	if (!err)
-		err = prefetch_start(files, nfiles, &w->prefetch);
+		err = prefetch_start(tree->root, files, nfiles, &w->prefetch);
 	if (!err)
 		err = frag_init(&w->frags, w->pipe, cfg->block_size, cfg->fragment_base, pr.files);
 	if (err) {

@@ -44,7 +44,8 @@ struct data_config {
 
 /*
  * files[0 .. nfiles) are the regular files in the order data_write_file()
- * will be called with them (repeats allowed); they are opened ahead.
+ * will be called with them (repeats allowed), or NULL for the tree's own
+ * order (tree_walk_files()); they are opened ahead in that order.
  */
 int data_writer_start(const struct data_config *cfg, struct pack_sink *sink, struct pack_tree *tree,
 		      struct pack_inode *const *files, size_t nfiles, struct data_writer **out);

@@ -45,6 +45,12 @@ struct image_writer {
 	unsigned jobs;              /* threads for compressing the tables */
 };
 
+/* A written inode's reference (provisional until the tables are compressed). */
+static inline uint64_t image_ref(const struct image_writer *iw, const struct pack_inode *inode)
+{
+	return iw->export[inode->ino - 1];
+}
+
 /* The basic squashfs inode type for an inode's file type (what directory entries store). */
 static inline int image_basic_type(const struct pack_inode *inode)
 {

@@ -264,8 +264,7 @@ static int write_inode(struct image_writer *iw, struct pack_inode *inode)
 	if (err)
 		return err;
 	inode->written = true;
-	inode->ref = meta_ref(&iw->inodes);
-	iw->export[inode->ino - 1] = inode->ref;
+	iw->export[inode->ino - 1] = meta_ref(&iw->inodes);
 	switch (image_basic_type(inode)) {
 	case SQFS_INODE_DIR:
 		return write_dir_inode(iw, inode, p);

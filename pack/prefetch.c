@@ -27,6 +27,7 @@ struct prefetch_slot {
 };
 
 struct prefetch {
+	struct pack_inode *root;    /* walked when files is NULL */
 	struct pack_inode *const *files;
 	size_t n;
 	struct srcdir_cache dirs;   /* the prefetcher's own */
@@ -54,33 +55,41 @@ static struct prefetch_slot open_one(struct prefetch *p, const struct pack_inode
 	return s;
 }
 
+/* Open one file of the order into the ring, when there is room; -EINTR once stopped. */
+static int offer(struct pack_inode *file, void *arg)
+{
+	struct prefetch *p = arg;
+	struct prefetch_slot s;
+
+	if (!prefetch_wants(file) || file->u.file.prefetched)
+		return 0;
+	file->u.file.prefetched = true;
+	pthread_mutex_lock(&p->lock);
+	while (!p->stopping && p->tail != p->head &&
+	       (p->tail - p->head == PREFETCH_SLOTS || p->bytes > PREFETCH_BYTES))
+		pthread_cond_wait(&p->emptied, &p->lock);
+	if (p->stopping) {
+		pthread_mutex_unlock(&p->lock);
+		return -EINTR;
+	}
+	pthread_mutex_unlock(&p->lock);
+	s = open_one(p, file);
+	pthread_mutex_lock(&p->lock);
+	p->ring[p->tail++ % PREFETCH_SLOTS] = s;
+	p->bytes += s.ahead;
+	pthread_cond_signal(&p->filled);
+	pthread_mutex_unlock(&p->lock);
+	return 0;
+}
+
 static void *prefetch_main(void *arg)
 {
 	struct prefetch *p = arg;
 
-	for (size_t i = 0; i < p->n; i++) {
-		struct pack_inode *file = p->files[i];
-		struct prefetch_slot s;
-
-		if (!prefetch_wants(file) || file->u.file.prefetched)
-			continue;
-		file->u.file.prefetched = true;
-		pthread_mutex_lock(&p->lock);
-		while (!p->stopping && p->tail != p->head &&
-		       (p->tail - p->head == PREFETCH_SLOTS || p->bytes > PREFETCH_BYTES))
-			pthread_cond_wait(&p->emptied, &p->lock);
-		if (p->stopping) {
-			pthread_mutex_unlock(&p->lock);
-			break;
-		}
-		pthread_mutex_unlock(&p->lock);
-		s = open_one(p, file);
-		pthread_mutex_lock(&p->lock);
-		p->ring[p->tail++ % PREFETCH_SLOTS] = s;
-		p->bytes += s.ahead;
-		pthread_cond_signal(&p->filled);
-		pthread_mutex_unlock(&p->lock);
-	}
+	if (!p->files)
+		(void)tree_walk_files(p->root, offer, p);
+	for (size_t i = 0; p->files && i < p->n && offer(p->files[i], p) == 0; i++)
+		;
 	pthread_mutex_lock(&p->lock);
 	p->done = true;
 	pthread_cond_signal(&p->filled);
@@ -88,12 +97,13 @@ static void *prefetch_main(void *arg)
 	return NULL;
 }
 
-int prefetch_start(struct pack_inode *const *files, size_t n, struct prefetch **out)
+int prefetch_start(struct pack_inode *root, struct pack_inode *const *files, size_t n, struct prefetch **out)
 {
 	struct prefetch *p = calloc(1, sizeof(*p));
 
 	if (!p)
 		return -ENOMEM;
+	p->root = root;
 	p->files = files;
 	p->n = n;
 	srcdir_cache_init(&p->dirs);

@@ -33,9 +33,10 @@ static inline bool prefetch_wants(const struct pack_inode *file)
 
 /*
  * Start opening, in order, the files of files[0 .. n) that prefetch_wants()
- * (each inode once: hard links appear more than once).  0 or -errno.
+ * (each inode once: hard links appear more than once), or with files NULL,
+ * those of the tree under 'root' in tree_walk_files() order.  0 or -errno.
  */
-int prefetch_start(struct pack_inode *const *files, size_t n, struct prefetch **out);
+int prefetch_start(struct pack_inode *root, struct pack_inode *const *files, size_t n, struct prefetch **out);
 
 /*
  * The descriptor opened for 'file' (the caller closes it), -errno if that

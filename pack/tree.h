@@ -43,6 +43,7 @@ struct pack_content {
 			ino_t ino;
 		};
 		uint64_t spool_offset;  /* dir NULL: bytes at this offset of the archive spool */
+		uint64_t stored_ref;    /* pack_inode.stored: its inode in the image appended to */
 	};
 };
 
@@ -95,20 +96,18 @@ struct pack_inode {
 	uint32_t refs;              /* dirents naming this inode, for freeing */
 	int64_t mtime;
 	struct pack_xattrs xattrs;
+	/* Assigned while writing; the inode table reference is in image_writer.export. */
+	uint32_t ino;               /* 1 .. inode count, 0 = not yet numbered */
+	uint32_t xattr_id;
+	bool written;
 	/*
 	 * From the image being appended to (append.c): its metadata is kept as
 	 * stored (no overrides), and a file's data is already in the image, at
 	 * the positions its fields below hold; its bytes are read back through
-	 * libquash, by stored_ref, only to compare it with new files.
+	 * libquash, by u.file.content.stored_ref, only to compare it with new
+	 * files.
 	 */
-	uint64_t stored_ref;
 	bool stored;
-
-	/* Assigned while writing. */
-	bool written;
-	uint32_t ino;               /* 1 .. inode count, 0 = not yet numbered */
-	uint64_t ref;               /* inode table reference */
-	uint32_t xattr_id;
 
 	union {
 		struct {

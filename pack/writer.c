@@ -35,6 +35,12 @@
 /* --memory: the share of the bound for the tables being built, and for the data in flight. */
 #define MEMORY_TABLES_SHARE 4       /* a quarter */
 #define MEMORY_RING_SHARE   4       /* a quarter of input; the output buffers double it */
+/*
+ * Without --memory the tables still spill past this: their streams are
+ * written once and read once, so through the page cache they cost little,
+ * and a tree of a million small files has 45 MB of them.
+ */
+#define TABLES_MEMORY_DEFAULT (16u << 20)
 
 static int read_sources(const struct pack_options *o, struct pack_tree *t, struct spool *spool)
 {
@@ -119,6 +125,7 @@ static int list_file(struct pack_inode *inode, void *arg)
 	return 0;
 }
 
+/* -sort, --order: the files in their order; else nothing (the tree is walked as it is). */
 static int data_order(const struct pack_options *o, struct pack_tree *t, struct file_list *l)
 {
 	struct sort_entry *order = NULL;
@@ -126,7 +133,14 @@ static int data_order(const struct pack_options *o, struct pack_tree *t, struct 
 	int err;
 
 	if (!o->sort_file && !o->order_file)
-		return tree_walk_files(t->root, list_file, l);
+		return 0;
+	/* Never NULL once sorted, even empty: NULL means the tree's order. */
+	l->files = malloc(sizeof(*l->files));
+	if (!l->files) {
+		pack_error("out of memory");
+		return -ENOMEM;
+	}
+	l->cap = 1;
 	err = sort_order(t, o->order_file ? o->order_file : o->sort_file, o->order_file != NULL, &order, &n);
 	for (size_t i = 0; !err && i < n; i++)
 		err = list_file(order[i].inode, l);
@@ -147,11 +161,16 @@ static int write_one(struct data_writer *w, struct pack_inode *inode)
 {
 	int err;
 
-	if (inode->u.file.data_done)
+	if (!tree_is_reg(inode) || inode->u.file.data_done)
 		return 0;
 	err = data_write_file(w, inode);
 	progress_add(0, 1);
 	return err;
+}
+
+static int write_visit(struct pack_inode *inode, void *arg)
+{
+	return write_one(arg, inode);
 }
 
 static int write_data(const struct pack_options *o, struct pack_tree *t, struct pack_sink *sink, int spool_fd,
@@ -186,6 +205,8 @@ static int write_data(const struct pack_options *o, struct pack_tree *t, struct 
 		free(files.files);
 		return err;
 	}
+	if (!files.files)
+		err = tree_walk_files(t->root, write_visit, dp.w);
 	for (size_t i = 0; !err && i < files.n; i++)
 		err = write_one(dp.w, files.files[i]);
 	if (!err)
@@ -223,7 +244,8 @@ static int write_tables(const struct pack_options *o, struct pack_tree *t, struc
 	struct image_writer iw;
 	int err;
 
-	image_init(&iw, o->comp, &o->params, o->jobs, o->memory / MEMORY_TABLES_SHARE, tmp_dir);
+	image_init(&iw, o->comp, &o->params, o->jobs,
+		   o->memory ? o->memory / MEMORY_TABLES_SHARE : TABLES_MEMORY_DEFAULT, tmp_dir);
 	err = inode_number_tree(&iw, t);
 	if (!err)
 		err = inode_write_tree(&iw, t);
