@@ -46,10 +46,15 @@ static struct prefetch_slot open_one(struct prefetch *p, const struct pack_inode
 	struct prefetch_slot s = { .file = file };
 	uint64_t size = file->u.file.size;
 
-	s.fd = srcdir_open_file(&p->dirs, &file->u.file.content, size);
+	/* Checked by prefetch_take(), on the data phase's thread: the two halves of the work balance. */
+	s.fd = srcdir_open_unchecked(&p->dirs, &file->u.file.content);
 	if (s.fd >= 0) {
 		s.ahead = size < PREFETCH_READAHEAD ? (uint32_t)size : PREFETCH_READAHEAD;
-		/* Advice only: where it fails the data phase simply reads as it always did. */
+		/*
+		 * Advice only: where it fails the data phase simply reads as it
+		 * always did.  Should the name hold another file by now, its pages
+		 * are read into the cache, and nothing of it further (the check).
+		 */
 		(void)posix_fadvise(s.fd, 0, (off_t)s.ahead, POSIX_FADV_WILLNEED);
 	}
 	return s;
@@ -136,6 +141,8 @@ int prefetch_take(struct prefetch *p, const struct pack_inode *file)
 		pthread_cond_signal(&p->emptied);
 	}
 	pthread_mutex_unlock(&p->lock);
+	if (fd >= 0)
+		fd = srcdir_check_file(fd, &file->u.file.content, file->u.file.size);
 	return fd;
 }
 

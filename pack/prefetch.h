@@ -5,11 +5,15 @@
  * a cold cache each read of a small file waits for the disk, one request
  * at a time: a million files of a few bytes took 70 s so.  A thread of its
  * own walks the same list ahead of it, opens each file the way the data
- * phase would (srcdir.c: checked against the scan), asks the kernel to
- * start reading it (POSIX_FADV_WILLNEED, which returns at once), and hands
- * the descriptor over; so many reads are in flight at once, and the
- * opening runs on the other core.  Only descriptors cross: the bytes are
- * read by the data phase, so the image does not depend on the timing.
+ * phase would (srcdir.c, its directories checked against the scan), asks
+ * the kernel to start reading it (POSIX_FADV_WILLNEED, which returns at
+ * once), and hands the descriptor over, to be checked against the scan
+ * by the data phase before anything is read (that half of the work on
+ * the data phase's thread: the prefetcher, with its one request to the
+ * disk per file, is the busier of the two); so many reads are in flight
+ * at once, and the opening runs on the other core.  Only descriptors
+ * cross: the bytes are read by the data phase, so the image does not
+ * depend on the timing.
  */
 #ifndef QUASH_PACK_PREFETCH_H
 #define QUASH_PACK_PREFETCH_H
@@ -39,9 +43,9 @@ static inline bool prefetch_wants(const struct pack_inode *file)
 int prefetch_start(struct pack_inode *root, struct pack_inode *const *files, size_t n, struct prefetch **out);
 
 /*
- * The descriptor opened for 'file' (the caller closes it), -errno if that
- * failed (-ESTALE: not what the scan saw), or PREFETCH_NONE.  Waits for
- * the prefetcher if it is behind.
+ * The descriptor opened for 'file' and checked against the scan (the
+ * caller closes it), -errno if that failed (-ESTALE: not what the scan
+ * saw), or PREFETCH_NONE.  Waits for the prefetcher if it is behind.
  */
 int prefetch_take(struct prefetch *p, const struct pack_inode *file);
 
