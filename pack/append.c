@@ -255,7 +255,8 @@ static int load_inode(struct loader *l, const struct qs_inode *qi, struct pack_i
 	if (!inode)
 		return -ENOMEM;
 	inode->stored = true;
-	inode->stored_ref = qi->ref;
+	if (tree_is_reg(inode))
+		inode->u.file.content.stored_ref = qi->ref;
 	inode->uid = qi->uid;
 	inode->gid = qi->gid;
 	inode->mtime = qi->mtime;

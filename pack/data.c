@@ -7,6 +7,10 @@
  * Before a file is read for writing, files whose size matches another
  * file's are hashed and compared with earlier files of that size; an
  * identical one is not written again but shares the earlier file's data.
+ * Each file is opened once (by the prefetcher, prefetch.c, where it comes
+ * from a source directory), and a file of one block is read once: its
+ * hash, the comparison and the fragment all use that one read.  Its
+ * xattrs are read then too (scan_dir.c leaves them for this).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,6 +29,7 @@
 #include "progress.h"
 #include "scan.h"
 #include "srcdir.h"
+#include "prefetch.h"
 
 struct data_writer {
 	struct data_config cfg;
@@ -32,6 +37,8 @@ struct data_writer {
 	struct pipeline *pipe;
 	struct frag_packer frags;
 	struct dedup_index *dedup;
+	struct prefetch *prefetch;  /* opens source files ahead, or NULL */
+	struct xattr_scratch *xattr_buf;
 	uint8_t *buf_a, *buf_b;     /* for hashing and comparing */
 	uint64_t dedup_bytes, dedup_files;
 	int error;
@@ -43,6 +50,8 @@ struct content {
 	int fd;
 	uint64_t base;
 	bool owned;
+	const uint8_t *cache;       /* bytes [0, cache_len) already read, or NULL */
+	uint64_t cache_len;
 	char name[PATH_MAX];        /* for messages */
 };
 
@@ -51,14 +60,17 @@ bool data_has_fragment(const struct data_config *cfg, uint64_t size)
 	return cfg->fragments && size % cfg->block_size != 0 && (size < cfg->block_size || cfg->tail_packing);
 }
 
-static int content_open(struct data_writer *w, struct pack_inode *file, struct content *c)
+/* Open a file's bytes; 'ahead': the file the data phase is at, which the prefetcher may have opened. */
+static int content_open(struct data_writer *w, struct pack_inode *file, struct content *c, bool ahead)
 {
 	const struct pack_content *ct = &file->u.file.content;
 
 	c->stored = NULL;
+	c->cache = NULL;
+	c->cache_len = 0;
 	if (file->stored) {
 		struct qs_inode qi;
-		int err = qs_inode_read(w->cfg.stored, file->stored_ref, &qi);
+		int err = qs_inode_read(w->cfg.stored, file->u.file.content.stored_ref, &qi);
 
 		snprintf(c->name, sizeof(c->name), "the image appended to");
 		c->owned = false;
@@ -78,11 +90,16 @@ static int content_open(struct data_writer *w, struct pack_inode *file, struct c
 	}
 	snprintf(c->name, sizeof(c->name), "%s/%s", ct->dir->path, ct->name);
 	c->base = 0;
-	pack_test_pause();
-	c->fd = srcdir_open_file(&w->dirs, ct, file->u.file.size);
+	c->fd = ahead && w->prefetch ? prefetch_take(w->prefetch, file) : PREFETCH_NONE;
+	if (c->fd == PREFETCH_NONE)
+		c->fd = srcdir_open_file(&w->dirs, ct, file->u.file.size);
 	if (c->fd == -ESTALE) {
 		pack_error("%s: replaced or changed since the scan; not packed", c->name);
 		return -ESTALE;
+	}
+	if (c->fd == -EACCES || c->fd == -EPERM) {
+		pack_error("%s: %s; --skip-unreadable leaves such files out", c->name, strerror(-c->fd));
+		return c->fd;
 	}
 	if (c->fd < 0) {
 		pack_error("%s: %s", c->name, strerror(-c->fd));
@@ -102,6 +119,11 @@ static int content_read(struct content *c, void *buf, size_t len, uint64_t off)
 {
 	uint8_t *p = buf;
 
+	if (c->cache && off + len <= c->cache_len) {
+		if (p != c->cache + off)
+			memcpy(p, c->cache + off, len);
+		return 0;
+	}
 	if (c->stored) {
 		ssize_t n = qs_file_pread(c->stored, buf, len, off);
 
@@ -139,52 +161,80 @@ static bool all_zero(const uint8_t *p, size_t len)
 	return len == 0 || (p[0] == 0 && memcmp(p, p + 1, len - 1) == 0);
 }
 
-static int hash_file(struct data_writer *w, struct pack_inode *file)
+/*
+ * Hash the open file 'c'.  A file of one block stays in buf_a, as c's
+ * cache: what reads it next (the comparison, the fragment) reads no more.
+ */
+static int hash_content(struct data_writer *w, struct pack_inode *file, struct content *c)
 {
 	uint64_t size = file->u.file.size, h = size;
-	struct content c;
-	int err = content_open(w, file, &c);
+	int err = 0;
 
-	if (err)
+	if (size <= DEDUP_EXACT_MAX) {
+		/* The bytes themselves: a key the index can trust without reading the files again. */
+		err = content_read(c, w->buf_a, (size_t)size, 0);
+		h = 0;
+		memcpy(&h, w->buf_a, (size_t)size);
+		c->cache = w->buf_a;
+		c->cache_len = size;
+		file->u.file.hash = h;
 		return err;
+	}
 	for (uint64_t off = 0; !err && off < size; off += w->cfg.block_size) {
 		size_t len = size - off < w->cfg.block_size ? (size_t)(size - off) : w->cfg.block_size;
 
-		err = content_read(&c, w->buf_a, len, off);
+		err = content_read(c, w->buf_a, len, off);
 		if (!err)
 			h = pack_hash(h, w->buf_a, len);
 	}
-	content_close(&c);
+	if (!err && size <= w->cfg.block_size) {
+		c->cache = w->buf_a;
+		c->cache_len = size;
+	}
 	file->u.file.hash = h;
 	return err;
 }
 
-static int same_contents(struct pack_inode *a, struct pack_inode *b, void *arg)
+static int hash_file(struct data_writer *w, struct pack_inode *file)
 {
-	struct data_writer *w = arg;
-	uint64_t size = a->u.file.size;
-	struct content ca, cb;
-	int err, same = 1;
+	struct content c;
+	int err = content_open(w, file, &c, false);
 
-	err = content_open(w, a, &ca);
 	if (err)
 		return err;
-	err = content_open(w, b, &cb);
-	if (err) {
-		content_close(&ca);
+	err = hash_content(w, file, &c);
+	content_close(&c);
+	return err;
+}
+
+/* The file being written, open, for dedup_find()'s comparisons. */
+struct current {
+	struct data_writer *w;
+	struct content *c;
+};
+
+/* 'a' is the current file (read through its open content), 'b' an earlier one. */
+static int same_contents(struct pack_inode *a, struct pack_inode *b, void *arg)
+{
+	struct current *cur = arg;
+	struct data_writer *w = cur->w;
+	uint64_t size = a->u.file.size;
+	struct content *ca = cur->c, cb;
+	int err, same = 1;
+
+	err = content_open(w, b, &cb, false);
+	if (err)
 		return err;
-	}
 	for (uint64_t off = 0; same && off < size; off += w->cfg.block_size) {
 		size_t len = size - off < w->cfg.block_size ? (size_t)(size - off) : w->cfg.block_size;
 
-		err = content_read(&ca, w->buf_a, len, off);
+		err = content_read(ca, w->buf_a, len, off);
 		if (!err)
 			err = content_read(&cb, w->buf_b, len, off);
 		if (err)
 			break;
 		same = memcmp(w->buf_a, w->buf_b, len) == 0;
 	}
-	content_close(&ca);
 	content_close(&cb);
 	return err ? err : same;
 }
@@ -228,7 +278,7 @@ static int index_stored(struct pack_inode *inode, void *arg)
 }
 
 int data_writer_start(const struct data_config *cfg, struct pack_sink *sink, struct pack_tree *tree,
-		      struct data_writer **out)
+		      struct pack_inode *const *files, size_t nfiles, struct data_writer **out)
 {
 	struct data_writer *w = calloc(1, sizeof(*w));
 	struct prepare pr = { .w = w };
@@ -240,7 +290,8 @@ int data_writer_start(const struct data_config *cfg, struct pack_sink *sink, str
 	srcdir_cache_init(&w->dirs);
 	w->buf_a = malloc(cfg->block_size);
 	w->buf_b = malloc(cfg->block_size);
-	err = (!w->buf_a || !w->buf_b) ? -ENOMEM : 0;
+	w->xattr_buf = malloc(sizeof(*w->xattr_buf));
+	err = (!w->buf_a || !w->buf_b || !w->xattr_buf) ? -ENOMEM : 0;
 	if (!err && cfg->dedup)
 		err = dedup_init(&w->dedup);
 	if (!err)
@@ -248,7 +299,12 @@ int data_writer_start(const struct data_config *cfg, struct pack_sink *sink, str
 	if (!err && cfg->dedup && cfg->stored)
 		err = tree_walk_files(tree->root, index_stored, w);
 	if (!err)
-		err = pipeline_start(cfg->comp, cfg->params, cfg->block_size, cfg->jobs, sink, &w->pipe);
+		err = pipeline_start(cfg->comp, cfg->params, cfg->block_size, cfg->jobs, cfg->ring_bytes, sink,
+				     &w->pipe);
+	/* The scan is over: tests change the tree here (pack/util.c), before anything is opened. */
+	pack_test_pause();
+	if (!err)
+		err = prefetch_start(tree->root, files, nfiles, &w->prefetch);
 	if (!err)
 		err = frag_init(&w->frags, w->pipe, cfg->block_size, cfg->fragment_base, pr.files);
 	if (err) {
@@ -343,12 +399,49 @@ static int write_tail(struct data_writer *w, struct pack_inode *file, struct con
 	return content_read(c, at, len, size - len);
 }
 
+/*
+ * The xattrs the scan left for now (scan_dir.c), filtered as tree_finish()
+ * would have, then joined to what mksquashfs -xattrs-add put on at the scan:
+ * a name the file has itself is refused, as mksquashfs refuses it.
+ */
+static int read_xattrs(struct data_writer *w, struct pack_inode *file, struct content *c)
+{
+	struct pack_xattrs own = { 0 };
+	int err = scan_fd_xattrs(w->xattr_buf, c->fd, &own);
+
+	if (err == -ENOMEM)
+		pack_error("out of memory");
+	else if (err)
+		pack_error("%s: xattrs: %s", c->name, strerror(-err));
+	if (!err)
+		tree_xattrs_filter(&own, w->cfg.xattrs_include, w->cfg.xattrs_exclude);
+	for (uint32_t i = 0; !err && i < own.count; i++) {
+		for (uint32_t k = 0; k < file->xattrs.count; k++) {
+			if (strcmp(own.list[i].name, file->xattrs.list[k].name) == 0) {
+				pack_error("-xattrs-add %s: a file has that xattr already (as mksquashfs, refused)",
+					   own.list[i].name);
+				err = -EEXIST;
+				break;
+			}
+		}
+		if (!err && tree_xattrs_add(&file->xattrs, own.list[i].name, own.list[i].value, own.list[i].len)) {
+			pack_error("out of memory");
+			err = -ENOMEM;
+		}
+	}
+	if (!err && own.count)
+		tree_xattrs_normalize(&file->xattrs);
+	tree_xattrs_free(&own);
+	return err;
+}
+
 int data_write_file(struct data_writer *w, struct pack_inode *file)
 {
 	uint64_t size = file->u.file.size;
 	bool frag = data_has_fragment(&w->cfg, size);
 	bool candidate;
 	struct content c;
+	struct current cur = { .w = w, .c = &c };
 	int err;
 
 	if (file->u.file.data_done || size == 0)
@@ -362,32 +455,33 @@ int data_write_file(struct data_writer *w, struct pack_inode *file)
 	}
 	file->u.file.block_count = (uint32_t)(size / w->cfg.block_size + (size % w->cfg.block_size && !frag));
 
+	err = content_open(w, file, &c, true);
+	if (err)
+		return err;
+	if (file->u.file.xattrs_pending) {
+		file->u.file.xattrs_pending = false;
+		err = read_xattrs(w, file, &c);
+	}
 	candidate = w->dedup && dedup_size_shared(w->dedup, size);
-	if (candidate) {
+	if (!err && candidate) {
 		struct pack_inode *same;
 
-		err = hash_file(w, file);
-		if (err)
-			return err;
-		same = dedup_find(w->dedup, file, same_contents, w, &err);
-		if (err)
-			return err;
+		err = hash_content(w, file, &c);
+		same = err ? NULL : dedup_find(w->dedup, file, same_contents, &cur, &err);
 		if (same) {
 			file->u.file.dup_of = same;
+			file->u.file.is_dup = true;
 			w->dedup_bytes += size;
 			w->dedup_files++;
 			progress_add(size, 0);
+			content_close(&c);
 			return 0;
 		}
 	}
-
-	err = block_list_init(&file->u.file.blocks, file->u.file.block_count);
-	if (err)
-		return err;
-	err = content_open(w, file, &c);
-	if (err)
-		return err;
-	err = write_blocks(w, file, &c);
+	if (!err)
+		err = block_list_init(&file->u.file.blocks, file->u.file.block_count);
+	if (!err)
+		err = write_blocks(w, file, &c);
 	if (!err && frag)
 		err = write_tail(w, file, &c);
 	content_close(&c);
@@ -428,11 +522,13 @@ void data_writer_free(struct data_writer *w)
 {
 	if (!w)
 		return;
+	prefetch_stop(w->prefetch);
 	pipeline_free(w->pipe);
 	srcdir_cache_clear(&w->dirs);
 	frag_free(&w->frags);
 	dedup_free(w->dedup);
 	free(w->buf_a);
 	free(w->buf_b);
+	free(w->xattr_buf);
 	free(w);
 }

@@ -14,6 +14,8 @@
 #define QUASH_PACK_DATA_H
 
 #include <stdbool.h>
+#include <regex.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "compressor.h"
@@ -35,10 +37,18 @@ struct data_config {
 	bool skip_unreadable;
 	struct qs_image *stored;    /* appending: the old image, whose files are read back to compare, or NULL */
 	uint32_t fragment_base;     /* appending: the old image's fragment count */
+	uint64_t ring_bytes;        /* data in flight at most (pipeline.h); 0: the default */
+	/* xattrs read in the data phase are filtered with these (either may be NULL) */
+	const regex_t *xattrs_include, *xattrs_exclude;
 };
 
+/*
+ * files[0 .. nfiles) are the regular files in the order data_write_file()
+ * will be called with them (repeats allowed), or NULL for the tree's own
+ * order (tree_walk_files()); they are opened ahead in that order.
+ */
 int data_writer_start(const struct data_config *cfg, struct pack_sink *sink, struct pack_tree *tree,
-		      struct data_writer **out);
+		      struct pack_inode *const *files, size_t nfiles, struct data_writer **out);
 
 /* Write one regular file's contents (or find an earlier identical file). */
 int data_write_file(struct data_writer *w, struct pack_inode *file);

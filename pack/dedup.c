@@ -144,6 +144,8 @@ struct pack_inode *dedup_find(struct dedup_index *d, struct pack_inode *file, de
 
 		if (!same_key(file, other))
 			continue;
+		if (file->u.file.size <= DEDUP_EXACT_MAX)
+			return other;
 		r = same(file, other, arg);
 		if (r < 0) {
 			*err = r;

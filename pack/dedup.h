@@ -11,6 +11,14 @@
 
 struct dedup_index;
 
+/*
+ * Files of up to DEDUP_EXACT_MAX bytes are keyed by their bytes, not a
+ * hash of them (data.c): for them an equal key is equal contents, and
+ * dedup_find() compares nothing.  In a tree of many tiny files that
+ * saves reopening a third of them.
+ */
+#define DEDUP_EXACT_MAX 8u
+
 /* Exact comparison of two files' contents: 1 equal, 0 different, -errno. */
 typedef int (*dedup_same_fn)(struct pack_inode *a, struct pack_inode *b, void *arg);
 

@@ -19,10 +19,10 @@
 #define DIR_INO_DELTA_MAX 32767
 
 /* How many entries from 'first' one header can cover, starting at stream position 'pos'. */
-static size_t run_length(struct pack_inode *dir, size_t first, uint64_t pos)
+static size_t run_length(const struct image_writer *iw, struct pack_inode *dir, size_t first, uint64_t pos)
 {
 	struct pack_dirent **c = dir->u.dir.children;
-	uint64_t block = sqfs_ref_block(c[first]->inode->ref);
+	uint64_t block = sqfs_ref_block(image_ref(iw, c[first]->inode));
 	int64_t base = c[first]->inode->ino;
 	uint64_t meta_block_no = pos / SQFS_META_SIZE;
 	size_t n = 1;
@@ -31,7 +31,7 @@ static size_t run_length(struct pack_inode *dir, size_t first, uint64_t pos)
 	for (size_t i = first + 1; i < dir->u.dir.count && n < SQFS_DIR_HEADER_MAX; i++, n++) {
 		int64_t delta = (int64_t)c[i]->inode->ino - base;
 
-		if (sqfs_ref_block(c[i]->inode->ref) != block || delta > DIR_INO_DELTA_MAX ||
+		if (sqfs_ref_block(image_ref(iw, c[i]->inode)) != block || delta > DIR_INO_DELTA_MAX ||
 		    delta < -DIR_INO_DELTA_MAX - 1 || pos / SQFS_META_SIZE != meta_block_no)
 			break;
 		pos += SQFS_DIR_ENTRY_SIZE + c[i]->name_len;
@@ -73,7 +73,7 @@ int dir_write_listing(struct image_writer *iw, struct pack_inode *dir)
 	for (size_t i = 0; !err && i < dir->u.dir.count;) {
 		struct pack_dirent **c = dir->u.dir.children;
 		uint64_t pos = w->raw_len;
-		size_t n = run_length(dir, i, pos);
+		size_t n = run_length(iw, dir, i, pos);
 		uint32_t base = c[i]->inode->ino;
 
 		if (pos / SQFS_META_SIZE != last_block_no) {
@@ -86,13 +86,13 @@ int dir_write_listing(struct image_writer *iw, struct pack_inode *dir)
 		if (!err)
 			err = meta_write(w, buf, 4);
 		if (!err)
-			err = meta_write_start(w, &iw->inodes, (uint32_t)sqfs_ref_block(c[i]->inode->ref));
+			err = meta_write_start(w, &iw->inodes, (uint32_t)sqfs_ref_block(image_ref(iw, c[i]->inode)));
 		if (!err)
 			err = meta_write(w, buf + 4, 4);
 		for (size_t k = i; !err && k < i + n; k++) {
 			const struct pack_inode *inode = c[k]->inode;
 
-			sqfs_put16(buf, sqfs_ref_offset(inode->ref));
+			sqfs_put16(buf, sqfs_ref_offset(image_ref(iw, inode)));
 			sqfs_put16(buf + 2, (uint16_t)(int16_t)((int64_t)inode->ino - base));
 			sqfs_put16(buf + 4, (uint16_t)image_basic_type(inode));
 			sqfs_put16(buf + 6, (uint16_t)(c[k]->name_len - 1));

@@ -36,6 +36,7 @@ struct image_writer {
 	const struct qs_compressor *comp;
 	const struct qs_compress_params *params;
 	struct meta_writer inodes, dirs;
+	struct meta_spill spill;    /* where the tables go past their memory budget */
 	struct id_table ids;
 	struct xattr_table xattrs;
 	uint64_t *export;           /* inode number - 1 -> inode reference */
@@ -43,6 +44,12 @@ struct image_writer {
 	uint64_t root_ref;
 	unsigned jobs;              /* threads for compressing the tables */
 };
+
+/* A written inode's reference (provisional until the tables are compressed). */
+static inline uint64_t image_ref(const struct image_writer *iw, const struct pack_inode *inode)
+{
+	return iw->export[inode->ino - 1];
+}
 
 /* The basic squashfs inode type for an inode's file type (what directory entries store). */
 static inline int image_basic_type(const struct pack_inode *inode)
@@ -58,8 +65,9 @@ static inline int image_basic_type(const struct pack_inode *inode)
 	}
 }
 
+/* budget: bytes of the tables' streams kept in memory (0: all), the rest spilled to a file in spill_dir. */
 void image_init(struct image_writer *iw, const struct qs_compressor *comp,
-		const struct qs_compress_params *p, unsigned jobs);
+		const struct qs_compress_params *p, unsigned jobs, uint64_t budget, const char *spill_dir);
 void image_free(struct image_writer *iw);
 
 /*

@@ -21,7 +21,7 @@
 #define INODE_MAX_FIXED 64      /* largest fixed part of any inode, bytes */
 
 void image_init(struct image_writer *iw, const struct qs_compressor *comp,
-		const struct qs_compress_params *p, unsigned jobs)
+		const struct qs_compress_params *p, unsigned jobs, uint64_t budget, const char *spill_dir)
 {
 	memset(iw, 0, sizeof(*iw));
 	iw->comp = comp;
@@ -30,6 +30,13 @@ void image_init(struct image_writer *iw, const struct qs_compressor *comp,
 	meta_init(&iw->inodes, comp, p);
 	meta_init(&iw->dirs, comp, p);
 	meta_init(&iw->xattrs.kv, comp, p);
+	meta_spill_init(&iw->spill, spill_dir, budget);
+	if (budget) {
+		/* Three tables, on a spill of four: nothing to fail. */
+		(void)meta_spill_attach(&iw->inodes, &iw->spill);
+		(void)meta_spill_attach(&iw->dirs, &iw->spill);
+		(void)meta_spill_attach(&iw->xattrs.kv, &iw->spill);
+	}
 }
 
 void image_free(struct image_writer *iw)
@@ -37,6 +44,7 @@ void image_free(struct image_writer *iw)
 	meta_free(&iw->inodes);
 	meta_free(&iw->dirs);
 	meta_free(&iw->xattrs.kv);
+	meta_spill_close(&iw->spill);
 	free(iw->xattrs.ids);
 	free(iw->xattrs.hashes);
 	free(iw->xattrs.owners);
@@ -104,7 +112,7 @@ static int put_header(struct image_writer *iw, struct pack_inode *inode, int typ
 
 static int write_file(struct image_writer *iw, struct pack_inode *inode, uint8_t *p)
 {
-	const struct pack_inode *data = inode->u.file.dup_of ? inode->u.file.dup_of : inode;
+	const struct pack_inode *data = inode->u.file.is_dup ? inode->u.file.dup_of : inode;
 	uint64_t start = data->u.file.blocks_start, size = inode->u.file.size;
 	bool has_xattr = inode->xattr_id != SQFS_INVALID_XATTR;
 	uint32_t frag = size ? data->u.file.fragment : SQFS_INVALID_FRAG;
@@ -256,8 +264,7 @@ static int write_inode(struct image_writer *iw, struct pack_inode *inode)
 	if (err)
 		return err;
 	inode->written = true;
-	inode->ref = meta_ref(&iw->inodes);
-	iw->export[inode->ino - 1] = inode->ref;
+	iw->export[inode->ino - 1] = meta_ref(&iw->inodes);
 	switch (image_basic_type(inode)) {
 	case SQFS_INODE_DIR:
 		return write_dir_inode(iw, inode, p);

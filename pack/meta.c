@@ -23,11 +23,14 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
+#include <unistd.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "meta.h"
+#include "scan.h"
 #include "sink.h"
 #include "pack_util.h"
 
@@ -46,10 +49,12 @@ void meta_free(struct meta_writer *w)
 	for (size_t b = 0; b < w->raw_cap; b++)
 		free(w->raw[b]);
 	free(w->raw);
+	free(w->spilled);
 	free(w->patches);
 	free(w->out);
 	free(w->starts);
 	w->raw = NULL;
+	w->spilled = NULL;
 	w->raw_cap = 0;
 	w->patches = NULL;
 	w->out = NULL;
@@ -89,6 +94,92 @@ static int reserve_blocks(struct meta_writer *w, uint64_t end)
 	if (reserve((void **)&w->raw, &w->raw_cap, (size_t)need, sizeof(*w->raw)) < 0)
 		return -ENOMEM;
 	memset(w->raw + old, 0, (w->raw_cap - old) * sizeof(*w->raw));
+	if (w->spill && w->raw_cap != old) {
+		uint64_t *p = realloc(w->spilled, w->raw_cap * sizeof(*w->spilled));
+
+		if (!p)
+			return -ENOMEM;
+		memset(p + old, 0, (w->raw_cap - old) * sizeof(*p));
+		w->spilled = p;
+	}
+	return 0;
+}
+
+void meta_spill_init(struct meta_spill *s, const char *dir, uint64_t budget)
+{
+	memset(s, 0, sizeof(*s));
+	s->fd = -1;
+	s->dir = dir;
+	s->budget = budget;
+}
+
+void meta_spill_close(struct meta_spill *s)
+{
+	if (s->fd >= 0)
+		close(s->fd);
+	s->fd = -1;
+}
+
+int meta_spill_attach(struct meta_writer *w, struct meta_spill *s)
+{
+	if (s->count == META_SPILL_TABLES || w->raw_cap)
+		return -EINVAL;
+	s->tables[s->count++] = w;
+	w->spill = s;
+	return 0;
+}
+
+static bool is_spilled(const struct meta_writer *w, size_t b)
+{
+	return w->spilled && w->spilled[b];
+}
+
+/* Move w's complete blocks (all but the one being written) out of memory. */
+static int spill_table(struct meta_spill *s, struct meta_writer *w)
+{
+	size_t complete = (size_t)(w->raw_len / SQFS_META_SIZE);
+
+	for (; w->spill_next < complete; w->spill_next++) {
+		size_t b = w->spill_next;
+
+		if (!w->raw[b])
+			continue;
+		if (pwrite(s->fd, w->raw[b], SQFS_META_SIZE, (off_t)s->end) != SQFS_META_SIZE) {
+			int err = errno ? -errno : -EIO;
+
+			pack_error("%s: metadata spill file: %s", s->dir, strerror(-err));
+			return err;
+		}
+		w->spilled[b] = s->end + 1;
+		s->end += SQFS_META_SIZE;
+		free(w->raw[b]);
+		w->raw[b] = NULL;
+		s->held -= SQFS_META_SIZE;
+	}
+	return 0;
+}
+
+/* A block of a spilling table was allocated: past the budget, every table spills. */
+static int spill_account(struct meta_writer *w)
+{
+	struct meta_spill *s = w->spill;
+	struct spool file = { .fd = s->fd, .dir = s->dir };
+	int err;
+
+	s->held += SQFS_META_SIZE;
+	if (s->held <= s->budget)
+		return 0;
+	if (s->fd < 0) {
+		err = spool_open(&file);
+		if (err)
+			return err;
+		s->fd = file.fd;
+	}
+	for (unsigned i = 0; i < s->count; i++) {
+		err = spill_table(s, s->tables[i]);
+		if (err)
+			return err;
+	}
 	return 0;
 }
 
@@ -102,8 +193,16 @@ int meta_write(struct meta_writer *w, const void *data, size_t len)
 		size_t b = (size_t)(w->raw_len / SQFS_META_SIZE), at = (size_t)(w->raw_len % SQFS_META_SIZE);
 		size_t n = SQFS_META_SIZE - at < len ? SQFS_META_SIZE - at : len;
 
-		if (!w->raw[b] && !all_zero(src, n) && !(w->raw[b] = calloc(1, SQFS_META_SIZE)))
-			return -ENOMEM;
+		if (!w->raw[b] && !all_zero(src, n)) {
+			if (!(w->raw[b] = calloc(1, SQFS_META_SIZE)))
+				return -ENOMEM;
+			if (w->spill) {
+				int err = spill_account(w);
+
+				if (err)
+					return err;
+			}
+		}
 		if (w->raw[b])
 			memcpy(w->raw[b] + at, src, n);
 		src += n;
@@ -251,15 +350,28 @@ static int compress_block(struct meta_job *j, size_t b, uint8_t *buf)
 	uint64_t lo = (uint64_t)b * SQFS_META_SIZE;
 	size_t len = w->raw_len - lo < SQFS_META_SIZE ? (size_t)(w->raw_len - lo) : SQFS_META_SIZE;
 
-	if (!w->raw[b] && len == SQFS_META_SIZE && j->zero_slot && !patched(j, b, lo, len)) {
+	if (!w->raw[b] && !is_spilled(w, b) && len == SQFS_META_SIZE && j->zero_slot && !patched(j, b, lo, len)) {
 		j->slots[b] = (uint8_t *)j->zero_slot;
 		j->stored[b] = j->zero_stored;
 		return 0;
 	}
-	if (w->raw[b])
+	if (w->raw[b]) {
+		/* The stream's block is read for the last time: its memory goes now, not at the end. */
 		memcpy(buf, w->raw[b], len);
-	else
+		free(w->raw[b]);
+		w->raw[b] = NULL;
+	} else if (is_spilled(w, b)) {
+		ssize_t n = pread(w->spill->fd, buf, len, (off_t)(w->spilled[b] - 1));
+
+		if (n != (ssize_t)len) {
+			int err = n < 0 ? -errno : -EIO;
+
+			pack_error("%s: metadata spill file: %s", w->spill->dir, strerror(-err));
+			return err;
+		}
+	} else {
 		memset(buf, 0, len);
+	}
 	for (size_t q = j->first_patch[b]; q < w->patch_count && w->patches[q].pos < lo + len; q++) {
 		uint8_t field[4];
 
@@ -279,7 +391,7 @@ static int prepare_zero_slot(struct meta_job *j)
 	size_t absent = 0;
 
 	for (size_t b = 0; b + 1 < j->blocks; b++)
-		absent += !j->w->raw[b];
+		absent += !j->w->raw[b] && !is_spilled(j->w, b);
 	if (absent < 2)
 		return 0;
 	if (store_block(j->w, zeros, SQFS_META_SIZE, &slot, &j->zero_stored) < 0)
@@ -357,8 +469,12 @@ static int gather(struct meta_job *j)
 	w->out = malloc(w->out_len + 1);
 	if (!w->out)
 		return -ENOMEM;
-	for (size_t b = 0; b < j->blocks; b++)
+	for (size_t b = 0; b < j->blocks; b++) {
 		memcpy(w->out + w->starts[b], j->slots[b], j->stored[b]);
+		if (j->slots[b] != j->zero_slot)
+			free(j->slots[b]);
+		j->slots[b] = NULL;
+	}
 	return 0;
 }
 

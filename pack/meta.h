@@ -14,6 +14,12 @@
  * as soon as the starts its patches need are known, and lays the blocks
  * out; meta_final_ref() turns a provisional reference into the real one.
  * The bytes never depend on the number of threads.
+ *
+ * Under a memory bound (--memory) the tables of one image share a
+ * meta_spill: once their streams hold more than its budget in memory, the
+ * complete blocks (which are never written again: patches are applied
+ * while compressing) go to a temporary file, and are read back from it
+ * when their turn to be compressed comes.
  */
 #ifndef QUASH_PACK_META_H
 #define QUASH_PACK_META_H
@@ -25,6 +31,19 @@
 #include "squashfs_fs.h"
 
 struct pack_sink;
+struct meta_writer;
+
+#define META_SPILL_TABLES 4     /* tables sharing one spill file at most */
+
+struct meta_spill {
+	int fd;                     /* the temporary file, -1 until first needed */
+	const char *dir;            /* created there */
+	uint64_t end;               /* bytes written to it */
+	uint64_t budget;            /* stream bytes the tables keep in memory at most */
+	uint64_t held;              /* stream bytes in memory now */
+	struct meta_writer *tables[META_SPILL_TABLES];
+	unsigned count;
+};
 
 /* A 32-bit field at 'pos' of a stream that gets the start of block 'block' of the target table. */
 struct meta_patch {
@@ -41,6 +60,9 @@ struct meta_writer {
 	struct meta_patch *patches; /* in stream order */
 	size_t patch_count, patch_cap;
 	const struct meta_writer *target;   /* the table the patches point into */
+	struct meta_spill *spill;   /* or NULL: everything stays in memory */
+	uint64_t *spilled;          /* per block: where in the spill file + 1, or 0 (raw_cap entries) */
+	size_t spill_next;          /* blocks before it are spilled or never were in memory */
 	/* Filled by meta_compress(): */
 	uint8_t *out;               /* the blocks, headers included */
 	size_t out_len;
@@ -49,6 +71,10 @@ struct meta_writer {
 };
 
 void meta_init(struct meta_writer *w, const struct qs_compressor *comp, const struct qs_compress_params *p);
+/* Let w spill to s (whose budget it shares with the other tables there); 0 or -EINVAL if s is full. */
+int meta_spill_attach(struct meta_writer *w, struct meta_spill *s);
+void meta_spill_init(struct meta_spill *s, const char *dir, uint64_t budget);
+void meta_spill_close(struct meta_spill *s);
 void meta_free(struct meta_writer *w);
 
 /* Append bytes; they may span blocks.  0 or -errno. */

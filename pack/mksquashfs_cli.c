@@ -57,8 +57,7 @@ static const struct {
 	const char *why;
 } refused[] = {
 	{ "-no-sparse", 0, "not supported: holes are always stored as holes" },
-	{ "-mem", 1, "not supported yet: quash has no memory bound to set" },
-	{ "-mem-percent", 1, "not supported yet: quash has no memory bound to set" },
+	{ "-mem-percent", 1, "not supported: give the bound as -mem SIZE" },
 	{ "-throttle", 1, "not supported" },
 	{ "-limit", 1, "not supported" },
 	{ "-read-queue", 1, NULL },
@@ -90,6 +89,7 @@ static void usage(FILE *f)
 		"-p, -pf, -pd (pseudo files: d, m, b, c, f, s, i, l and D, M, B, C, F, S, I),\n"
 		"-sort FILE (PATH PRIORITY lines: the data of higher priorities first),\n"
 		"-offset/-o N (the image N bytes into DEST, after zeros),\n"
+		"-mem SIZE (bounds the buffers and tables being built, as quash pack --memory),\n"
 		"-no-xattrs, -xattrs, -no-fragments, -always-use-fragments, -no-duplicates,\n"
 		"-no-exports, -exports, -mkfs-time, -all-time, SOURCE_DATE_EPOCH, -processors,\n"
 		"-no-hardlinks, -nopad, -default-mode, -default-uid, -default-gid (4.6),\n"
@@ -661,6 +661,10 @@ static int parse_options(int argc, char **argv, int first, struct pack_options *
 			if (errno || end == val || *end || off > (UINT64_MAX >> 20) >> shift)
 				return refuse(a, "bad offset (bytes, or with a K, M or G suffix)");
 			o->offset = (uint64_t)off << shift;
+		} else if (strcmp(a, "-mem") == 0) {
+			NEED_VALUE();
+			if (!pack_parse_memory(val, &o->memory))
+				return refuse(a, "bad size (K, M or G; at least 1M)");
 		} else if (strcmp(a, "-sort") == 0) {
 			NEED_VALUE();
 			o->sort_file = val;

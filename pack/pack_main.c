@@ -52,6 +52,9 @@ static void usage(FILE *f)
 		"      --order FILE       lay out the data of the files FILE lists (one path a\n"
 		"                          line, as quash profile paths prints) first, in its order\n"
 		"      --skip-unreadable   warn about unreadable files instead of failing\n"
+		"      --memory SIZE       bound the buffers of the data being compressed and the\n"
+		"                          tables being built (K, M, G; at least 1M); the tables\n"
+		"                          spill to a temporary file beside IMAGE past it\n"
 		"      --no-progress       no progress bar (it shows only on a terminal)\n"
 		"      --append            add the sources to an existing IMAGE, as mksquashfs does:\n"
 		"                          into its root (a name it has becomes NAME_1, NAME_2...),\n"
@@ -72,7 +75,7 @@ static void usage(FILE *f)
 enum {
 	OPT_NO_FRAGMENTS = 256, OPT_NO_TAIL, OPT_NO_DEDUP, OPT_NO_EXPORTS, OPT_NO_XATTRS, OPT_ALL_ROOT,
 	OPT_UID, OPT_GID, OPT_MODE, OPT_MTIME, OPT_EXCLUDE, OPT_SKIP_UNREADABLE, OPT_NO_PROGRESS,
-	OPT_ENDPOINT, OPT_JSON, OPT_ORDER, OPT_APPEND,
+	OPT_ENDPOINT, OPT_JSON, OPT_ORDER, OPT_APPEND, OPT_MEMORY,
 };
 
 static const struct option long_options[] = {
@@ -92,6 +95,7 @@ static const struct option long_options[] = {
 	{ "mtime", required_argument, NULL, OPT_MTIME },
 	{ "exclude", required_argument, NULL, OPT_EXCLUDE },
 	{ "skip-unreadable", no_argument, NULL, OPT_SKIP_UNREADABLE },
+	{ "memory", required_argument, NULL, OPT_MEMORY },
 	{ "order", required_argument, NULL, OPT_ORDER },
 	{ "no-progress", no_argument, NULL, OPT_NO_PROGRESS },
 	{ "endpoint", required_argument, NULL, OPT_ENDPOINT },
@@ -194,6 +198,10 @@ static int parse_args(int argc, char **argv, struct pack_options *o_out)
 		case OPT_NO_FRAGMENTS: o.fragments = false; break;
 		case OPT_NO_TAIL: o.tail_packing = false; break;
 		case OPT_NO_DEDUP: o.dedup = false; break;
+		case OPT_MEMORY:
+			if (!pack_parse_memory(optarg, &o.memory))
+				return bad_option("--memory (a size, K, M or G, at least 1M)", optarg);
+			break;
 		case OPT_NO_EXPORTS: o.exportable = false; break;
 		case OPT_NO_XATTRS: o.overrides.no_xattrs = true; break;
 		case OPT_ALL_ROOT: o.overrides.all_root = true; break;

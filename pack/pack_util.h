@@ -12,6 +12,7 @@
 #define PACK_XATTR_LIST_MAX  (64u << 10)  /* bytes of xattr names per file (Linux's limit) */
 #define PACK_XATTR_VALUE_MAX (64u << 10)
 #define PACK_SYMLINK_MAX     4096u        /* longest symlink target stored (PATH_MAX) */
+#define PACK_MEMORY_MIN      (1u << 20)   /* --memory: less leaves no room for a block in flight */
 
 /* "quash: ..." on stderr, clearing the progress bar first; pack_warn adds "warning: ". */
 void pack_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -28,6 +29,8 @@ bool pack_parse_owner(const char *s, bool group, uint32_t *out);
 
 /* A block size as "131072", "128K" or "1M": 4K .. 1M, a power of two; false otherwise. */
 bool pack_parse_block_size(const char *s, uint32_t *out);
+/* --memory, mksquashfs -mem: a size (K, M, G suffixes) of at least PACK_MEMORY_MIN. */
+bool pack_parse_memory(const char *s, uint64_t *out);
 
 /* A fast 64-bit hash for finding candidate duplicates (always confirmed by comparison). */
 uint64_t pack_hash(uint64_t seed, const void *data, size_t len);

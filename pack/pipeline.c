@@ -225,7 +225,8 @@ void pipeline_free(struct pipeline *p)
 }
 
 int pipeline_start(const struct qs_compressor *comp, const struct qs_compress_params *params,
-		   uint32_t block_size, unsigned jobs, struct pack_sink *sink, struct pipeline **out)
+		   uint32_t block_size, unsigned jobs, uint64_t ring_bytes, struct pack_sink *sink,
+		   struct pipeline **out)
 {
 	struct pipeline *p = calloc(1, sizeof(*p));
 
@@ -239,7 +240,9 @@ int pipeline_start(const struct qs_compressor *comp, const struct qs_compress_pa
 	p->params = params;
 	p->sink = sink;
 	p->block_size = block_size;
-	p->ring_size = PIPELINE_RING_BYTES / block_size;
+	if (!ring_bytes || ring_bytes > PIPELINE_RING_BYTES)
+		ring_bytes = PIPELINE_RING_BYTES;
+	p->ring_size = ring_bytes / block_size;
 	if (p->ring_size < PIPELINE_RING_MIN * jobs)
 		p->ring_size = PIPELINE_RING_MIN * jobs;
 	pthread_mutex_init(&p->lock, NULL);

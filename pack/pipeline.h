@@ -31,8 +31,10 @@ struct pipeline_job {
 	int state;
 };
 
+/* ring_bytes: input bytes in flight at most (0: the default); as much again is kept for the output. */
 int pipeline_start(const struct qs_compressor *comp, const struct qs_compress_params *params,
-		   uint32_t block_size, unsigned jobs, struct pack_sink *sink, struct pipeline **out);
+		   uint32_t block_size, unsigned jobs, uint64_t ring_bytes, struct pack_sink *sink,
+		   struct pipeline **out);
 
 /* The next slot to fill (waits for one); NULL once the pipeline has failed. */
 struct pipeline_job *pipeline_get(struct pipeline *p);

@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include "tree.h"
+#include "pack_util.h"
 
 /* Archive contents are copied here so that the data phase can read every source alike. */
 struct spool {
@@ -80,6 +81,18 @@ int scan_paths(struct pack_tree *t, const char *const *paths, size_t count, bool
 	       const struct scan_options *o);
 /* 'path' is an archive file, or "-" for standard input. */
 int scan_archive(struct pack_tree *t, const char *path, const struct scan_options *o);
+
+/* Room to read one file's xattrs in. */
+struct xattr_scratch {
+	char names[PACK_XATTR_LIST_MAX];
+	uint8_t value[PACK_XATTR_VALUE_MAX];
+};
+
+/*
+ * The xattrs of the open file 'fd' that squashfs can store, appended to
+ * 'x' (unsorted); 0 (also where the file system has none) or -errno.
+ */
+int scan_fd_xattrs(struct xattr_scratch *scratch, int fd, struct pack_xattrs *x);
 
 /* Create the spool file (once); 0 or -errno with a message. */
 int spool_open(struct spool *s);

@@ -40,4 +40,14 @@ void srcdir_cache_clear(struct srcdir_cache *c);
  */
 int srcdir_open_file(struct srcdir_cache *c, const struct pack_content *ct, uint64_t size);
 
+/*
+ * srcdir_open_file() in two halves, for the prefetcher (prefetch.c), which
+ * opens on one thread while the data phase checks on another: the
+ * directories on the way are checked by the first, the file by the second,
+ * which closes 'fd' and returns -ESTALE where it is not what the scan saw.
+ * Nothing may be read from the descriptor before the check.
+ */
+int srcdir_open_unchecked(struct srcdir_cache *c, const struct pack_content *ct);
+int srcdir_check_file(int fd, const struct pack_content *ct, uint64_t size);
+
 #endif

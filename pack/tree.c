@@ -35,9 +35,10 @@ int tree_init(struct pack_tree *t)
 	return 0;
 }
 
-struct pack_inode *tree_inode_new(uint32_t mode)
+/* An inode with 'extra' bytes after it. */
+static struct pack_inode *inode_alloc(uint32_t mode, size_t extra)
 {
-	struct pack_inode *inode = calloc(1, sizeof(*inode));
+	struct pack_inode *inode = calloc(1, sizeof(*inode) + extra);
 
 	if (!inode)
 		return NULL;
@@ -45,6 +46,22 @@ struct pack_inode *tree_inode_new(uint32_t mode)
 	inode->xattr_id = 0xffffffffu;
 	if (tree_is_reg(inode))
 		inode->u.file.fragment = 0xffffffffu;
+	return inode;
+}
+
+struct pack_inode *tree_inode_new(uint32_t mode)
+{
+	return inode_alloc(mode, 0);
+}
+
+struct pack_inode *tree_file_new(uint32_t mode, const char *name, size_t len)
+{
+	struct pack_inode *inode = inode_alloc(mode, len + 1);
+
+	if (inode) {
+		inode->u.file.content.name = (char *)(inode + 1);
+		memcpy(inode->u.file.content.name, name, len);
+	}
 	return inode;
 }
 
@@ -81,10 +98,20 @@ int tree_xattrs_add(struct pack_xattrs *x, const char *name, const void *value, 
 	return 0;
 }
 
+void tree_drop_index(struct pack_tree *t)
+{
+	free(t->hash);
+	t->hash = NULL;
+	t->hash_size = t->hash_used = 0;
+}
+
 static void hash_remove(struct pack_tree *t, struct pack_dirent *d)
 {
-	struct pack_dirent **pp = &t->hash[name_hash(d->parent, d->name, d->name_len) & (t->hash_size - 1)];
+	struct pack_dirent **pp;
 
+	if (!t->hash)
+		return;
+	pp = &t->hash[name_hash(d->parent, d->name, d->name_len) & (t->hash_size - 1)];
 	while (*pp && *pp != d)
 		pp = &(*pp)->hash_next;
 	if (*pp) {
@@ -104,13 +131,15 @@ void tree_inode_put(struct pack_tree *t, struct pack_inode *inode)
 			if (t)
 				hash_remove(t, d);
 			tree_inode_put(t, d->inode);
-			free(d->name);
+			if (d->name != d->in_place)
+				free(d->name);
 			free(d);
 		}
 		free(inode->u.dir.children);
 		free(inode->u.dir.index);
 	} else if (tree_is_reg(inode)) {
-		free(inode->u.file.content.name);
+		if (inode->u.file.content.name != (char *)(inode + 1))
+			free(inode->u.file.content.name);
 		block_list_free(&inode->u.file.blocks);
 	} else if (tree_is_symlink(inode)) {
 		free(inode->u.symlink.target);
@@ -208,12 +237,12 @@ static struct pack_dirent *dirent_add(struct pack_tree *t, struct pack_inode *di
 		dir->u.dir.children = p;
 		dir->u.dir.cap = cap;
 	}
-	d = calloc(1, sizeof(*d));
-	if (!d || !(d->name = strndup(name, len))) {
-		free(d);
+	d = calloc(1, sizeof(*d) + len + 1);
+	if (!d)
 		return NULL;
-	}
-	d->name_len = len;
+	d->name = d->in_place;
+	memcpy(d->name, name, len);
+	d->name_len = (uint32_t)len;
 	d->inode = inode;
 	d->parent = dir;
 	inode->refs++;
@@ -270,9 +299,10 @@ int tree_rename(struct pack_tree *t, struct pack_dirent *d, const char *name, si
 	if (!copy)
 		return -ENOMEM;
 	hash_remove(t, d);
-	free(d->name);
+	if (d->name != d->in_place)
+		free(d->name);
 	d->name = copy;
-	d->name_len = len;
+	d->name_len = (uint32_t)len;
 	b = name_hash(d->parent, name, len) & (t->hash_size - 1);
 	d->hash_next = t->hash[b];
 	t->hash[b] = d;
@@ -538,6 +568,9 @@ int tree_walk_files(struct pack_inode *dir, tree_visit_fn fn, void *arg)
 int block_list_init(struct pack_block_list *l, uint32_t count)
 {
 	l->count = count;
+	l->pages = NULL;
+	if (count == 0)
+		return 0;           /* a file all in a fragment: most small files */
 	l->pages = calloc(count / BLOCK_LIST_PAGE + 1, sizeof(*l->pages));
 	return l->pages ? 0 : -ENOMEM;
 }

@@ -36,10 +36,15 @@ struct pack_srcdir {
 /* Where a regular file's bytes are read from in the data phase. */
 struct pack_content {
 	struct pack_srcdir *dir;    /* a file in a source directory, or NULL */
-	char *name;                 /* its name there */
-	dev_t dev;                  /* what the scan found at that name */
-	ino_t ino;
-	uint64_t spool_offset;      /* else: bytes at this offset of the archive spool */
+	char *name;                 /* its name there (stored after the inode: tree_file_new()) */
+	union {
+		struct {
+			dev_t dev;          /* what the scan found at that name */
+			ino_t ino;
+		};
+		uint64_t spool_offset;  /* dir NULL: bytes at this offset of the archive spool */
+		uint64_t stored_ref;    /* pack_inode.stored: its inode in the image appended to */
+	};
 };
 
 /*
@@ -79,28 +84,30 @@ struct pack_xattrs {                /* an inode's xattrs, sorted by name */
 
 struct pack_dirent;
 
+/*
+ * Fields are ordered so that nothing is padding: a tree of a million
+ * files holds a million of these.
+ */
 struct pack_inode {
 	uint32_t mode;              /* st_mode, type bits included */
 	uint32_t uid, gid;
-	int64_t mtime;
 	uint32_t rdev;              /* devices: Linux "new" encoding, as squashfs stores it */
 	uint32_t nlink;             /* names in the final tree (directories: 2 + subdirectories) */
+	uint32_t refs;              /* dirents naming this inode, for freeing */
+	int64_t mtime;
 	struct pack_xattrs xattrs;
+	/* Assigned while writing; the inode table reference is in image_writer.export. */
+	uint32_t ino;               /* 1 .. inode count, 0 = not yet numbered */
+	uint32_t xattr_id;
+	bool written;
 	/*
 	 * From the image being appended to (append.c): its metadata is kept as
 	 * stored (no overrides), and a file's data is already in the image, at
 	 * the positions its fields below hold; its bytes are read back through
-	 * libquash, by stored_ref, only to compare it with new files.
+	 * libquash, by u.file.content.stored_ref, only to compare it with new
+	 * files.
 	 */
 	bool stored;
-	uint64_t stored_ref;
-
-	/* Assigned while writing. */
-	uint32_t ino;               /* 1 .. inode count, 0 = not yet numbered */
-	bool written;
-	uint64_t ref;               /* inode table reference */
-	uint32_t xattr_id;
-	uint32_t refs;              /* dirents naming this inode, for freeing */
 
 	union {
 		struct {
@@ -111,11 +118,17 @@ struct pack_inode {
 			uint32_t block_count;
 			uint32_t fragment;          /* SQFS_INVALID_FRAG if none */
 			uint32_t frag_offset;
+			/* Set by the data phase only (the prefetcher has its own byte below). */
+			bool data_done : 1;
+			bool hash_done : 1;         /* a stored file already indexed (hard links meet it again) */
+			bool xattrs_pending : 1;    /* to be read when the data phase opens the file (scan_dir.c) */
+			bool is_dup : 1;            /* dup_of, not hash, is set */
+			bool prefetched;            /* the data phase's prefetcher has met it (prefetch.c) */
 			uint64_t sparse;            /* bytes in all-zero blocks stored as holes */
-			struct pack_inode *dup_of;  /* data shared with this earlier file */
-			uint64_t hash;              /* of the contents, for deduplication */
-			bool data_done;
-			bool hash_done;             /* a stored file already indexed (hard links meet it again) */
+			union {
+				uint64_t hash;              /* of the contents, for deduplication */
+				struct pack_inode *dup_of;  /* is_dup: data shared with this earlier file */
+			};
 		} file;
 		struct {
 			char *target;
@@ -134,11 +147,12 @@ struct pack_inode {
 };
 
 struct pack_dirent {
-	char *name;
-	size_t name_len;
+	char *name;                         /* in_place, or its own allocation once renamed */
 	struct pack_inode *inode;
 	struct pack_dirent *hash_next;      /* tree's (parent, name) lookup table */
 	struct pack_inode *parent;
+	uint32_t name_len;
+	char in_place[];                    /* the name, allocated with the dirent */
 };
 
 /* An index entry of a large directory: where a header starts, and its first name. */
@@ -185,6 +199,8 @@ struct pack_srcdir *tree_srcdir_add(struct pack_tree *t, struct pack_srcdir *par
 				    const char *path, dev_t dev, ino_t ino, int root_fd);
 
 struct pack_inode *tree_inode_new(uint32_t mode);
+/* A regular file whose content.name is 'name', kept in the same allocation. */
+struct pack_inode *tree_file_new(uint32_t mode, const char *name, size_t len);
 /* Drop one dirent's hold on an inode; frees it (and a directory's subtree) with the last. */
 void tree_inode_put(struct pack_tree *t, struct pack_inode *inode);
 
@@ -219,6 +235,13 @@ int tree_link(struct pack_tree *t, struct pack_inode *dir, const char *name, siz
  */
 struct pack_inode *tree_walk_parent(struct pack_tree *t, const char *path, const struct pack_inode *implicit,
 				    const char **leaf, size_t *leaf_len);
+
+/*
+ * Free the (parent, name) lookup table: once the data phase starts, the
+ * tree is only walked, and the table is a pointer per entry at the peak.
+ * tree_lookup() and everything that looks names up must not be called after.
+ */
+void tree_drop_index(struct pack_tree *t);
 
 /* Sort, count links, apply overrides, gather totals. */
 int tree_finish(struct pack_tree *t, const struct pack_overrides *o);

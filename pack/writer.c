@@ -32,6 +32,16 @@
 
 #define IMAGE_PAD 4096          /* images end on a 4 KiB boundary, as loop devices want */
 
+/* --memory: the share of the bound for the tables being built, and for the data in flight. */
+#define MEMORY_TABLES_SHARE 4       /* a quarter */
+#define MEMORY_RING_SHARE   4       /* a quarter of input; the output buffers double it */
+/*
+ * Without --memory the tables still spill past this: their streams are
+ * written once and read once, so through the page cache they cost little,
+ * and a tree of a million small files has 45 MB of them.
+ */
+#define TABLES_MEMORY_DEFAULT (16u << 20)
+
 static int read_sources(const struct pack_options *o, struct pack_tree *t, struct spool *spool)
 {
 	struct scan_options so = {
@@ -91,9 +101,59 @@ static int read_sources(const struct pack_options *o, struct pack_tree *t, struc
 	return err;
 }
 
+/* The regular files in the order their data is written (hard links once per name). */
 struct data_pass {
 	struct data_writer *w;
 };
+
+struct file_list {
+	struct pack_inode **files;
+	size_t n, cap;
+};
+
+static int list_file(struct pack_inode *inode, void *arg)
+{
+	struct file_list *l = arg;
+
+	if (!tree_is_reg(inode))
+		return 0;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 1024;
+		void *p = realloc(l->files, cap * sizeof(*l->files));
+
+		if (!p) {
+			pack_error("out of memory");
+			return -ENOMEM;
+		}
+		l->files = p;
+		l->cap = cap;
+	}
+	l->files[l->n++] = inode;
+	return 0;
+}
+
+/* -sort, --order: the files in their order; else nothing (the tree is walked as it is). */
+static int data_order(const struct pack_options *o, struct pack_tree *t, struct file_list *l)
+{
+	struct sort_entry *order = NULL;
+	size_t n = 0;
+	int err;
+
+	if (!o->sort_file && !o->order_file)
+		return 0;
+	/* Never NULL once sorted, even empty: NULL means the tree's order. */
+	l->files = malloc(sizeof(*l->files));
+	if (!l->files) {
+		pack_error("out of memory");
+		return -ENOMEM;
+	}
+	l->cap = 1;
+	err = sort_order(t, o->order_file ? o->order_file : o->sort_file, o->order_file != NULL, &order, &n);
+	for (size_t i = 0; !err && i < n; i++)
+		err = list_file(order[i].inode, l);
+	free(order);
+	return err;
+}
 
 /* What the summary reports beyond the tree's own counts. */
 struct pack_stats {
@@ -104,16 +164,20 @@ struct pack_stats {
 	uint64_t bytes_used;        /* the superblock's: the image without its padding */
 };
 
-static int write_one(struct pack_inode *inode, void *arg)
+static int write_one(struct data_writer *w, struct pack_inode *inode)
 {
-	struct data_pass *dp = arg;
 	int err;
 
 	if (!tree_is_reg(inode) || inode->u.file.data_done)
 		return 0;
-	err = data_write_file(dp->w, inode);
+	err = data_write_file(w, inode);
 	progress_add(0, 1);
 	return err;
+}
+
+static int write_visit(struct pack_inode *inode, void *arg)
+{
+	return write_one(arg, inode);
 }
 
 static int write_data(const struct pack_options *o, struct pack_tree *t, struct pack_sink *sink, int spool_fd,
@@ -132,24 +196,26 @@ static int write_data(const struct pack_options *o, struct pack_tree *t, struct 
 		.spool_fd = spool_fd,
 		.stored = base ? base->img : NULL,
 		.fragment_base = old,
+		.xattrs_include = o->overrides.xattrs_include,
+		.xattrs_exclude = o->overrides.xattrs_exclude,
+		.ring_bytes = o->memory / MEMORY_RING_SHARE,
 	};
+	struct file_list files = { 0 };
 	struct data_pass dp;
-	int err = data_writer_start(&cfg, sink, t, &dp.w);
+	int err = data_order(o, t, &files);
 
-	if (err)
+	tree_drop_index(t);         /* names were looked up for the last time by the sort */
+
+	if (!err)
+		err = data_writer_start(&cfg, sink, t, files.files, files.n, &dp.w);
+	if (err) {
+		free(files.files);
 		return err;
-	if (o->sort_file || o->order_file) {
-		struct sort_entry *order = NULL;
-		size_t n = 0;
-
-		err = sort_order(t, o->order_file ? o->order_file : o->sort_file, o->order_file != NULL,
-				 &order, &n);
-		for (size_t i = 0; !err && i < n; i++)
-			err = write_one(order[i].inode, &dp);
-		free(order);
-	} else {
-		err = tree_walk_files(t->root, write_one, &dp);
 	}
+	if (!files.files)
+		err = tree_walk_files(t->root, write_visit, dp.w);
+	for (size_t i = 0; !err && i < files.n; i++)
+		err = write_one(dp.w, files.files[i]);
 	if (!err)
 		err = data_writer_finish(dp.w);
 	if (!err) {
@@ -174,6 +240,7 @@ static int write_data(const struct pack_options *o, struct pack_tree *t, struct 
 	stats->dedup_files = data_dedup_files(dp.w);
 	stats->dedup_bytes = data_dedup_bytes(dp.w);
 	data_writer_free(dp.w);
+	free(files.files);
 	return err;
 }
 
@@ -230,7 +297,7 @@ static int info_dir(struct info_walk *w, const struct pack_inode *dir, size_t le
 		} else if (tree_is_reg(inode)) {
 			printf("file %s, uncompressed size %llu bytes %s\n", w->path,
 			       (unsigned long long)inode->u.file.size,
-			       link ? "LINK" : inode->u.file.dup_of ? "DUPLICATE" : "");
+			       link ? "LINK" : inode->u.file.is_dup ? "DUPLICATE" : "");
 		} else {
 			printf("%s %s inode 0x%llx%s\n", info_kind(inode), w->path, (unsigned long long)ref,
 			       link ? " LINK" : "");
@@ -266,7 +333,7 @@ static int offset_ids(struct image_writer *iw, uint32_t offset)
 
 static int write_tables(const struct pack_options *o, struct pack_tree *t, struct pack_sink *sink,
 			struct sqfs_super *sb, const uint8_t *frag_table, uint32_t frag_count,
-			struct pack_stats *stats)
+			const char *tmp_dir, struct pack_stats *stats)
 {
 	/* mksquashfs tries gzip's strategies on data blocks only; metadata gets the default. */
 	struct qs_compress_params meta_params = o->params;
@@ -274,7 +341,8 @@ static int write_tables(const struct pack_options *o, struct pack_tree *t, struc
 	int err;
 
 	meta_params.gzip_strategies = 0;
-	image_init(&iw, o->comp, &meta_params, o->jobs);
+	image_init(&iw, o->comp, &meta_params, o->jobs,
+		   o->memory ? o->memory / MEMORY_TABLES_SHARE : TABLES_MEMORY_DEFAULT, tmp_dir);
 	err = inode_number_tree(&iw, t);
 	if (!err)
 		err = inode_write_tree(&iw, t);
@@ -486,8 +554,8 @@ static void print_report(const struct pack_options *o, const struct pack_tree *t
  * copied with the old data area that follows it.
  */
 static int pack_image(const struct pack_options *o, struct pack_tree *t, struct pack_sink *sink, int spool_fd,
-		      const struct append_base *base, uint8_t head[HEAD_MAX], size_t *head_len_out,
-		      struct pack_stats *stats)
+		      const char *tmp_dir, const struct append_base *base, uint8_t head[HEAD_MAX],
+		      size_t *head_len_out, struct pack_stats *stats)
 {
 	uint8_t options[QS_COMP_OPTIONS_MAX];
 	size_t options_len = base ? 0 : o->comp->write_options(&o->params, options);
@@ -505,7 +573,7 @@ static int pack_image(const struct pack_options *o, struct pack_tree *t, struct 
 	if (!err)
 		err = write_data(o, t, sink, spool_fd, base, &sb, &frag_table, &frag_count, stats);
 	if (!err)
-		err = write_tables(o, t, sink, &sb, frag_table, frag_count, stats);
+		err = write_tables(o, t, sink, &sb, frag_table, frag_count, tmp_dir, stats);
 	free(frag_table);
 	if (err)
 		return err;
@@ -610,7 +678,8 @@ int pack_run(const struct pack_options *given)
 	if (!err) {
 		progress_start(o->percentage ? PROGRESS_PERCENTAGE : o->progress ? PROGRESS_BAR : PROGRESS_OFF,
 			       tree.data_bytes - base.bytes, tree.file_count - base.files);
-		err = pack_image(o, &tree, sink, spool.fd, appending ? &base : NULL, head, &head_len, &stats);
+		err = pack_image(o, &tree, sink, spool.fd, spool.dir, appending ? &base : NULL, head, &head_len,
+				 &stats);
 		if (!err)
 			progress_done();
 		progress_end();

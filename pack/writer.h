@@ -34,6 +34,13 @@ struct pack_options {
 	uint32_t block_size;
 	unsigned jobs;
 	bool fragments, tail_packing, dedup, exportable;
+	/*
+	 * --memory / mksquashfs -mem: bytes for the buffers of the data in
+	 * flight and the metadata tables being built (0: their defaults, no
+	 * bound); the tables spill to a temporary file beside the image past
+	 * their share (writer.c).  The tree itself is not counted.
+	 */
+	uint64_t memory;
 
 	struct pack_overrides overrides;
 	const char **excludes;
