@@ -61,11 +61,11 @@ says "pack: -l out of range names the range" 2 "quash: pack: zstd: compression l
 says "pack: -l out of gzip's range names gzip's" 2 "quash: pack: gzip: compression level 12 not in 1..9" \
 	"$QUASH_ASAN" pack -c gzip -l 12 "$W/src" "$W/o.sqfs"
 mkdir -p "$W/unreadable" && echo s >"$W/unreadable/secret" && chmod 000 "$W/unreadable/secret"
-chown -R nobody "$W/unreadable" && mkdir -p "$W/out" && chown nobody "$W/out"
+chown -R nobody "$W/unreadable" && mkdir -p "$W/outdir" && chown nobody "$W/outdir"
 says "pack: an unreadable file points at --skip-unreadable" 1 \
 	"quash: pack: $W/unreadable/secret: Permission denied; --skip-unreadable leaves such files out" \
-	as_nobody "$QUASH_ASAN" pack --no-progress "$W/unreadable" "$W/out/o.sqfs"
-check "pack: ... and leaves no image" test ! -e "$W/out/o.sqfs"
+	as_nobody "$QUASH_ASAN" pack --no-progress "$W/unreadable" "$W/outdir/o.sqfs"
+check "pack: ... and leaves no image" test ! -e "$W/outdir/o.sqfs"
 "$QUASH_ASAN" pack -q "$W/src" "$W/q.sqfs" >"$W/out" 2>&1
 check "pack -q: no summary" test ! -s "$W/out"
 "$QUASH_ASAN" pack --no-progress "$W/src" "$W/q.sqfs" >"$W/out" 2>&1
