@@ -310,6 +310,20 @@ static int stale_error_locked(struct chunk_cache *cc)
 	return qs_set_error(cc->stale_err, "%s", cc->stale_msg);
 }
 
+/* Wait until a load makes progress, or CHUNK_INTERRUPT_POLL_NS, so that the caller can look for an interrupt. */
+static void wait_loaded_locked(struct chunk_cache *cc)
+{
+	struct timespec until;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_nsec += CHUNK_INTERRUPT_POLL_NS;
+	if (until.tv_nsec >= 1000000000) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000;
+	}
+	pthread_cond_timedwait(&cc->loaded, &cc->lock, &until);
+}
+
 /* Wait for a chunk another thread loads; returns 0 with a reference, or its error. */
 static int chunk_wait_locked(struct chunk_cache *cc, struct chunk *c)
 {
@@ -317,20 +331,12 @@ static int chunk_wait_locked(struct chunk_cache *cc, struct chunk *c)
 
 	c->refs++;
 	while (c->state == CHUNK_LOADING) {
-		struct timespec until;
-
 		/* The loader may be another thread, slowed by the server: heed an interrupt meanwhile. */
 		if (qs_source_interrupted()) {
 			chunk_put_locked(c);
 			return qs_set_error(-EINTR, "interrupted");
 		}
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_nsec += CHUNK_INTERRUPT_POLL_NS;
-		if (until.tv_nsec >= 1000000000) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000;
-		}
-		pthread_cond_timedwait(&cc->loaded, &cc->lock, &until);
+		wait_loaded_locked(cc);
 	}
 	if (c->state == CHUNK_READY)
 		return 0;
@@ -495,17 +501,8 @@ static size_t piece_copy(struct chunk_cache *cc, void *buf, size_t len, uint64_t
 	p->refs++;
 	n = p->off + p->len - off < len ? p->off + p->len - off : len;
 	/* Still arriving: wait for these bytes, not for the whole piece. */
-	while (p->loading && p->filled < off + n - p->off && !qs_source_interrupted()) {
-		struct timespec until;
-
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_nsec += CHUNK_INTERRUPT_POLL_NS;
-		if (until.tv_nsec >= 1000000000) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000;
-		}
-		pthread_cond_timedwait(&cc->loaded, &cc->lock, &until);
-	}
+	while (p->loading && p->filled < off + n - p->off && !qs_source_interrupted())
+		wait_loaded_locked(cc);
 	/* Its request failed (or an interrupt came): the chunks' path, with its own errors, instead. */
 	if (p->dropped || p->filled < off + n - p->off)
 		n = 0;
