@@ -532,45 +532,25 @@ static int check_root_becomes(const char *name)
 	return 0;
 }
 
-/* -Xstrategy default,filtered,...: the gzip strategies each block is tried with. */
-static int parse_strategies(const char *list, uint32_t *mask)
+/*
+ * A comma-separated list of names into a bit mask (-Xbcj x86,arm,...: the
+ * filters xz tries on each block; -Xstrategy default,filtered,...: the gzip
+ * strategies), each name's bit from bit_of(); 'known' lists them for the
+ * message.
+ */
+static int parse_name_list(const char *opt, const char *what, const char *known, int (*bit_of)(const char *),
+			   const char *list, uint32_t *mask)
 {
 	char *copy = strdup(list), *name, *save = NULL;
 	int err = 0;
 
 	if (!copy)
-		return refuse("-Xstrategy", "out of memory");
+		return refuse(opt, "out of memory");
 	for (name = strtok_r(copy, ",", &save); name && !err; name = strtok_r(NULL, ",", &save)) {
-		int bit = qs_gzip_strategy_bit(name);
+		int bit = bit_of(name);
 
 		if (bit < 0) {
-			fprintf(stderr, "quash: mksquashfs: -Xstrategy: unknown strategy '%s' (default, filtered, "
-				"huffman_only, run_length_encoded, fixed)\n", name);
-			err = MKSQ_EXIT_ERROR;
-		} else {
-			*mask |= 1u << bit;
-		}
-	}
-	if (!err && !*mask)
-		err = refuse("-Xstrategy", "no strategy given");
-	free(copy);
-	return err;
-}
-
-/* -Xbcj x86,arm,...: the filters xz tries on each block, keeping the smallest result. */
-static int parse_bcj(const char *list, uint32_t *mask)
-{
-	char *copy = strdup(list), *name, *save = NULL;
-	int err = 0;
-
-	if (!copy)
-		return refuse("-Xbcj", "out of memory");
-	for (name = strtok_r(copy, ",", &save); name && !err; name = strtok_r(NULL, ",", &save)) {
-		int bit = qs_xz_filter_bit(name);
-
-		if (bit < 0) {
-			fprintf(stderr, "quash: mksquashfs: -Xbcj: unknown filter '%s' (x86, arm, armthumb, arm64, "
-				"powerpc, sparc, ia64, riscv)\n", name);
+			fprintf(stderr, "quash: mksquashfs: %s: unknown %s '%s' (%s)\n", opt, what, name, known);
 			err = MKSQ_EXIT_ERROR;
 		} else {
 			*mask |= 1u << bit;
@@ -690,7 +670,8 @@ static int parse_options(int argc, char **argv, int first, struct pack_options *
 			o->params.lz4_hc = 1;
 		} else if (strcmp(a, "-Xbcj") == 0) {
 			NEED_VALUE();
-			if (parse_bcj(val, &o->params.xz_filters))
+			if (parse_name_list(a, "filter", "x86, arm, armthumb, arm64, powerpc, sparc, ia64, riscv",
+					    qs_xz_filter_bit, val, &o->params.xz_filters))
 				return MKSQ_EXIT_ERROR;
 			xz_opt = a;
 		} else if (strcmp(a, "-Xwindow-size") == 0) {
@@ -703,8 +684,11 @@ static int parse_options(int argc, char **argv, int first, struct pack_options *
 			gzip_opt = a;
 		} else if (strcmp(a, "-Xstrategy") == 0) {
 			NEED_VALUE();
-			if (parse_strategies(val, &o->params.gzip_strategies))
+			if (parse_name_list(a, "strategy", "default, filtered, huffman_only, run_length_encoded, fixed",
+					    qs_gzip_strategy_bit, val, &o->params.gzip_strategies))
 				return MKSQ_EXIT_ERROR;
+			if (!o->params.gzip_strategies)
+				return refuse(a, "no strategy given");
 			gzip_opt = a;
 		} else if (strcmp(a, "-Xalgorithm") == 0) {
 			NEED_VALUE();
