@@ -115,7 +115,7 @@ struct chunk_cache {
 	uint64_t pinned_bytes;
 	uint64_t warmed_bytes;          /* asked for by warm(), against its budget */
 	struct piece **pieces;          /* sorted by offset, disjoint */
-	uint32_t npieces, pieces_cap;
+	uint32_t npieces, pieces_cap;   /* npieces: changed under lock, atomically, so a read can glance unlocked */
 	uint64_t piece_bytes;           /* held in pieces; counts against the warm() budget too */
 	unsigned warming;               /* warm() calls under way: no readahead meanwhile */
 	int stale_err;                  /* sticky once the object changed */
@@ -446,7 +446,7 @@ static void piece_drop_locked(struct chunk_cache *cc, uint32_t i)
 	struct piece *p = cc->pieces[i];
 
 	memmove(cc->pieces + i, cc->pieces + i + 1, (cc->npieces - i - 1) * sizeof(*cc->pieces));
-	cc->npieces--;
+	__atomic_store_n(&cc->npieces, cc->npieces - 1, __ATOMIC_RELAXED);
 	piece_account_locked(cc, p, false);
 	p->dropped = true;
 	if (p->refs == 0)
@@ -471,7 +471,7 @@ static bool piece_insert_locked(struct chunk_cache *cc, struct piece *p)
 	}
 	memmove(cc->pieces + i + 1, cc->pieces + i, (cc->npieces - i) * sizeof(*cc->pieces));
 	cc->pieces[i] = p;
-	cc->npieces++;
+	__atomic_store_n(&cc->npieces, cc->npieces + 1, __ATOMIC_RELAXED);
 	piece_account_locked(cc, p, true);
 	return true;
 }
@@ -708,14 +708,17 @@ static int chunk_cache_pread(struct qs_source *src, void *buf, size_t len, uint6
 	struct chunk_cache *cc = src->priv;
 	uint64_t pos = off, end = off + len;
 	char *dst = buf;
-	bool profiled = true;
+	bool profiled = true, pieces;
 
 	if (len == 0)
 		return 0;
 	if (off > cc->size || len > cc->size - off)
 		return qs_set_error(-EIO, "read of %zu bytes at %llu is past the end (%llu bytes)", len,
 				    (unsigned long long)off, (unsigned long long)cc->size);
-	if (!cc->npieces) {
+	/* Unlocked: a piece missed by a stale count only sends the read to the chunks. */
+	pieces = __atomic_load_n(&cc->npieces, __ATOMIC_RELAXED) != 0;
+
+	if (!pieces) {
 		uint32_t first = off / cc->chunk_size, last = (off + len - 1) / cc->chunk_size;
 
 		/* A read spanning chunks: fetch the later ones in parallel with the first. */
@@ -727,7 +730,7 @@ static int chunk_cache_pread(struct qs_source *src, void *buf, size_t len, uint6
 	while (pos < end) {
 		uint32_t idx = pos / cc->chunk_size;
 		uint64_t start = (uint64_t)idx * cc->chunk_size;
-		size_t n = cc->npieces ? piece_copy(cc, dst, end - pos, pos) : 0;
+		size_t n = pieces ? piece_copy(cc, dst, end - pos, pos) : 0;
 		struct chunk *c;
 		int ret;
 
