@@ -247,7 +247,7 @@ static int load_file(struct loader *l, const struct qs_inode *qi, struct pack_in
 /* The pack inode for an old one: its metadata as stored. */
 static int load_inode(struct loader *l, const struct qs_inode *qi, struct pack_inode **out)
 {
-	struct pack_inode *inode = tree_inode_new(qi->mode);
+	struct pack_inode *inode = tree_inode_new(l->t, qi->mode);
 	struct qs_xattr *xa = NULL;
 	size_t nx = 0;
 	int err = 0;
@@ -260,7 +260,7 @@ static int load_inode(struct loader *l, const struct qs_inode *qi, struct pack_i
 	inode->uid = qi->uid;
 	inode->gid = qi->gid;
 	inode->mtime = qi->mtime;
-	inode->rdev = qi->rdev;
+	tree_set_rdev(inode, qi->rdev);
 	if (qi->xattr != QS_NO_XATTR) {
 		err = qs_xattr_list(l->b->img, qi, &xa, &nx);
 		for (size_t i = 0; !err && i < nx; i++)
@@ -397,7 +397,7 @@ static int rename_collisions(struct append_base *b, struct pack_tree *t, char **
 			err = -ENAMETOOLONG;
 			break;
 		}
-		err = tree_rename(t, d, name, (size_t)len);
+		err = tree_rename(t, root, d, name, (size_t)len);
 	}
 	free(sorted);
 	return err;

@@ -88,11 +88,11 @@ static int content_open(struct data_writer *w, struct pack_inode *file, struct c
 		c->base = file->u.file.content.spool_offset;
 		return 0;
 	}
-	snprintf(c->name, sizeof(c->name), "%s/%s", ct->dir->path, ct->name);
+	snprintf(c->name, sizeof(c->name), "%s/%s", ct->dir->path, tree_file_name(file));
 	c->base = 0;
 	c->fd = ahead && w->prefetch ? prefetch_take(w->prefetch, file) : PREFETCH_NONE;
 	if (c->fd == PREFETCH_NONE)
-		c->fd = srcdir_open_file(&w->dirs, ct, file->u.file.size);
+		c->fd = srcdir_open_file(&w->dirs, file);
 	if (c->fd == -ESTALE) {
 		pack_error("%s: replaced or changed since the scan; not packed", c->name);
 		return -ESTALE;
@@ -449,7 +449,7 @@ int data_write_file(struct data_writer *w, struct pack_inode *file)
 	file->u.file.data_done = true;
 	if (!scan_size_fits(size, w->cfg.block_size)) {
 		pack_error("%s: %llu bytes is more than a squashfs file of %u-byte blocks can hold",
-			   file->u.file.content.dir ? file->u.file.content.name : "archive entry",
+			   file->u.file.content.dir ? tree_file_name(file) : "archive entry",
 			   (unsigned long long)size, w->cfg.block_size);
 		return -EFBIG;
 	}

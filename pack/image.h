@@ -42,6 +42,7 @@ struct image_writer {
 	uint64_t *export;           /* inode number - 1 -> inode reference */
 	uint32_t inode_count;
 	uint64_t root_ref;
+	uint32_t root_ino;
 	unsigned jobs;              /* threads for compressing the tables */
 };
 
@@ -72,11 +73,13 @@ void image_free(struct image_writer *iw);
 
 /*
  * inode.c: number every inode, then write inodes and directories bottom-up
- * and compress them with the xattr pairs; then iw->export, root_ref and
- * the xattr ids hold final references.
+ * into the tables' streams (after which the tree is no longer needed), then
+ * compress them with the xattr pairs; then iw->export, root_ref and the
+ * xattr ids hold final references.
  */
 int inode_number_tree(struct image_writer *iw, struct pack_tree *t);
 int inode_write_tree(struct image_writer *iw, struct pack_tree *t);
+int inode_compress_tables(struct image_writer *iw);
 
 /* dir.c: a directory's listing into the directory table; its children are written. */
 int dir_write_listing(struct image_writer *iw, struct pack_inode *dir);

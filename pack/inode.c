@@ -194,7 +194,7 @@ static int write_special(struct image_writer *iw, struct pack_inode *inode, uint
 
 	sqfs_put32(p + 16, inode->nlink);
 	if (dev) {
-		sqfs_put32(p + 20, inode->rdev);
+		sqfs_put32(p + 20, inode->u.dev.rdev);
 		len += 4;
 	}
 	if (ext) {
@@ -296,17 +296,21 @@ static int write_dir(struct image_writer *iw, struct pack_inode *dir)
 
 int inode_write_tree(struct image_writer *iw, struct pack_tree *t)
 {
-	struct meta_writer *tables[] = { &iw->inodes, &iw->dirs, &iw->xattrs.kv };
-	int err = write_dir(iw, t->root);
+	iw->root_ino = t->root->ino;
+	return write_dir(iw, t->root);
+}
 
+int inode_compress_tables(struct image_writer *iw)
+{
+	struct meta_writer *tables[] = { &iw->inodes, &iw->dirs, &iw->xattrs.kv };
 	/* The xattr pairs point nowhere else; they share the threads. */
-	if (!err)
-		err = meta_compress(tables, sizeof(tables) / sizeof(tables[0]), iw->jobs);
+	int err = meta_compress(tables, sizeof(tables) / sizeof(tables[0]), iw->jobs);
+
 	if (err)
 		return err;
 	for (uint32_t i = 0; i < iw->inode_count; i++)
 		iw->export[i] = meta_final_ref(&iw->inodes, iw->export[i]);
-	iw->root_ref = iw->export[t->root->ino - 1];
+	iw->root_ref = iw->export[iw->root_ino - 1];
 	xattr_resolve_refs(iw);
 	return 0;
 }

@@ -47,7 +47,7 @@ static struct prefetch_slot open_one(struct prefetch *p, const struct pack_inode
 	uint64_t size = file->u.file.size;
 
 	/* Checked by prefetch_take(), on the data phase's thread: the two halves of the work balance. */
-	s.fd = srcdir_open_unchecked(&p->dirs, &file->u.file.content);
+	s.fd = srcdir_open_unchecked(&p->dirs, file);
 	if (s.fd >= 0) {
 		s.ahead = size < PREFETCH_READAHEAD ? (uint32_t)size : PREFETCH_READAHEAD;
 		/*
@@ -142,7 +142,7 @@ int prefetch_take(struct prefetch *p, const struct pack_inode *file)
 	}
 	pthread_mutex_unlock(&p->lock);
 	if (fd >= 0)
-		fd = srcdir_check_file(fd, &file->u.file.content, file->u.file.size);
+		fd = srcdir_check_file(fd, file);
 	return fd;
 }
 

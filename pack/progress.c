@@ -24,7 +24,8 @@ static struct {
 	int shown;                  /* the percentage last printed, -1: none yet */
 	uint64_t total_bytes, total_files;
 	_Atomic uint64_t bytes, files;
-	double start;
+	double start;               /* of the data phase: the bar's rate */
+	double begun;               /* of the pack: the first progress_start() */
 	pthread_t thread;
 	pthread_mutex_t lock;       /* one writer on stderr at a time: the bar or a message */
 	pthread_cond_t stop;
@@ -41,7 +42,7 @@ static double now(void)
 
 double progress_seconds(void)
 {
-	return now() - pr.start;
+	return now() - pr.begun;
 }
 
 static void draw(void)
@@ -111,6 +112,8 @@ void progress_start(enum progress_mode mode, uint64_t total_bytes, uint64_t tota
 	atomic_store(&pr.bytes, 0);
 	atomic_store(&pr.files, 0);
 	pr.start = now();
+	if (pr.begun == 0)
+		pr.begun = pr.start;
 	pr.stopping = false;
 	pr.percentage = mode == PROGRESS_PERCENTAGE;
 	pr.shown = -1;

@@ -23,6 +23,7 @@ void progress_unlock(void);
 /* The run succeeded: -percentage ends on 100. */
 void progress_done(void);
 void progress_end(void);
+/* Seconds since the pack began (the first progress_start(): the scan included). */
 double progress_seconds(void);
 
 #endif

@@ -264,15 +264,15 @@ static int define(struct pseudo_ctx *c, const char *line)
 		return 0;
 	}
 	switch (type) {
-	case 'd': inode = tree_inode_new(S_IFDIR | mode); break;
-	case 'b': inode = tree_inode_new(S_IFBLK | mode); break;
-	case 'c': inode = tree_inode_new(S_IFCHR | mode); break;
-	case 'f': inode = tree_inode_new(S_IFREG | mode); break;
-	case 's': inode = tree_inode_new(S_IFLNK | mode); break;
+	case 'd': inode = tree_inode_new(c->tree, S_IFDIR | mode); break;
+	case 'b': inode = tree_inode_new(c->tree, S_IFBLK | mode); break;
+	case 'c': inode = tree_inode_new(c->tree, S_IFCHR | mode); break;
+	case 'f': inode = tree_inode_new(c->tree, S_IFREG | mode); break;
+	case 's': inode = tree_inode_new(c->tree, S_IFLNK | mode); break;
 	default:
 		if (!next_word(&rest, word, sizeof(word)) || (strcmp(word, "s") && strcmp(word, "f")))
 			return bad(c, "%s: i needs s (socket) or f (fifo)", name);
-		inode = tree_inode_new((word[0] == 's' ? S_IFSOCK : S_IFIFO) | mode);
+		inode = tree_inode_new(c->tree, (word[0] == 's' ? S_IFSOCK : S_IFIFO) | mode);
 		break;
 	}
 	if (!inode)
@@ -286,7 +286,7 @@ static int define(struct pseudo_ctx *c, const char *line)
 		if (!next_word(&rest, word, sizeof(word)) || !parse_u32(word, 10, &major) || major > 0xfff ||
 		    !next_word(&rest, word, sizeof(word)) || !parse_u32(word, 10, &minor) || minor > 0xfffff)
 			err = bad(c, "%s: a device needs MAJOR (0-4095) and MINOR (0-1048575)", name);
-		inode->rdev = (minor & 0xff) | (major & 0xfff) << 8 | (minor & ~0xffu) << 12;
+		tree_set_rdev(inode, (minor & 0xff) | (major & 0xfff) << 8 | (minor & ~0xffu) << 12);
 	} else if (type == 's') {
 		if (!next_word(&rest, word, sizeof(word)))
 			err = bad(c, "%s: s needs a target", name);

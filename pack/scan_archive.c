@@ -179,9 +179,9 @@ static int spool_data(struct archive_scan *s, struct pack_inode *inode, int64_t 
 }
 
 /* A separate inode like 'from' (not a directory): its metadata, xattrs and spooled data; NULL if out of memory. */
-static struct pack_inode *clone_inode(const struct pack_inode *from)
+static struct pack_inode *clone_inode(struct pack_tree *t, const struct pack_inode *from)
 {
-	struct pack_inode *inode = tree_inode_new(from->mode);
+	struct pack_inode *inode = tree_inode_new(t, from->mode);
 	bool ok = inode != NULL;
 
 	if (!ok)
@@ -189,7 +189,8 @@ static struct pack_inode *clone_inode(const struct pack_inode *from)
 	inode->uid = from->uid;
 	inode->gid = from->gid;
 	inode->mtime = from->mtime;
-	inode->rdev = from->rdev;
+	if (!tree_is_reg(from) && !tree_is_dir(from) && !tree_is_symlink(from))
+		tree_set_rdev(inode, from->u.dev.rdev);
 	for (uint32_t i = 0; ok && i < from->xattrs.count; i++)
 		ok = tree_xattrs_add(&inode->xattrs, from->xattrs.list[i].name, from->xattrs.list[i].value,
 				     from->xattrs.list[i].len) == 0;
@@ -226,7 +227,7 @@ static int add_hardlink(struct archive_scan *s, struct archive_entry *e, const c
 	}
 	if (s->opt->no_hardlinks) {
 		/* mksquashfs -no-hardlinks: a file of its own, with the target's metadata and data. */
-		inode = clone_inode(inode);
+		inode = clone_inode(s->tree, inode);
 		if (!inode || !tree_insert(s->tree, dir, leaf, leaf_len, inode))
 			return -ENOMEM;
 		err = 0;
@@ -254,7 +255,7 @@ static int make_inode(struct archive_scan *s, struct archive_entry *e, struct pa
 		*out = NULL;
 		return 0;
 	}
-	inode = tree_inode_new(mode);
+	inode = tree_inode_new(s->tree, mode);
 	if (!inode)
 		return -ENOMEM;
 	inode->uid = (uint32_t)archive_entry_uid(e);
@@ -272,7 +273,7 @@ static int make_inode(struct archive_scan *s, struct archive_entry *e, struct pa
 	} else if ((mode & AE_IFMT) == AE_IFCHR || (mode & AE_IFMT) == AE_IFBLK) {
 		uint32_t ma = (uint32_t)archive_entry_rdevmajor(e), mi = (uint32_t)archive_entry_rdevminor(e);
 
-		inode->rdev = (mi & 0xff) | (ma & 0xfff) << 8 | (mi & ~0xffu) << 12;
+		tree_set_rdev(inode, (mi & 0xff) | (ma & 0xfff) << 8 | (mi & ~0xffu) << 12);
 	}
 	if (!err)
 		err = read_xattrs(s, e, &inode->xattrs);

@@ -330,8 +330,8 @@ static int scan_tree(struct dir_scan *s, int dirfd, struct pack_srcdir *sd, stru
 static int make_inode(struct dir_scan *s, int dirfd, struct pack_srcdir *sd, const char *name, int fd,
 		      const struct stat *st, struct pack_inode **out)
 {
-	struct pack_inode *inode = S_ISREG(st->st_mode) ? tree_file_new(st->st_mode, name, strlen(name))
-							: tree_inode_new(st->st_mode);
+	struct pack_inode *inode = S_ISREG(st->st_mode) ? tree_file_new(s->tree, st->st_mode, name, strlen(name))
+							: tree_inode_new(s->tree, st->st_mode);
 	struct xattr_src xs = { .fd = fd };
 	struct stat now;
 	int err = 0;
@@ -373,7 +373,7 @@ static int make_inode(struct dir_scan *s, int dirfd, struct pack_srcdir *sd, con
 		if (!inode->u.symlink.target)
 			err = -ENOMEM;
 	} else if (S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode)) {
-		inode->rdev = encode_dev(st->st_rdev);
+		tree_set_rdev(inode, encode_dev(st->st_rdev));
 	}
 	if (!err && xs.fd >= 0)
 		err = same_entry(xs.fd, st, &now);
@@ -583,7 +583,7 @@ int scan_dir(struct pack_tree *t, const char *source, const struct scan_options 
 	dir = t->root;
 	if (o->as_name) {
 		/* mksquashfs's nesting: the source becomes a directory of the root. */
-		dir = tree_inode_new(st.st_mode);
+		dir = tree_inode_new(t, st.st_mode);
 		if (dir)
 			dir = tree_insert(t, t->root, o->as_name, strlen(o->as_name), dir);
 		if (!dir) {

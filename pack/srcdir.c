@@ -88,33 +88,34 @@ static int open_dir(struct srcdir_cache *c, const struct pack_srcdir *d)
 	return fd;
 }
 
-int srcdir_open_unchecked(struct srcdir_cache *c, const struct pack_content *ct)
+int srcdir_open_unchecked(struct srcdir_cache *c, const struct pack_inode *file)
 {
-	int dirfd = open_dir(c, ct->dir), fd;
+	int dirfd = open_dir(c, file->u.file.content.dir), fd;
 
 	if (dirfd < 0)
 		return dirfd;
-	fd = openat(dirfd, ct->name, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+	fd = openat(dirfd, tree_file_name(file), O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ELOOP ? -ESTALE : -errno;
 	return fd;
 }
 
-int srcdir_check_file(int fd, const struct pack_content *ct, uint64_t size)
+int srcdir_check_file(int fd, const struct pack_inode *file)
 {
+	const struct pack_content *ct = &file->u.file.content;
 	struct stat st;
 
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_dev != ct->dev || st.st_ino != ct->ino ||
-	    (uint64_t)st.st_size != size) {
+	    (uint64_t)st.st_size != file->u.file.size) {
 		close(fd);
 		return -ESTALE;
 	}
 	return fd;
 }
 
-int srcdir_open_file(struct srcdir_cache *c, const struct pack_content *ct, uint64_t size)
+int srcdir_open_file(struct srcdir_cache *c, const struct pack_inode *file)
 {
-	int fd = srcdir_open_unchecked(c, ct);
+	int fd = srcdir_open_unchecked(c, file);
 
-	return fd < 0 ? fd : srcdir_check_file(fd, ct, size);
+	return fd < 0 ? fd : srcdir_check_file(fd, file);
 }

@@ -34,11 +34,12 @@ void srcdir_cache_init(struct srcdir_cache *c);
 void srcdir_cache_clear(struct srcdir_cache *c);
 
 /*
- * Open the file 'ct' names for reading.  A descriptor, or -errno; -ESTALE
- * when a directory on the way or the file itself is not what the scan saw
- * (other (dev, ino), another type, another size than 'size').
+ * Open a scanned regular file for reading (its u.file.content and
+ * tree_file_name()).  A descriptor, or -errno; -ESTALE when a directory on
+ * the way or the file itself is not what the scan saw (other (dev, ino),
+ * another type, another size).
  */
-int srcdir_open_file(struct srcdir_cache *c, const struct pack_content *ct, uint64_t size);
+int srcdir_open_file(struct srcdir_cache *c, const struct pack_inode *file);
 
 /*
  * srcdir_open_file() in two halves, for the prefetcher (prefetch.c), which
@@ -47,7 +48,7 @@ int srcdir_open_file(struct srcdir_cache *c, const struct pack_content *ct, uint
  * which closes 'fd' and returns -ESTALE where it is not what the scan saw.
  * Nothing may be read from the descriptor before the check.
  */
-int srcdir_open_unchecked(struct srcdir_cache *c, const struct pack_content *ct);
-int srcdir_check_file(int fd, const struct pack_content *ct, uint64_t size);
+int srcdir_open_unchecked(struct srcdir_cache *c, const struct pack_inode *file);
+int srcdir_check_file(int fd, const struct pack_inode *file);
 
 #endif

@@ -5,6 +5,7 @@
  * the kernel's lookup require).
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -12,36 +13,167 @@
 #include "tree.h"
 #include "pack_util.h"
 
-#define TREE_HASH_INITIAL 4096
+/*
+ * Dirents are carved from chunks of TREE_ARENA_CHUNK bytes: a malloc()
+ * each cost 16-24 bytes of header and rounding on a dirent of 20-odd.
+ * They are freed all at once with the tree; one dropped earlier (a
+ * replaced subtree, a rename) stays until then, so what is wasted is
+ * bounded by what the sources held.
+ */
+#define TREE_ARENA_CHUNK (1u << 20)
 
-static size_t name_hash(const struct pack_inode *dir, const char *name, size_t len)
+struct tree_arena {
+	struct tree_arena *next;
+	size_t used, size;          /* in words */
+	uint64_t words[];
+};
+
+/*
+ * A directory of at most this many names is searched one by one; a larger
+ * one gets a table on its first lookup, a child's index + 1 per slot, at
+ * most half full.
+ */
+#define TREE_LINEAR_LOOKUP_MAX 16u
+#define TREE_LOOKUP_MIN_SLOTS 64u
+/* Children of one directory: the table holds their indices + 1 in 32 bits. */
+#define TREE_DIR_ENTRIES_MAX (1u << 30)
+
+static void *arena_alloc(struct pack_tree *t, size_t bytes)
 {
-	uint64_t h = (uintptr_t)dir * 0x9e3779b97f4a7c15ull;
+	size_t words = (bytes + sizeof(uint64_t) - 1) / sizeof(uint64_t);
+	struct tree_arena *a = t->arena;
+	void *p;
+
+	if (!a || a->size - a->used < words) {
+		size_t size = TREE_ARENA_CHUNK / sizeof(uint64_t);
+
+		if (size < words)
+			size = words;
+		a = malloc(sizeof(*a) + size * sizeof(uint64_t));
+		if (!a)
+			return NULL;
+		a->next = t->arena;
+		a->used = 0;
+		a->size = size;
+		t->arena = a;
+	}
+	p = &a->words[a->used];
+	a->used += words;
+	return p;
+}
+
+static struct pack_dirent *dirent_new(struct pack_tree *t, const char *name, size_t len, struct pack_inode *inode)
+{
+	struct pack_dirent *d = arena_alloc(t, sizeof(*d) + len + 1);
+
+	if (!d)
+		return NULL;
+	d->inode = inode;
+	d->name_len = (uint32_t)len;
+	memcpy(d->name, name, len);
+	d->name[len] = '\0';
+	return d;
+}
+
+static uint32_t name_hash(const char *name, size_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
 
 	for (size_t i = 0; i < len; i++)
 		h = (h ^ (uint8_t)name[i]) * 0x100000001b3ull;
-	return (size_t)(h ^ h >> 29);
+	return (uint32_t)(h ^ h >> 32);
+}
+
+static void lookup_forget(struct pack_inode *dir)
+{
+	free(dir->u.dir.lookup);
+	dir->u.dir.lookup = NULL;
+	dir->u.dir.lookup_size = 0;
+}
+
+static void lookup_put(struct pack_inode *dir, uint32_t i)
+{
+	const struct pack_dirent *d = dir->u.dir.children[i];
+	uint32_t mask = dir->u.dir.lookup_size - 1, slot = name_hash(d->name, d->name_len) & mask;
+
+	while (dir->u.dir.lookup[slot])
+		slot = (slot + 1) & mask;
+	dir->u.dir.lookup[slot] = i + 1;
+}
+
+static int lookup_build(struct pack_inode *dir)
+{
+	uint32_t size = TREE_LOOKUP_MIN_SLOTS;
+
+	while (size < 2 * dir->u.dir.count + 2)
+		size *= 2;
+	lookup_forget(dir);
+	dir->u.dir.lookup = calloc(size, sizeof(*dir->u.dir.lookup));
+	if (!dir->u.dir.lookup)
+		return -ENOMEM;
+	dir->u.dir.lookup_size = size;
+	for (uint32_t i = 0; i < dir->u.dir.count; i++)
+		lookup_put(dir, i);
+	return 0;
+}
+
+static bool dirent_is(const struct pack_dirent *d, const char *name, size_t len)
+{
+	return d->name_len == len && memcmp(d->name, name, len) == 0;
+}
+
+struct pack_dirent *tree_lookup(struct pack_tree *t, struct pack_inode *dir, const char *name, size_t len)
+{
+	struct pack_dirent **c = dir->u.dir.children;
+	uint32_t mask, slot;
+
+	(void)t;
+	if (dir->u.dir.count > TREE_LINEAR_LOOKUP_MAX && (dir->u.dir.lookup || lookup_build(dir) == 0)) {
+		mask = dir->u.dir.lookup_size - 1;
+		for (slot = name_hash(name, len) & mask; dir->u.dir.lookup[slot]; slot = (slot + 1) & mask)
+			if (dirent_is(c[dir->u.dir.lookup[slot] - 1], name, len))
+				return c[dir->u.dir.lookup[slot] - 1];
+		return NULL;
+	}
+	/* Small, or no memory for a table: one by one. */
+	for (size_t i = 0; i < dir->u.dir.count; i++)
+		if (dirent_is(c[i], name, len))
+			return c[i];
+	return NULL;
 }
 
 int tree_init(struct pack_tree *t)
 {
 	memset(t, 0, sizeof(*t));
-	t->hash_size = TREE_HASH_INITIAL;
-	t->hash = calloc(t->hash_size, sizeof(*t->hash));
-	t->root = tree_inode_new(0040755);
-	if (!t->hash || !t->root)
+	t->root = tree_inode_new(t, 0040755);
+	if (!t->root)
 		return -ENOMEM;
 	t->root->refs = 1;
 	return 0;
 }
 
-/* An inode with 'extra' bytes after it. */
-static struct pack_inode *inode_alloc(uint32_t mode, size_t extra)
+/* Bytes of an inode of this type: the common part and its own part of the union. */
+static size_t inode_size(uint32_t mode)
 {
-	struct pack_inode *inode = calloc(1, sizeof(*inode) + extra);
+	size_t own;
+
+	switch (mode & 0170000) {
+	case 0100000: own = sizeof(((struct pack_inode *)0)->u.file); break;
+	case 0040000: own = sizeof(((struct pack_inode *)0)->u.dir); break;
+	case 0120000: own = sizeof(((struct pack_inode *)0)->u.symlink); break;
+	default:      own = sizeof(((struct pack_inode *)0)->u.dev); break;
+	}
+	return (offsetof(struct pack_inode, u) + own + 7) & ~(size_t)7;
+}
+
+/* An inode with 'extra' bytes after it. */
+static struct pack_inode *inode_alloc(struct pack_tree *t, uint32_t mode, size_t extra)
+{
+	struct pack_inode *inode = arena_alloc(t, inode_size(mode) + extra);
 
 	if (!inode)
 		return NULL;
+	memset(inode, 0, inode_size(mode));
 	inode->mode = mode;
 	inode->xattr_id = 0xffffffffu;
 	if (tree_is_reg(inode))
@@ -49,20 +181,25 @@ static struct pack_inode *inode_alloc(uint32_t mode, size_t extra)
 	return inode;
 }
 
-struct pack_inode *tree_inode_new(uint32_t mode)
+struct pack_inode *tree_inode_new(struct pack_tree *t, uint32_t mode)
 {
-	return inode_alloc(mode, 0);
+	return inode_alloc(t, mode, 0);
 }
 
-struct pack_inode *tree_file_new(uint32_t mode, const char *name, size_t len)
+struct pack_inode *tree_file_new(struct pack_tree *t, uint32_t mode, const char *name, size_t len)
 {
-	struct pack_inode *inode = inode_alloc(mode, len + 1);
+	struct pack_inode *inode = inode_alloc(t, mode, len + 1);
 
 	if (inode) {
-		inode->u.file.content.name = (char *)(inode + 1);
-		memcpy(inode->u.file.content.name, name, len);
+		memcpy((char *)inode + inode_size(mode), name, len);
+		((char *)inode)[inode_size(mode) + len] = '\0';
 	}
 	return inode;
+}
+
+const char *tree_file_name(const struct pack_inode *file)
+{
+	return (const char *)file + inode_size(file->mode);
 }
 
 void tree_xattrs_free(struct pack_xattrs *x)
@@ -98,26 +235,17 @@ int tree_xattrs_add(struct pack_xattrs *x, const char *name, const void *value, 
 	return 0;
 }
 
-void tree_drop_index(struct pack_tree *t)
+static void drop_lookups(struct pack_inode *dir)
 {
-	free(t->hash);
-	t->hash = NULL;
-	t->hash_size = t->hash_used = 0;
+	lookup_forget(dir);
+	for (size_t i = 0; i < dir->u.dir.count; i++)
+		if (tree_is_dir(dir->u.dir.children[i]->inode))
+			drop_lookups(dir->u.dir.children[i]->inode);
 }
 
-static void hash_remove(struct pack_tree *t, struct pack_dirent *d)
+void tree_drop_index(struct pack_tree *t)
 {
-	struct pack_dirent **pp;
-
-	if (!t->hash)
-		return;
-	pp = &t->hash[name_hash(d->parent, d->name, d->name_len) & (t->hash_size - 1)];
-	while (*pp && *pp != d)
-		pp = &(*pp)->hash_next;
-	if (*pp) {
-		*pp = d->hash_next;
-		t->hash_used--;
-	}
+	drop_lookups(t->root);
 }
 
 void tree_inode_put(struct pack_tree *t, struct pack_inode *inode)
@@ -125,36 +253,35 @@ void tree_inode_put(struct pack_tree *t, struct pack_inode *inode)
 	if (!inode || --inode->refs > 0)
 		return;
 	if (tree_is_dir(inode)) {
-		for (size_t i = 0; i < inode->u.dir.count; i++) {
-			struct pack_dirent *d = inode->u.dir.children[i];
-
-			if (t)
-				hash_remove(t, d);
-			tree_inode_put(t, d->inode);
-			if (d->name != d->in_place)
-				free(d->name);
-			free(d);
-		}
+		/* The dirents are the arena's. */
+		for (size_t i = 0; i < inode->u.dir.count; i++)
+			tree_inode_put(t, inode->u.dir.children[i]->inode);
 		free(inode->u.dir.children);
+		lookup_forget(inode);
 		free(inode->u.dir.index);
 	} else if (tree_is_reg(inode)) {
-		if (inode->u.file.content.name != (char *)(inode + 1))
-			free(inode->u.file.content.name);
-		block_list_free(&inode->u.file.blocks);
+		block_list_free(&inode->u.file.blocks, inode->u.file.block_count);
 	} else if (tree_is_symlink(inode)) {
 		free(inode->u.symlink.target);
 	}
 	tree_xattrs_free(&inode->xattrs);
-	free(inode);
 }
 
 void tree_free(struct pack_tree *t)
 {
-	/* The table only indexes dirents that the root's subtree owns. */
-	free(t->hash);
-	t->hash = NULL;
+	tree_release(t);
+}
+
+void tree_release(struct pack_tree *t)
+{
 	tree_inode_put(NULL, t->root);
 	t->root = NULL;
+	while (t->arena) {
+		struct tree_arena *a = t->arena;
+
+		t->arena = a->next;
+		free(a);
+	}
 	while (t->srcdirs) {
 		struct pack_srcdir *d = t->srcdirs;
 
@@ -186,47 +313,12 @@ struct pack_srcdir *tree_srcdir_add(struct pack_tree *t, struct pack_srcdir *par
 	return d;
 }
 
-struct pack_dirent *tree_lookup(struct pack_tree *t, struct pack_inode *dir, const char *name, size_t len)
-{
-	struct pack_dirent *d = t->hash[name_hash(dir, name, len) & (t->hash_size - 1)];
-
-	for (; d; d = d->hash_next)
-		if (d->parent == dir && d->name_len == len && memcmp(d->name, name, len) == 0)
-			return d;
-	return NULL;
-}
-
-static int hash_grow(struct pack_tree *t)
-{
-	size_t size = t->hash_size * 2;
-	struct pack_dirent **hash = calloc(size, sizeof(*hash));
-
-	if (!hash)
-		return -ENOMEM;
-	for (size_t i = 0; i < t->hash_size; i++) {
-		struct pack_dirent *d = t->hash[i], *next;
-
-		for (; d; d = next) {
-			size_t b = name_hash(d->parent, d->name, d->name_len) & (size - 1);
-
-			next = d->hash_next;
-			d->hash_next = hash[b];
-			hash[b] = d;
-		}
-	}
-	free(t->hash);
-	t->hash = hash;
-	t->hash_size = size;
-	return 0;
-}
-
 static struct pack_dirent *dirent_add(struct pack_tree *t, struct pack_inode *dir, const char *name,
 				      size_t len, struct pack_inode *inode)
 {
 	struct pack_dirent *d;
-	size_t b;
 
-	if (t->hash_used >= t->hash_size && hash_grow(t) < 0)
+	if (dir->u.dir.count >= TREE_DIR_ENTRIES_MAX)
 		return NULL;
 	if (dir->u.dir.count == dir->u.dir.cap) {
 		size_t cap = dir->u.dir.cap ? dir->u.dir.cap * 2 : 8;
@@ -237,20 +329,17 @@ static struct pack_dirent *dirent_add(struct pack_tree *t, struct pack_inode *di
 		dir->u.dir.children = p;
 		dir->u.dir.cap = cap;
 	}
-	d = calloc(1, sizeof(*d) + len + 1);
+	d = dirent_new(t, name, len, inode);
 	if (!d)
 		return NULL;
-	d->name = d->in_place;
-	memcpy(d->name, name, len);
-	d->name_len = (uint32_t)len;
-	d->inode = inode;
-	d->parent = dir;
 	inode->refs++;
 	dir->u.dir.children[dir->u.dir.count++] = d;
-	b = name_hash(dir, name, len) & (t->hash_size - 1);
-	d->hash_next = t->hash[b];
-	t->hash[b] = d;
-	t->hash_used++;
+	if (dir->u.dir.lookup) {
+		if (2 * dir->u.dir.count + 2 > dir->u.dir.lookup_size)
+			lookup_forget(dir);     /* the next lookup builds one twice the size */
+		else
+			lookup_put(dir, (uint32_t)dir->u.dir.count - 1);
+	}
 	return d;
 }
 
@@ -291,22 +380,16 @@ struct pack_inode *tree_insert(struct pack_tree *t, struct pack_inode *dir, cons
 	return inode;
 }
 
-int tree_rename(struct pack_tree *t, struct pack_dirent *d, const char *name, size_t len)
+int tree_rename(struct pack_tree *t, struct pack_inode *dir, struct pack_dirent *d, const char *name, size_t len)
 {
-	char *copy = strndup(name, len);
-	size_t b;
+	struct pack_dirent *renamed = dirent_new(t, name, len, d->inode);
 
-	if (!copy)
+	if (!renamed)
 		return -ENOMEM;
-	hash_remove(t, d);
-	if (d->name != d->in_place)
-		free(d->name);
-	d->name = copy;
-	d->name_len = (uint32_t)len;
-	b = name_hash(d->parent, name, len) & (t->hash_size - 1);
-	d->hash_next = t->hash[b];
-	t->hash[b] = d;
-	t->hash_used++;
+	for (size_t i = 0; i < dir->u.dir.count; i++)
+		if (dir->u.dir.children[i] == d)
+			dir->u.dir.children[i] = renamed;
+	lookup_forget(dir);
 	return 0;
 }
 
@@ -350,7 +433,7 @@ struct pack_inode *tree_walk_parent(struct pack_tree *t, const char *path, const
 		if (d && tree_is_dir(d->inode)) {
 			dir = d->inode;
 		} else {
-			sub = tree_inode_new(implicit->mode);
+			sub = tree_inode_new(t, implicit->mode);
 			if (!sub)
 				return NULL;
 			sub->uid = implicit->uid;
@@ -489,6 +572,7 @@ static int finish_dir(struct pack_tree *t, struct pack_inode *dir, const struct 
 
 	if (dir->u.dir.count)
 		qsort(dir->u.dir.children, dir->u.dir.count, sizeof(*dir->u.dir.children), dirent_cmp);
+	lookup_forget(dir);         /* its indices are the unsorted order's */
 	for (size_t i = 0; !err && i < dir->u.dir.count; i++) {
 		struct pack_inode *inode = dir->u.dir.children[i]->inode;
 
@@ -567,7 +651,6 @@ int tree_walk_files(struct pack_inode *dir, tree_visit_fn fn, void *arg)
 
 int block_list_init(struct pack_block_list *l, uint32_t count)
 {
-	l->count = count;
 	l->pages = NULL;
 	if (count == 0)
 		return 0;           /* a file all in a fragment: most small files */
@@ -575,9 +658,9 @@ int block_list_init(struct pack_block_list *l, uint32_t count)
 	return l->pages ? 0 : -ENOMEM;
 }
 
-void block_list_free(struct pack_block_list *l)
+void block_list_free(struct pack_block_list *l, uint32_t count)
 {
-	for (uint32_t p = 0; l->pages && p <= l->count / BLOCK_LIST_PAGE; p++)
+	for (uint32_t p = 0; l->pages && p <= count / BLOCK_LIST_PAGE; p++)
 		free(l->pages[p]);
 	free(l->pages);
 	l->pages = NULL;

@@ -33,10 +33,12 @@ struct pack_srcdir {
 	char name[];                /* within the parent */
 };
 
-/* Where a regular file's bytes are read from in the data phase. */
+/*
+ * Where a regular file's bytes are read from in the data phase.  A scanned
+ * file's name in its directory is kept after its inode (tree_file_name()).
+ */
 struct pack_content {
 	struct pack_srcdir *dir;    /* a file in a source directory, or NULL */
-	char *name;                 /* its name there (stored after the inode: tree_file_new()) */
 	union {
 		struct {
 			dev_t dev;          /* what the scan found at that name */
@@ -49,20 +51,20 @@ struct pack_content {
 
 /*
  * A regular file's block size words, the list its inode ends with, kept in
- * pages of BLOCK_LIST_PAGE words.  A page no data block fell in is never
- * allocated: holes are size 0, and a sparse file costs nothing for them
- * (a 10 KiB tar may declare a file of terabytes).
+ * pages of BLOCK_LIST_PAGE words; the count is the file's block_count.  A
+ * page no data block fell in is never allocated: holes are size 0, and a
+ * sparse file costs nothing for them (a 10 KiB tar may declare a file of
+ * terabytes).
  */
 #define BLOCK_LIST_PAGE 1024u
 
 struct pack_block_list {
 	uint32_t **pages;           /* NULL = every word 0 */
-	uint32_t count;             /* words */
 };
 
 /* 0 or -ENOMEM. */
 int block_list_init(struct pack_block_list *l, uint32_t count);
-void block_list_free(struct pack_block_list *l);
+void block_list_free(struct pack_block_list *l, uint32_t count);
 /* Where word i is stored, allocating its page; NULL when out of memory. */
 uint32_t *block_list_slot(struct pack_block_list *l, uint32_t i);
 /* Page p (words p * BLOCK_LIST_PAGE on), or NULL when all of it is 0. */
@@ -85,17 +87,15 @@ struct pack_xattrs {                /* an inode's xattrs, sorted by name */
 struct pack_dirent;
 
 /*
- * Fields are ordered so that nothing is padding: a tree of a million
- * files holds a million of these.
+ * Fields are ordered so that nothing is padding, and an inode is allocated
+ * (in the tree's arena) only as large as its type's part of the union: a
+ * tree of a million files holds a million of these.
  */
 struct pack_inode {
 	uint32_t mode;              /* st_mode, type bits included */
 	uint32_t uid, gid;
-	uint32_t rdev;              /* devices: Linux "new" encoding, as squashfs stores it */
 	uint32_t nlink;             /* names in the final tree (directories: 2 + subdirectories) */
-	uint32_t refs;              /* dirents naming this inode, for freeing */
-	int64_t mtime;
-	struct pack_xattrs xattrs;
+	uint32_t refs;              /* dirents naming this inode */
 	/* Assigned while writing; the inode table reference is in image_writer.export. */
 	uint32_t ino;               /* 1 .. inode count, 0 = not yet numbered */
 	uint32_t xattr_id;
@@ -108,6 +108,8 @@ struct pack_inode {
 	 * files.
 	 */
 	bool stored;
+	int64_t mtime;
+	struct pack_xattrs xattrs;
 
 	union {
 		struct {
@@ -134,8 +136,18 @@ struct pack_inode {
 			char *target;
 		} symlink;
 		struct {
+			uint32_t rdev;      /* Linux "new" encoding, as squashfs stores it */
+		} dev;                      /* block and character devices (also the size of a fifo's or socket's) */
+		struct {
 			struct pack_dirent **children;
 			size_t count, cap;
+			/*
+			 * Name lookup (tree.c): open addressing, a child's index + 1
+			 * per slot, built on the first lookup in a directory of more
+			 * than TREE_LINEAR_LOOKUP_MAX names; NULL otherwise.
+			 */
+			uint32_t *lookup;
+			uint32_t lookup_size;
 			uint32_t parent_ino;
 			uint32_t listing_size;      /* directory table bytes, headers included */
 			uint32_t start_block;       /* directory table block, relative */
@@ -146,13 +158,16 @@ struct pack_inode {
 	} u;
 };
 
+/*
+ * A name in a directory.  Dirents live in the tree's arena (tree.c), not
+ * one malloc() each, and carry nothing but the name and what it names:
+ * at a million files every pointer here is 8 MB.  Looking a name up goes
+ * through its directory (tree_lookup()).
+ */
 struct pack_dirent {
-	char *name;                         /* in_place, or its own allocation once renamed */
 	struct pack_inode *inode;
-	struct pack_dirent *hash_next;      /* tree's (parent, name) lookup table */
-	struct pack_inode *parent;
 	uint32_t name_len;
-	char in_place[];                    /* the name, allocated with the dirent */
+	char name[];                        /* NUL-terminated */
 };
 
 /* An index entry of a large directory: where a header starts, and its first name. */
@@ -178,10 +193,11 @@ struct pack_overrides {
 	size_t xattrs_add_count;
 };
 
+struct tree_arena;
+
 struct pack_tree {
 	struct pack_inode *root;
-	struct pack_dirent **hash;  /* (parent, name) -> dirent */
-	size_t hash_size, hash_used;
+	struct tree_arena *arena;   /* every inode and dirent (tree.c) */
 	uint64_t file_count;        /* regular-file inodes in the final tree */
 	uint64_t inode_count;
 	uint64_t data_bytes;        /* sum of regular-file sizes */
@@ -192,17 +208,36 @@ struct pack_tree {
 };
 
 int tree_init(struct pack_tree *t);
+/* Free the entries (and the sources' descriptors), keeping the counts tree_finish() gathered. */
+void tree_release(struct pack_tree *t);
+/* The same; a tree released already is left as it is. */
 void tree_free(struct pack_tree *t);
 
 /* A source directory below 'parent' (NULL: a root, which takes over root_fd); NULL if out of memory. */
 struct pack_srcdir *tree_srcdir_add(struct pack_tree *t, struct pack_srcdir *parent, const char *name,
 				    const char *path, dev_t dev, ino_t ino, int root_fd);
 
-struct pack_inode *tree_inode_new(uint32_t mode);
-/* A regular file whose content.name is 'name', kept in the same allocation. */
-struct pack_inode *tree_file_new(uint32_t mode, const char *name, size_t len);
-/* Drop one dirent's hold on an inode; frees it (and a directory's subtree) with the last. */
+/*
+ * A new inode of 'mode''s type, in t's arena: it lives as long as the tree
+ * (NULL if out of memory).  Only its type's part of the union exists.
+ */
+struct pack_inode *tree_inode_new(struct pack_tree *t, uint32_t mode);
+/* A regular file found as 'name' in a source directory, the name kept after the inode. */
+struct pack_inode *tree_file_new(struct pack_tree *t, uint32_t mode, const char *name, size_t len);
+/* That name. */
+const char *tree_file_name(const struct pack_inode *file);
+/*
+ * Drop one dirent's hold on an inode; with the last, frees what it owns (a
+ * directory's subtree, a file's block list, xattrs).  The inode itself is
+ * the arena's.  't' may be NULL.
+ */
 void tree_inode_put(struct pack_tree *t, struct pack_inode *inode);
+/* A device's number; nothing for other types. */
+static inline void tree_set_rdev(struct pack_inode *i, uint32_t rdev)
+{
+	if ((i->mode & 0170000) == 0020000 || (i->mode & 0170000) == 0060000)
+		i->u.dev.rdev = rdev;
+}
 
 /* The inode at 'path' ('/'-separated, from the root, already clean), or NULL. */
 struct pack_inode *tree_find_path(struct pack_tree *t, const char *path);
@@ -220,8 +255,11 @@ struct pack_dirent *tree_lookup(struct pack_tree *t, struct pack_inode *dir, con
 struct pack_inode *tree_insert(struct pack_tree *t, struct pack_inode *dir, const char *name, size_t len,
 			       struct pack_inode *inode);
 
-/* Give dirent 'd' another name (none may exist in its directory); 0 or -ENOMEM. */
-int tree_rename(struct pack_tree *t, struct pack_dirent *d, const char *name, size_t len);
+/*
+ * Give dirent 'd' of directory 'dir' another name (none may exist there);
+ * 0 or -ENOMEM.  'd' is replaced by a new dirent: pointers to it go stale.
+ */
+int tree_rename(struct pack_tree *t, struct pack_inode *dir, struct pack_dirent *d, const char *name, size_t len);
 
 /* Add one more name for an existing inode (a hard link). */
 int tree_link(struct pack_tree *t, struct pack_inode *dir, const char *name, size_t len,
@@ -237,9 +275,9 @@ struct pack_inode *tree_walk_parent(struct pack_tree *t, const char *path, const
 				    const char **leaf, size_t *leaf_len);
 
 /*
- * Free the (parent, name) lookup table: once the data phase starts, the
- * tree is only walked, and the table is a pointer per entry at the peak.
- * tree_lookup() and everything that looks names up must not be called after.
+ * Free the directories' lookup tables: once the data phase starts, the
+ * tree is only walked, and they cost 4-8 bytes an entry at the peak.
+ * (A later lookup would build its directory's table again.)
  */
 void tree_drop_index(struct pack_tree *t);
 
