@@ -330,7 +330,10 @@ static uint64_t next_data(struct content *c, uint64_t off, uint64_t size)
 	return (uint64_t)at - c->base;
 }
 
-/* Queue the file's blocks; holes are recorded as size 0 and not written. */
+/*
+ * Queue the file's blocks; holes, and blocks of zeros, are recorded as size
+ * 0 and not written, unless --no-sparse asks for every block as data.
+ */
 static int write_blocks(struct data_writer *w, struct pack_inode *file, struct content *c)
 {
 	uint32_t bs = w->cfg.block_size;
@@ -344,7 +347,7 @@ static int write_blocks(struct data_writer *w, struct pack_inode *file, struct c
 		int err;
 
 		if (data < off)
-			data = next_data(c, off, size);
+			data = w->cfg.sparse ? next_data(c, off, size) : off;
 		if (data >= off + len) {
 			/* Every block before the one the next data is in is a hole: skip them at once. */
 			uint32_t next = data / bs < file->u.file.block_count ? (uint32_t)(data / bs) : file->u.file.block_count;
@@ -361,7 +364,7 @@ static int write_blocks(struct data_writer *w, struct pack_inode *file, struct c
 		err = content_read(c, job->in, len, off);
 		if (err)
 			return err;
-		if (all_zero(job->in, len)) {
+		if (w->cfg.sparse && all_zero(job->in, len)) {
 			/* The slot taken is simply reused by the next pipeline_get(). */
 			file->u.file.sparse += len;
 			progress_add(len, 0);

@@ -33,6 +33,7 @@ struct data_config {
 	bool fragments;             /* pack files smaller than a block into fragments */
 	bool tail_packing;          /* ...and the last partial block of larger files too */
 	bool dedup;
+	bool sparse;                /* all-zero blocks as holes (size 0, nothing written) */
 	int spool_fd;               /* where archive contents were spooled, or -1 */
 	bool skip_unreadable;
 	struct qs_image *stored;    /* appending: the old image, whose files are read back to compare, or NULL */

@@ -56,7 +56,6 @@ static const struct {
 	int args;
 	const char *why;
 } refused[] = {
-	{ "-no-sparse", 0, "not supported: holes are always stored as holes" },
 	{ "-mem-percent", 1, "not supported: give the bound as -mem SIZE" },
 	{ "-throttle", 1, "not supported" },
 	{ "-limit", 1, "not supported" },
@@ -822,6 +821,8 @@ static int parse_options(int argc, char **argv, int first, struct pack_options *
 			o->dedup = false;
 		} else if (strcmp(a, "-no-exports") == 0) {
 			o->exportable = false;
+		} else if (strcmp(a, "-no-sparse") == 0) {
+			o->sparse = false;
 		} else if (strcmp(a, "-mkfs-time") == 0 || strcmp(a, "-all-time") == 0) {
 			NEED_VALUE();
 			if (parse_uint(a, val, UINT32_MAX, &v))
@@ -969,7 +970,7 @@ int mksquashfs_main(int argc, char **argv)
 {
 	struct pack_options o = {
 		.block_size = MKSQ_DEFAULT_BLOCK_SIZE,
-		.fragments = true, .tail_packing = false, .dedup = true, .exportable = true,
+		.fragments = true, .tail_packing = false, .dedup = true, .exportable = true, .sparse = true,
 		.overrides = { .uid = -1, .gid = -1, .mode = -1, .mtime = -1, .mtime_max = -1 },
 		.mkfs_time = -1, .root_mode = -1, .root_uid = -1, .root_gid = -1, .root_time = -1, .progress = true,
 		/* mksquashfs: directories a tar implies are 0755, the caller's (tar.c, fixup_tree). */

@@ -40,6 +40,7 @@ static void usage(FILE *f)
 		"      --no-fragments      store small files and tails in blocks of their own\n"
 		"      --no-tail-packing   fragments only for files smaller than a block\n"
 		"      --no-dedup          do not share the data of identical files\n"
+		"      --no-sparse         store blocks of zeros as data, not as holes\n"
 		"      --no-exports        no NFS export table\n"
 		"      --no-xattrs         drop extended attributes\n"
 		"      --all-root          owner and group 0 for everything\n"
@@ -73,7 +74,7 @@ static void usage(FILE *f)
 }
 
 enum {
-	OPT_NO_FRAGMENTS = 256, OPT_NO_TAIL, OPT_NO_DEDUP, OPT_NO_EXPORTS, OPT_NO_XATTRS, OPT_ALL_ROOT,
+	OPT_NO_FRAGMENTS = 256, OPT_NO_TAIL, OPT_NO_DEDUP, OPT_NO_SPARSE, OPT_NO_EXPORTS, OPT_NO_XATTRS, OPT_ALL_ROOT,
 	OPT_UID, OPT_GID, OPT_MODE, OPT_MTIME, OPT_EXCLUDE, OPT_SKIP_UNREADABLE, OPT_NO_PROGRESS,
 	OPT_ENDPOINT, OPT_JSON, OPT_ORDER, OPT_APPEND, OPT_MEMORY,
 };
@@ -86,6 +87,7 @@ static const struct option long_options[] = {
 	{ "no-fragments", no_argument, NULL, OPT_NO_FRAGMENTS },
 	{ "no-tail-packing", no_argument, NULL, OPT_NO_TAIL },
 	{ "no-dedup", no_argument, NULL, OPT_NO_DEDUP },
+	{ "no-sparse", no_argument, NULL, OPT_NO_SPARSE },
 	{ "no-exports", no_argument, NULL, OPT_NO_EXPORTS },
 	{ "no-xattrs", no_argument, NULL, OPT_NO_XATTRS },
 	{ "all-root", no_argument, NULL, OPT_ALL_ROOT },
@@ -158,7 +160,7 @@ static int parse_args(int argc, char **argv, struct pack_options *o_out)
 	struct pack_options defaults = {
 		.block_size = PACK_DEFAULT_BLOCK_SIZE,
 		.params.level = -1,
-		.fragments = true, .tail_packing = true, .dedup = true, .exportable = true,
+		.fragments = true, .tail_packing = true, .dedup = true, .exportable = true, .sparse = true,
 		.overrides = { .uid = -1, .gid = -1, .mode = -1, .mtime = -1, .mtime_max = -1 },
 		.mkfs_time = -1,
 		.root_mode = -1, .root_uid = -1, .root_gid = -1, .root_time = -1,
@@ -198,6 +200,7 @@ static int parse_args(int argc, char **argv, struct pack_options *o_out)
 		case OPT_NO_FRAGMENTS: o.fragments = false; break;
 		case OPT_NO_TAIL: o.tail_packing = false; break;
 		case OPT_NO_DEDUP: o.dedup = false; break;
+		case OPT_NO_SPARSE: o.sparse = false; break;
 		case OPT_MEMORY:
 			if (!pack_parse_memory(optarg, &o.memory))
 				return bad_option("--memory (a size, K, M or G, at least 1M)", optarg);

@@ -242,6 +242,7 @@ static int write_data(const struct pack_options *o, struct pack_tree *t, struct 
 		.fragments = o->fragments,
 		.tail_packing = o->tail_packing,
 		.dedup = o->dedup,
+		.sparse = o->sparse,
 		.spool_fd = spool_fd,
 		.stored = base ? base->img : NULL,
 		.fragment_base = old,

@@ -34,6 +34,7 @@ struct pack_options {
 	uint32_t block_size;
 	unsigned jobs;
 	bool fragments, tail_packing, dedup, exportable;
+	bool sparse;                /* all-zero blocks stored as holes (mksquashfs -no-sparse: as data) */
 	/*
 	 * --memory / mksquashfs -mem: bytes for the buffers of the data in
 	 * flight and the metadata tables being built (0: their defaults, no

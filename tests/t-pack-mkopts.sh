@@ -124,6 +124,43 @@ check "... the image ends at its bytes_used, not on 4 KiB, as mksquashfs's ($siz
 	"[ $((size % 4096)) != 0 ] && [ $(( $(stat -c %s "$W/m.sqfs") % 4096 )) != 0 ] &&
 	 unsquashfs -s '$W/q.sqfs' | grep -q \"^Filesystem size $size bytes\""
 
+# -no-sparse: "don't detect sparse files".  mksquashfs then stores blocks of
+# zeros, and holes, as data blocks; unsquashfs extracts a block stored as a
+# hole as a hole, and one stored as data as written zeros, so the extracted
+# file's allocated size tells which way each tool stored it.
+mkdir -p "$W/sp"
+truncate -s 1M "$W/sp/holes" && echo tail >>"$W/sp/holes"
+head -c 400000 /dev/zero >"$W/sp/zeros" && echo end >>"$W/sp/zeros"
+# allocated NAME IMAGE: bytes on disk of NAME extracted from IMAGE.
+allocated() {
+	rm -rf "$W/spx" && unsquashfs -q -n -d "$W/spx" "$2" >/dev/null 2>&1 && du -B1 "$W/spx/$1" | cut -f1
+}
+for opt in "" -no-sparse; do
+	rm -f "$W/m.sqfs" "$W/q.sqfs"
+	(cd "$W" && "$REAL" sp m.sqfs -noappend -quiet -no-progress $opt >/dev/null 2>&1)
+	(cd "$W" && "$QM" sp q.sqfs -noappend -quiet -no-progress $opt >/dev/null 2>"$W/q.err")
+	m=$(allocated holes "$W/m.sqfs") q=$(allocated holes "$W/q.sqfs")
+	if [ -z "$opt" ]; then
+		check "without -no-sparse: a hole of 1 MiB extracted as a hole, as from mksquashfs's image ($q / $m bytes)" \
+			test "$q" -lt 65536 -a "$m" -lt 65536
+		sparse_used=$(unsquashfs -s "$W/q.sqfs" | awk '/^Filesystem size/ { print $3 }')
+	else
+		check "-no-sparse: the hole stored as data and extracted as written zeros, as from mksquashfs's image ($q / $m bytes)" \
+			test "$q" -ge 1048576 -a "$m" -ge 1048576
+		used=$(unsquashfs -s "$W/q.sqfs" | awk '/^Filesystem size/ { print $3 }')
+		check "... the image holds the zeros' blocks: $used bytes used, $sparse_used without" \
+			test "$used" -gt "$sparse_used"
+		compare "-no-sparse: the same listing and contents as mksquashfs's"
+		mount -t squashfs -o loop,ro "$W/q.sqfs" "$W/mnt"
+		check "... the kernel's mount reads both files as the source" \
+			bash -c "cmp '$W/mnt/holes' '$W/sp/holes' && cmp '$W/mnt/zeros' '$W/sp/zeros'"
+		umount "$W/mnt"
+	fi
+done
+rm -f "$W/q.sqfs"
+(cd "$W" && "$QUASH_ASAN" pack -q --no-sparse sp q.sqfs 2>"$W/q.err")
+check "quash pack --no-sparse: the hole stored as data too" test "$(allocated holes "$W/q.sqfs")" -ge 1048576
+
 # -default-mode, -default-uid, -default-gid (4.6): "sets the default
 # directory permissions [owner, group] ... This also sets the root inode".
 mkdir -p "$W/two/x" "$W/two/y" && echo 1 >"$W/two/x/f" && echo 2 >"$W/two/y/g"
