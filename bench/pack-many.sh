@@ -11,8 +11,13 @@
 # needs more.
 #
 #   bench/pack-many.sh
+# Then a generated tar stream of STREAM files (default 2,000,000; the same
+# kind of files, 1,000 a directory), read by quash pack from standard input
+# and by tar2sqfs (given STREAM_LIMIT seconds, default 1800): time, peak RSS
+# and bytes an entry, to show both stay linear in the entries.
 # Environment: BENCH_WORK (scratch, default /var/tmp/quash-bench: the tree is
-# kept there between runs), FILES, REPEAT (rounds, default 2), QUASH.
+# kept there between runs), FILES, REPEAT (rounds, default 2), QUASH,
+# STREAM (0: no stream row), STREAM_LIMIT.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 QUASH=${QUASH:-$top/build/cli/quash}
@@ -20,13 +25,40 @@ W=${BENCH_WORK:-/var/tmp/quash-bench}
 FILES=${FILES:-1000000}
 REPEAT=${REPEAT:-2}
 MKSQ_DUP_LIMIT=${MKSQ_DUP_LIMIT:-300}
+STREAM=${STREAM:-2000000}
+STREAM_LIMIT=${STREAM_LIMIT:-1800}
 DIRS=$(( (FILES + 999) / 1000 ))
 TREE=$W/many-$FILES
 JOBS=$(nproc)
 [ -x "$QUASH" ] || { echo "pack-many.sh: $QUASH not built (make build)" >&2; exit 1; }
 mkdir -p "$W"
-trap 'rm -f "$W"/many-*.sqfs' EXIT
+trap 'rm -f "$W"/many-*.sqfs "$W"/stream-*.sqfs' EXIT
 
+declare -A TIME RSS
+# measure NAME LIMIT CMD...: wall seconds and peak RSS (KiB) of one run; the best round counts
+measure() {
+	local name=$1 limit=$2 t m; shift 2
+	rm -f "$W/$name.sqfs"
+	sync; echo 3 >/proc/sys/vm/drop_caches 2>/dev/null
+	timeout "$limit" /usr/bin/time -f '%e %M' -o "$W/time" "$@" >/dev/null 2>"$W/$name.log"
+	if [ $? = 124 ]; then
+		t=">$limit" m=NaN
+	else
+		read -r t m < <(tail -1 "$W/time")
+		[ -s "$W/$name.sqfs" ] || { echo "pack-many.sh: $name failed: $(tail -2 "$W/$name.log")" >&2; t=NaN; }
+	fi
+	printf '  %-26s %8s s %8s MiB\n' "$name" "$t" "$([ "$m" = NaN ] && echo NaN || echo $((m / 1024)))"
+	if [ "$t" != NaN ] && [ "${t#>}" = "$t" ] &&
+	   { [ -z "${TIME[$name]:-}" ] || awk "BEGIN{exit !($t < ${TIME[$name]})}"; }; then
+		TIME[$name]=$t RSS[$name]=$m
+	fi
+	[ -n "${TIME[$name]:-}" ] || TIME[$name]=$t RSS[$name]=$m
+}
+r() { awk -v a="${TIME[$1]}" -v b="${TIME[$2]}" -v ra="${RSS[$1]}" -v rb="${RSS[$2]}" -v na="$1" -v nb="$2" \
+	'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "  %-22s vs %-24s %5.2fx the time, %5.2fx the peak RSS\n", na, nb, a / b, ra / rb }'; }
+t() { if awk "BEGIN{exit !($2)}" 2>/dev/null; then echo "  PASS $1"; else echo "  FAIL $1"; fi; }
+
+if [ "$FILES" -gt 0 ]; then
 if [ ! -f "$TREE.done" ]; then
 	echo "making $TREE ($FILES files; once)"
 	rm -rf "$TREE"
@@ -49,26 +81,6 @@ PY
 fi
 echo "tree: $TREE: $(find "$TREE" | wc -l) entries; $JOBS cores; $(mksquashfs -version | head -1); $(tar2sqfs --version | head -1)"
 
-declare -A TIME RSS
-# measure NAME LIMIT CMD...: wall seconds and peak RSS (KiB) of one run; the best round counts
-measure() {
-	local name=$1 limit=$2 t m; shift 2
-	rm -f "$W/$name.sqfs"
-	sync; echo 3 >/proc/sys/vm/drop_caches 2>/dev/null
-	timeout "$limit" /usr/bin/time -f '%e %M' -o "$W/time" "$@" >/dev/null 2>"$W/$name.log"
-	if [ $? = 124 ]; then
-		t=">$limit" m=NaN
-	else
-		read -r t m < <(tail -1 "$W/time")
-		[ -s "$W/$name.sqfs" ] || { echo "pack-many.sh: $name failed: $(tail -2 "$W/$name.log")" >&2; t=NaN; }
-	fi
-	printf '  %-26s %8s s %8s MiB\n' "$name" "$t" "$([ "$m" = NaN ] && echo NaN || echo $((m / 1024)))"
-	if [ "$t" != NaN ] && [ "${t#>}" = "$t" ] &&
-	   { [ -z "${TIME[$name]:-}" ] || awk "BEGIN{exit !($t < ${TIME[$name]})}"; }; then
-		TIME[$name]=$t RSS[$name]=$m
-	fi
-	[ -n "${TIME[$name]:-}" ] || TIME[$name]=$t RSS[$name]=$m
-}
 for round in $(seq "$REPEAT"); do
 	echo "round $round of $REPEAT (caches dropped before each run)"
 	measure many-quash 3600 "$QUASH" pack -q --no-progress "$TREE" "$W/many-quash.sqfs"
@@ -83,13 +95,39 @@ for round in $(seq "$REPEAT"); do
 done
 
 echo "ratios (best round of each)"
-r() { awk -v a="${TIME[$1]}" -v b="${TIME[$2]}" -v ra="${RSS[$1]}" -v rb="${RSS[$2]}" -v na="$1" -v nb="$2" \
-	'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "  %-22s vs %-24s %5.2fx the time, %5.2fx the peak RSS\n", na, nb, a / b, ra / rb }'; }
 r many-quash many-mksquashfs-nodup
 r many-quash-nodedup many-mksquashfs-nodup
 r many-quash-tar many-tar2sqfs-tar
 echo "  mksquashfs with its duplicate check: ${TIME[many-mksquashfs-dup]} s"
 echo "targets"
-t() { if awk "BEGIN{exit !($2)}" 2>/dev/null; then echo "  PASS $1"; else echo "  FAIL $1"; fi; }
 t "dedup on: >= 2x faster than mksquashfs -no-duplicates" "${TIME[many-mksquashfs-nodup]} >= 2 * ${TIME[many-quash]}"
 t "dedup on: <= 0.5x its peak RSS" "${RSS[many-quash]} <= 0.5 * ${RSS[many-mksquashfs-nodup]}"
+
+fi
+
+[ "$STREAM" -gt 0 ] || exit 0
+STAR=$W/stream-$STREAM.tar
+if [ ! -f "$STAR.done" ]; then
+	echo "making $STAR ($STREAM files in a tar stream; once)"
+	python3 - "$STREAM" >"$STAR" <<'PY'
+import io, random, sys, tarfile
+n = int(sys.argv[1]); random.seed(14)
+t = tarfile.open(fileobj=sys.stdout.buffer, mode="w|", format=tarfile.GNU_FORMAT)
+for d in range((n + 999) // 1000):
+    ti = tarfile.TarInfo(f"d{d:05d}"); ti.type = tarfile.DIRTYPE; ti.mode = 0o755; ti.mtime = 1700000000
+    t.addfile(ti)
+    for f in range(min(1000, n - d * 1000)):
+        b = "".join(random.choice("abcdefghij") for _ in range(random.randint(5, 10))).encode()
+        ti = tarfile.TarInfo(f"d{d:05d}/f{f:03d}"); ti.size = len(b); ti.mode = 0o644; ti.mtime = 1700000000
+        t.addfile(ti, io.BytesIO(b))
+t.close()
+PY
+	touch "$STAR.done"
+fi
+echo "tar stream: $STAR: $STREAM files, read from standard input"
+measure stream-quash "$STREAM_LIMIT" sh -c 'exec "$1" pack -q --no-progress - "$2" <"$3"' sh "$QUASH" \
+	"$W/stream-quash.sqfs" "$STAR"
+measure stream-tar2sqfs "$STREAM_LIMIT" sh -c 'exec tar2sqfs -q -f -j "$1" "$2" <"$3"' sh "$JOBS" \
+	"$W/stream-tar2sqfs.sqfs" "$STAR"
+r stream-quash stream-tar2sqfs
+awk -v m="${RSS[stream-quash]}" -v n="$STREAM" 'BEGIN { if (m + 0 > 0) printf "  quash: %.0f bytes of peak RSS an entry\n", m * 1024 / n }'
