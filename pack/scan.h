@@ -57,6 +57,7 @@ struct scan_options {
 	 */
 	bool one_file_system, one_file_system_x;
 	bool ignore_archive_root;   /* an archive's "./" entry does not set the root (mksquashfs -tar) */
+	unsigned threads;           /* a directory's scan lists ahead on this many (scan_pool.h; 0, 1: none) */
 };
 
 /*
@@ -70,6 +71,8 @@ static inline bool scan_size_fits(uint64_t size, uint32_t bs)
 
 /* Is 'relpath' (relative to its source's root) excluded?  Patterns with a '/' match the whole path. */
 bool scan_excluded(const struct scan_options *o, const char *relpath);
+/* Free the calling thread's compiled patterns (a thread that called scan_excluded(), at its end). */
+void scan_excluded_forget(void);
 
 /* 'path' is a directory: its contents merge at the root, or under o->as_name. */
 int scan_dir(struct pack_tree *t, const char *path, const struct scan_options *o);

@@ -10,13 +10,13 @@
  * opened is checked with fstat against what the listing said.  A regular
  * file is not opened here at all: its bytes and its xattrs are read in the
  * data phase, which opens it once, the same way (data.c, srcdir.c),
- * through the pack_srcdir chain recorded here.  (Opening each file twice
- * cost a third of the system calls of a tree of a million small files.)
- * Only an empty file, which the data phase never opens, is opened here
- * for its xattrs, and with --skip-unreadable every file is, so that an
- * unreadable one is left out before anything is written.
+ * through the pack_srcdir chain recorded here.
+ *
+ * The system calls are made by scan_pool.c, on its threads, ahead of the
+ * walk and in its order; this file takes what they found, one directory
+ * batch at a time, and alone builds the tree, in the order of a walk
+ * without threads: so the image does not depend on their number.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
@@ -27,11 +27,11 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
-#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "scan.h"
+#include "scan_pool.h"
 #include "squashfs_fs.h"
 #include "pack_util.h"
 
@@ -53,10 +53,7 @@ struct dir_scan {
 	const struct scan_options *opt;
 	dev_t root_dev;             /* the source's filesystem, for -one-file-system */
 	struct link_table links;    /* files seen with st_nlink > 1 */
-	/* Scratch space, here rather than on the stack of a recursive walk. */
-	char xattr_names[PACK_XATTR_LIST_MAX];
-	uint8_t xattr_value[PACK_XATTR_VALUE_MAX];
-	char target[PACK_SYMLINK_MAX + 1];
+	struct scan_pool *pool;     /* the system calls, made ahead on threads */
 	bool no_recurse;            /* scan_paths, -cpiostyle: a directory is added without its contents */
 	struct pack_srcdir *last_sub;   /* the srcdir scan_entry made for the directory it added */
 };
@@ -134,6 +131,15 @@ static const regex_t *regex_part(const char *part, size_t len)
 		s->ok = regcomp(&s->re, pat, REG_EXTENDED | REG_NOSUB) == 0;
 	}
 	return s->ok ? &s->re : NULL;       /* a bad one was refused when the options were read */
+}
+
+void scan_excluded_forget(void)
+{
+	for (size_t i = 0; i < REGEX_CACHE_SLOTS; i++) {
+		if (regex_cache[i].part && regex_cache[i].ok)
+			regfree(&regex_cache[i].re);
+		regex_cache[i].part = NULL;
+	}
 }
 
 /* Does the regex part [re, re + re_len) match 'name' (len bytes), anywhere in it? */
@@ -236,81 +242,6 @@ static int link_remember(struct link_table *t, dev_t dev, ino_t ino, struct pack
 	return 0;
 }
 
-/*
- * Where an entry's xattrs are read: its open descriptor, or, for what
- * cannot be opened for reading (symlinks, devices, fifos, sockets), its
- * name in the open directory reached through /proc/self/fd, so that no
- * directory above it is looked up by name again.
- */
-struct xattr_src {
-	int fd;                     /* or -1: use 'proc' */
-	char proc[sizeof("/proc/self/fd//") + 3 * sizeof(int) + NAME_MAX + 1];
-};
-
-static void xattr_src_at(struct xattr_src *x, int dirfd, const char *name)
-{
-	x->fd = -1;
-	snprintf(x->proc, sizeof(x->proc), "/proc/self/fd/%d/%s", dirfd, name);
-}
-
-static ssize_t xattr_src_list(const struct xattr_src *x, char *buf, size_t size)
-{
-	return x->fd >= 0 ? flistxattr(x->fd, buf, size) : llistxattr(x->proc, buf, size);
-}
-
-static ssize_t xattr_src_get(const struct xattr_src *x, const char *name, void *buf, size_t size)
-{
-	return x->fd >= 0 ? fgetxattr(x->fd, name, buf, size) : lgetxattr(x->proc, name, buf, size);
-}
-
-static int read_xattrs_into(char *names, uint8_t *value, const struct xattr_src *src, struct pack_xattrs *x)
-{
-	ssize_t len = xattr_src_list(src, names, PACK_XATTR_LIST_MAX);
-
-	if (len < 0)
-		return errno == ENOTSUP || errno == ENODATA ? 0 : -errno;
-	for (ssize_t off = 0; off < len; off += (ssize_t)strlen(names + off) + 1) {
-		const char *name = names + off;
-		ssize_t vlen;
-
-		if (strncmp(name, "user.", 5) && strncmp(name, "trusted.", 8) &&
-		    strncmp(name, "security.", 9))
-			continue;   /* squashfs has no place for system.* (ACLs) */
-		vlen = xattr_src_get(src, name, value, PACK_XATTR_VALUE_MAX);
-		if (vlen < 0) {
-			if (errno == ENODATA)
-				continue;
-			return -errno;
-		}
-		if (tree_xattrs_add(x, name, value, (size_t)vlen))
-			return -ENOMEM;
-	}
-	return 0;
-}
-
-static int read_xattrs(struct dir_scan *s, const struct xattr_src *src, struct pack_xattrs *x)
-{
-	return read_xattrs_into(s->xattr_names, s->xattr_value, src, x);
-}
-
-int scan_fd_xattrs(struct xattr_scratch *scratch, int fd, struct pack_xattrs *x)
-{
-	struct xattr_src src = { .fd = fd };
-
-	return read_xattrs_into(scratch->names, scratch->value, &src, x);
-}
-
-/* Is what 'fd' holds still the entry the listing's fstatat() found? */
-static int same_entry(int fd, const struct stat *listed, struct stat *now)
-{
-	if (fstat(fd, now) < 0)
-		return -errno;
-	if (now->st_dev != listed->st_dev || now->st_ino != listed->st_ino ||
-	    (now->st_mode & S_IFMT) != (listed->st_mode & S_IFMT))
-		return -ESTALE;
-	return 0;
-}
-
 static void set_metadata(struct pack_inode *inode, const struct stat *st)
 {
 	inode->mode = st->st_mode;
@@ -319,152 +250,99 @@ static void set_metadata(struct pack_inode *inode, const struct stat *st)
 	inode->mtime = st->st_mtim.tv_sec;
 }
 
-static int scan_tree(struct dir_scan *s, int dirfd, struct pack_srcdir *sd, struct pack_inode *dir, char *path,
-		     size_t path_len, size_t rel, unsigned depth);
+static int scan_tree(struct dir_scan *s, struct listed_dir *d, struct pack_srcdir *sd, struct pack_inode *dir,
+		     char *path, size_t path_len, size_t rel, unsigned depth);
 
-/*
- * Make the inode for one directory entry.  'fd' is the entry opened by
- * the caller if it is a directory, else -1; a regular file is opened here.
- * Both are checked against the listing's 'st' before anything is read.
- */
-static int make_inode(struct dir_scan *s, int dirfd, struct pack_srcdir *sd, const char *name, int fd,
-		      const struct stat *st, struct pack_inode **out)
+/* The inode for an entry the pool read: what it found is moved into it. */
+static int make_inode(struct dir_scan *s, struct pack_srcdir *sd, struct scan_entry *e, struct pack_inode **out)
 {
-	struct pack_inode *inode = S_ISREG(st->st_mode) ? tree_file_new(s->tree, st->st_mode, name, strlen(name))
+	const struct stat *st = &e->st;
+	struct pack_inode *inode = S_ISREG(st->st_mode) ? tree_file_new(s->tree, st->st_mode, e->name, e->name_len)
 							: tree_inode_new(s->tree, st->st_mode);
-	struct xattr_src xs = { .fd = fd };
-	struct stat now;
-	int err = 0;
 
-	*out = NULL;
+	*out = inode;
 	if (!inode)
 		return -ENOMEM;
 	set_metadata(inode, st);
 	if (S_ISREG(st->st_mode)) {
-		bool now_or_never = st->st_size == 0 && s->opt->xattrs;
-
 		inode->u.file.size = (uint64_t)st->st_size;
 		inode->u.file.content.dir = sd;
 		inode->u.file.content.dev = st->st_dev;
 		inode->u.file.content.ino = st->st_ino;
-		if (!now_or_never && !s->opt->skip_unreadable) {
-			/* Read with its bytes, when the data phase opens it. */
-			inode->u.file.xattrs_pending = s->opt->xattrs;
-			goto out;
-		}
-		xs.fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-		if (xs.fd < 0) {
-			err = -errno;
-			goto out;
-		}
+		inode->u.file.xattrs_pending = e->xattrs_pending;
 	} else if (S_ISLNK(st->st_mode)) {
-		char *target = s->target;
-		ssize_t n = readlinkat(dirfd, name, target, sizeof(s->target));
-
-		if (n < 0) {
-			err = -errno;
-			goto out;
-		}
-		if ((size_t)n > PACK_SYMLINK_MAX) {
-			err = -ENAMETOOLONG;
-			goto out;
-		}
-		inode->u.symlink.target = strndup(target, (size_t)n);
-		if (!inode->u.symlink.target)
-			err = -ENOMEM;
+		inode->u.symlink.target = e->target;
+		e->target = NULL;
 	} else if (S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode)) {
 		tree_set_rdev(inode, encode_dev(st->st_rdev));
 	}
-	if (!err && xs.fd >= 0)
-		err = same_entry(xs.fd, st, &now);
-	if (!err && s->opt->xattrs) {
-		if (xs.fd < 0)
-			xattr_src_at(&xs, dirfd, name);
-		err = read_xattrs(s, &xs, &inode->xattrs);
-		/* Read by name: make sure the name still held what was listed. */
-		if (!err && xs.fd < 0 && fstatat(dirfd, name, &now, AT_SYMLINK_NOFOLLOW) == 0 &&
-		    (now.st_dev != st->st_dev || now.st_ino != st->st_ino))
-			err = -ESTALE;
-	}
-out:
-	if (xs.fd >= 0 && xs.fd != fd)
-		close(xs.fd);
-	if (err) {
-		inode->refs = 1;
-		tree_inode_put(NULL, inode);
-		return err;
-	}
-	*out = inode;
+	inode->xattrs = e->xattrs;
+	e->xattrs = (struct pack_xattrs){ 0 };
 	return 0;
 }
 
-static int scan_entry(struct dir_scan *s, int dirfd, struct pack_srcdir *sd, struct pack_inode *dir,
-		      const char *name, char *path, size_t path_len, size_t rel, unsigned depth)
+/* Into directory 'e', which the pool listed already (or, below 'parent', lists now). */
+static int walk_into(struct dir_scan *s, struct listed_dir *parent, struct scan_entry *e, struct pack_srcdir *sub,
+		     struct pack_inode *inode, char *path, size_t path_len, size_t rel, unsigned depth)
 {
-	size_t name_len = strlen(name);
+	struct listed_dir *d = e->sub;
+
+	e->sub = NULL;
+	if (!d) {
+		d = scan_pool_add(s->pool, parent, e->fd, true, path, path_len, rel, s->root_dev, &e->st);
+		if (!d)
+			return -ENOMEM;
+		e->fd = -1;
+	}
+	return scan_tree(s, d, sub, inode, path, path_len, rel, depth);
+}
+
+/* One entry of a directory being walked ('parent', or NULL: read on this thread). */
+static int add_entry(struct dir_scan *s, struct listed_dir *parent, struct pack_srcdir *sd, struct pack_inode *dir,
+		     struct scan_entry *e, char *path, size_t path_len, size_t rel, unsigned depth)
+{
+	const struct stat *st = &e->st;
 	struct pack_inode *inode;
 	struct hardlink *link = NULL;
-	struct stat st;
-	int subfd = -1, err;
+	int err;
 
-	if (path_len + 1 + name_len >= PATH_MAX) {
-		pack_error("%s/%s: path too long", path, name);
+	if (e->state == ENTRY_TOO_LONG) {
+		pack_error("%s/%s: path too long", path, e->name);
 		return -ENAMETOOLONG;
 	}
+	if (e->state == ENTRY_SKIP)
+		return 0;
 	path[path_len] = '/';
-	memcpy(path + path_len + 1, name, name_len + 1);
-	path_len += 1 + name_len;
-	if (scan_excluded(s->opt, path + rel))
-		return 0;
-	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-		err = -errno;
+	memcpy(path + path_len + 1, e->name, e->name_len + 1);
+	path_len += 1 + e->name_len;
+	err = e->err;
+	if (e->state == ENTRY_STAT_FAILED)
 		goto fail;
-	}
-	for (size_t i = 0; i < s->opt->exclude_id_count; i++) {
-		if (s->opt->exclude_ids[i].dev == st.st_dev && s->opt->exclude_ids[i].ino == st.st_ino)
-			return 0;
-	}
-	if (s->opt->one_file_system && st.st_dev != s->root_dev &&
-	    (!S_ISDIR(st.st_mode) || s->opt->one_file_system_x))
-		return 0;
-	if (!S_ISDIR(st.st_mode) && st.st_nlink > 1 && s->links.size && !s->opt->no_hardlinks) {
-		link = link_find(&s->links, st.st_dev, st.st_ino);
+	if (!S_ISDIR(st->st_mode) && st->st_nlink > 1 && s->links.size && !s->opt->no_hardlinks) {
+		link = link_find(&s->links, st->st_dev, st->st_ino);
 		if (link->inode)
-			return tree_link(s->tree, dir, name, name_len, link->inode);
+			return tree_link(s->tree, dir, e->name, e->name_len, link->inode);
 	}
-	/* Open a directory before it enters the tree, so that an unreadable one can be left out. */
-	if (S_ISDIR(st.st_mode)) {
-		subfd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (subfd < 0) {
-			err = -errno;
-			goto fail;
-		}
-	}
-	err = make_inode(s, dirfd, sd, name, subfd, &st, &inode);
-	if (!err && !(inode = tree_insert(s->tree, dir, name, name_len, inode)))
+	if (!err)
+		err = make_inode(s, sd, e, &inode);
+	if (!err && !(inode = tree_insert(s->tree, dir, e->name, e->name_len, inode)))
 		err = -ENOMEM;
-	if (!err && !S_ISDIR(st.st_mode) && st.st_nlink > 1 && !s->opt->no_hardlinks)
-		err = link_remember(&s->links, st.st_dev, st.st_ino, inode);
-	if (!err && S_ISDIR(st.st_mode) && s->opt->one_file_system && st.st_dev != s->root_dev) {
-		/* A mount point: kept, as an empty directory. */
-		close(subfd);
-		return 0;
-	}
-	if (!err && S_ISDIR(st.st_mode)) {
-		struct pack_srcdir *sub = tree_srcdir_add(s->tree, sd, name, path, st.st_dev, st.st_ino, -1);
+	if (!err && !S_ISDIR(st->st_mode) && st->st_nlink > 1 && !s->opt->no_hardlinks)
+		err = link_remember(&s->links, st->st_dev, st->st_ino, inode);
+	if (!err && S_ISDIR(st->st_mode) && !e->walk)
+		return 0;       /* a mount point (-one-file-system): kept, as an empty directory */
+	if (!err && S_ISDIR(st->st_mode)) {
+		struct pack_srcdir *sub = tree_srcdir_add(s->tree, sd, e->name, path, st->st_dev, st->st_ino, -1);
 
 		if (!sub)
 			err = -ENOMEM;
 		else if (!s->no_recurse)
-			err = scan_tree(s, subfd, sub, inode, path, path_len, rel, depth + 1);
+			err = walk_into(s, parent, e, sub, inode, path, path_len, rel, depth + 1);
 		s->last_sub = sub;
-		close(subfd);
 		if (err == -ENOMEM)
 			pack_error("out of memory");
 		return err;
 	}
-	if (subfd >= 0)
-		close(subfd);
 	if (err)
 		goto fail;
 	return 0;
@@ -486,11 +364,22 @@ fail:
 	return err;
 }
 
-static int scan_tree(struct dir_scan *s, int dirfd, struct pack_srcdir *sd, struct pack_inode *dir, char *path,
-		     size_t path_len, size_t rel, unsigned depth)
+/* One name in the open directory 'dirfd', read on this thread (scan_paths). */
+static int scan_entry(struct dir_scan *s, int dirfd, struct pack_srcdir *sd, struct pack_inode *dir,
+		      const char *name, char *path, size_t path_len, size_t rel, unsigned depth)
 {
-	DIR *d;
-	struct dirent *de;
+	struct scan_entry e = { .name = name, .name_len = strlen(name) };
+	int err;
+
+	scan_pool_read_entry(s->pool, dirfd, path, path_len, rel, s->root_dev, &e);
+	err = add_entry(s, NULL, sd, dir, &e, path, path_len, rel, depth);
+	scan_entry_clear(&e);
+	return err;
+}
+
+static int scan_tree(struct dir_scan *s, struct listed_dir *d, struct pack_srcdir *sd, struct pack_inode *dir,
+		     char *path, size_t path_len, size_t rel, unsigned depth)
+{
 	int err = 0;
 
 	for (const struct pack_srcdir *a = sd->parent; a; a = a->parent) {
@@ -503,82 +392,60 @@ static int scan_tree(struct dir_scan *s, int dirfd, struct pack_srcdir *sd, stru
 		pack_error("%s: more than %d directory levels", path, PACK_DEPTH_MAX);
 		return -ELOOP;
 	}
-	d = fdopendir(dup(dirfd));
-	if (!d) {
-		err = -errno;
-		pack_error("%s: %s", path, strerror(errno));
-		return err;
-	}
-	while (!err) {
-		errno = 0;
-		de = readdir(d);
-		if (!de) {
-			if (errno) {
-				err = -errno;
-				pack_error("%s: %s", path, strerror(errno));
-			}
-			break;
+	for (;;) {
+		struct dir_batch *b = scan_pool_next(s->pool, d);
+		bool last = b->last;
+
+		for (size_t i = 0; !err && i < b->count; i++) {
+			err = add_entry(s, d, sd, dir, &b->entries[i], path, path_len, rel, depth);
+			path[path_len] = '\0';
 		}
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-			continue;
-		err = scan_entry(s, dirfd, sd, dir, de->d_name, path, path_len, rel, depth);
-		path[path_len] = '\0';
+		if (!err && b->err) {
+			err = b->err;
+			if (err == -ESTALE)
+				pack_error("%s: replaced while being scanned", path);
+			else
+				pack_error("%s: %s", path, strerror(-err));
+		}
+		scan_batch_free(b);
+		if (err || last)
+			break;
 	}
-	closedir(d);
+	/* After a failure the pool frees it, once no thread can be listing it. */
+	if (!err)
+		scan_pool_dir_done(s->pool, d);
 	return err;
 }
 
-int scan_dir(struct pack_tree *t, const char *source, const struct scan_options *o)
+/* The source's root into 'dir': its metadata and xattrs, then the walk below it. */
+static int scan_root(struct dir_scan *s, const char *source, char *path, size_t len)
 {
-	struct dir_scan *s = calloc(1, sizeof(*s));
+	struct pack_tree *t = s->tree;
+	const struct scan_options *o = s->opt;
 	struct pack_inode root_meta = { 0 }, *dir;
-	char *path = malloc(PATH_MAX);
 	struct pack_srcdir *top;
-	struct xattr_src xs;
+	struct listed_dir *d;
 	struct stat st;
-	size_t len = strlen(source);
 	int fd, err;
 
-	if (!path || !s) {
-		free(path);
-		free(s);
-		return -ENOMEM;
-	}
-	s->tree = t;
-	s->opt = o;
-	while (len > 1 && source[len - 1] == '/')
-		len--;
-	if (len >= PATH_MAX) {
-		free(path);
-		free(s);
-		pack_error("%s: path too long", source);
-		return -ENAMETOOLONG;
-	}
-	memcpy(path, source, len);
-	path[len] = '\0';
 	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0 || fstat(fd, &st) < 0) {
 		err = -errno;
 		pack_error("%s: %s", source, strerror(errno));
 		if (fd >= 0)
 			close(fd);
-		free(path);
-		free(s);
 		return err;
 	}
 	/* The tree takes the root's descriptor: the data phase opens everything through it. */
 	top = tree_srcdir_add(t, NULL, "", path, st.st_dev, st.st_ino, fd);
 	if (!top) {
 		close(fd);
-		free(path);
-		free(s);
 		pack_error("out of memory");
 		return -ENOMEM;
 	}
 	s->root_dev = st.st_dev;
 	set_metadata(&root_meta, &st);
-	xs.fd = fd;
-	if (o->xattrs && read_xattrs(s, &xs, &root_meta.xattrs) < 0)
+	if (o->xattrs && scan_pool_fd_xattrs(s->pool, fd, &root_meta.xattrs) < 0)
 		pack_warn("%s: cannot read xattrs", source);
 	dir = t->root;
 	if (o->as_name) {
@@ -588,8 +455,6 @@ int scan_dir(struct pack_tree *t, const char *source, const struct scan_options 
 			dir = tree_insert(t, t->root, o->as_name, strlen(o->as_name), dir);
 		if (!dir) {
 			tree_xattrs_free(&root_meta.xattrs);
-			free(s);
-			free(path);
 			pack_error("out of memory");
 			return -ENOMEM;
 		}
@@ -602,8 +467,42 @@ int scan_dir(struct pack_tree *t, const char *source, const struct scan_options 
 	dir->xattrs = root_meta.xattrs;
 
 	/* Exclude patterns see paths relative to the source: "sub/file", without the leading '/'. */
-	err = scan_tree(s, fd, top, dir, path, len, len + 1, 0);
-	free(s->links.links);
+	d = scan_pool_add(s->pool, NULL, fd, false, path, len, len + 1, s->root_dev, &st);
+	if (!d) {
+		pack_error("out of memory");
+		return -ENOMEM;
+	}
+	return scan_tree(s, d, top, dir, path, len, len + 1, 0);
+}
+
+int scan_dir(struct pack_tree *t, const char *source, const struct scan_options *o)
+{
+	struct dir_scan *s = calloc(1, sizeof(*s));
+	char *path = malloc(PATH_MAX);
+	size_t len = strlen(source);
+	int err = -ENOMEM;
+
+	if (!path || !s || scan_pool_start(&s->pool, o) < 0) {
+		pack_error("out of memory");
+		goto out;
+	}
+	s->tree = t;
+	s->opt = o;
+	while (len > 1 && source[len - 1] == '/')
+		len--;
+	if (len >= PATH_MAX) {
+		pack_error("%s: path too long", source);
+		err = -ENAMETOOLONG;
+		goto out;
+	}
+	memcpy(path, source, len);
+	path[len] = '\0';
+	err = scan_root(s, source, path, len);
+out:
+	if (s) {
+		scan_pool_stop(s->pool);
+		free(s->links.links);
+	}
 	free(s);
 	free(path);
 	return err;
@@ -912,9 +811,13 @@ int scan_paths(struct pack_tree *t, const char *const *paths, size_t count, bool
 	char *path = malloc(PATH_MAX);
 	int err = ps.s && path ? 0 : -ENOMEM;
 
+	if (!err)
+		err = scan_pool_start(&ps.s->pool, o);
 	if (!err) {
 		ps.s->tree = t;
 		ps.s->opt = o;
+	} else {
+		pack_error("out of memory");
 	}
 	for (size_t i = 0; !err && i < count; i++)
 		err = scan_one_path(&ps, paths[i], recurse, path);
@@ -931,8 +834,10 @@ int scan_paths(struct pack_tree *t, const char *const *paths, size_t count, bool
 		free(ps.prefixes[i].name);
 	free(ps.dirs);
 	free(ps.dir_sd);
-	if (ps.s)
+	if (ps.s) {
+		scan_pool_stop(ps.s->pool);
 		free(ps.s->links.links);
+	}
 	free(ps.s);
 	free(path);
 	return err;

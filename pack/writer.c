@@ -63,6 +63,7 @@ static int read_sources(const struct pack_options *o, struct pack_tree *t, struc
 		.one_file_system = o->one_file_system,
 		.one_file_system_x = o->one_file_system_x,
 		.ignore_archive_root = o->fake_root,
+		.threads = o->jobs,
 	};
 	int err = 0;
 

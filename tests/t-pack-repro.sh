@@ -7,7 +7,7 @@
 
 T=$WORK/pack-repro
 rm -rf "$T" && mkdir -p "$T"
-trap 'umount "$T/fs" 2>/dev/null; rm -rf "$T"' EXIT
+trap 'umount "$T/fs" "$T/scan/src/w/d20/e10/loop" 2>/dev/null; rm -rf "$T"' EXIT
 fixtures_build || { not_ok "fixtures build"; exit 1; }
 
 for j in 1 2 7; do
@@ -56,3 +56,62 @@ check "copies made in another order give identical images" cmp -s "$T/sorted.sqf
 sleep 1
 $QUASH pack -q "$T/fs/sorted" "$T/again.sqfs"
 check "packing again later gives the identical image" cmp -s "$T/sorted.sqfs" "$T/again.sqfs"
+
+# The scan lists directories ahead of the walk on -j threads (pack/scan_pool.c):
+# a tree of more directories than it lists ahead, one directory of many
+# getdents64 buffers, hard links across directories, excludes, xattrs.
+S=$T/scan/src
+python3 - "$S" <<'PY'
+import os, sys
+root = sys.argv[1]
+os.makedirs(root + "/big")
+for i in range(3000):
+    p = "%s/big/%04d-%s" % (root, i, "n" * 50)
+    with open(p, "wb") as f:
+        f.write(b"" if i % 97 == 0 else (b"%d " % i) * (i % 13))
+for d in range(30):
+    for e in range(20):
+        p = "%s/w/d%02d/e%02d" % (root, d, e)
+        os.makedirs(p)
+        for k in range(5):
+            with open("%s/f%d%s" % (p, k, ".skip" if k == 4 and e % 3 == 0 else ""), "wb") as f:
+                f.write(b"%d/%d/%d" % (d, e, k))
+        os.symlink("../e%02d/f0" % ((e + 1) % 20), p + "/sl")
+for i in range(0, 3000, 300):
+    os.link("%s/big/%04d-%s" % (root, i, "n" * 50), "%s/w/d%02d/e07/hl%d" % (root, i // 300, i))
+os.mkfifo(root + "/w/d00/fifo")
+for dirpath, dirs, files in os.walk(root):
+    os.utime(dirpath, (1600000000, 1600000000))
+    for n in files:
+        os.utime(os.path.join(dirpath, n), (1600000001, 1600000001), follow_symlinks=False)
+PY
+setfattr -n user.scan -v dir "$S/w/d03" 2>/dev/null && setfattr -n user.scan -v empty "$S/big/0000-$(printf 'n%.0s' {1..50})" 2>/dev/null
+touch -d @1600000000 "$S/w/d03" "$S/w" "$S/big"
+for j in 1 2 7; do
+	$QUASH pack -q -j $j -b 16K --exclude 'w/d05' --exclude '*.skip' "$S" "$T/scan-j$j.sqfs" ||
+		not_ok "pack the scan tree with -j $j"
+done
+check "scan tree: -j 1 and -j 2 give identical images" cmp -s "$T/scan-j1.sqfs" "$T/scan-j2.sqfs"
+check "scan tree: -j 1 and -j 7 give identical images" cmp -s "$T/scan-j1.sqfs" "$T/scan-j7.sqfs"
+$QUASH_ASAN pack -q -j 4 -b 16K --exclude 'w/d05' --exclude '*.skip' "$S" "$T/scan-asan.sqfs" 2>"$T/scan-asan.log"
+check "scan tree: the sanitizer build with -j 4 gives the same image" cmp -s "$T/scan-j1.sqfs" "$T/scan-asan.sqfs"
+(cd "$S" && find . -mindepth 1 ! -path './w/d05' ! -path './w/d05/*' ! -name '*.skip' | sed 's|^\./||' | sort) >"$T/scan-want"
+unsquashfs -l -d '' "$T/scan-j7.sqfs" 2>/dev/null | grep -v '^$' | sed -n 's|^/||p' | sort >"$T/scan-got"
+check "scan tree: the image holds every entry not excluded ($(wc -l <"$T/scan-want"))" cmp -s "$T/scan-want" "$T/scan-got"
+ln -sf "$QUASH" "$T/mksquashfs"
+"$T/mksquashfs" "$S" "$T/scan-p1.sqfs" -noappend -quiet -no-progress -processors 1 -b 16K -mkfs-time 7 >/dev/null 2>&1 &&
+"$T/mksquashfs" "$S" "$T/scan-p5.sqfs" -noappend -quiet -no-progress -processors 5 -b 16K -mkfs-time 7 >/dev/null 2>&1
+check "scan tree: mksquashfs -processors 1 and 5 give identical images" cmp -s "$T/scan-p1.sqfs" "$T/scan-p5.sqfs"
+
+# A directory that contains itself (a bind mount) deep below what is listed
+# ahead: the same one line and exit status whatever the thread count.
+mkdir -p "$S/w/d20/e10/loop" && mount --bind "$S/w/d20" "$S/w/d20/e10/loop" || not_ok "bind mount a loop"
+for j in 1 7; do
+	$QUASH_ASAN pack -q -j $j "$S" "$T/loop.sqfs" 2>"$T/loop-j$j.err"
+	echo "exit $?" >>"$T/loop-j$j.err"
+done
+umount "$S/w/d20/e10/loop"
+check "a directory loop: one line and exit 1 with -j 1" \
+	test "$(cat "$T/loop-j1.err")" = "quash: pack: $S/w/d20/e10/loop: directory contains itself (not followed)
+exit 1"
+check "a directory loop: the same with -j 7" cmp -s "$T/loop-j1.err" "$T/loop-j7.err"
