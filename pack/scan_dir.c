@@ -32,6 +32,7 @@
 
 #include "scan.h"
 #include "scan_pool.h"
+#include "srcdir.h"
 #include "squashfs_fs.h"
 #include "pack_util.h"
 
@@ -636,16 +637,7 @@ static int prefix_srcdir(struct path_scan *ps, const char *prefix, struct pack_s
 /* A directory below a srcdir, opened by name as the walk opens everything (no symlinks followed). */
 static int open_subdir(int dirfd, const char *name, const struct pack_srcdir *want)
 {
-	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	struct stat st;
-
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) < 0 || st.st_dev != want->dev || st.st_ino != want->ino) {
-		close(fd);
-		return -ESTALE;
-	}
-	return fd;
+	return srcdir_open_checked(dirfd, name, O_RDONLY, want->dev, want->ino);
 }
 
 /* A directory of the tree a whole directory's scan made: its srcdir, found again by name. */

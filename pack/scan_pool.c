@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "scan_pool.h"
+#include "srcdir.h"
 
 /* A directory being listed: its batches not yet taken by the walk, and where it is. */
 struct listed_dir {
@@ -313,16 +314,10 @@ static void dir_free(struct listed_dir *d)
 /* Open a directory listed by its parent again, and check it is the one listed. */
 static int reopen_dir(struct listed_dir *d)
 {
-	const char *name = strrchr(d->path, '/') + 1;
-	struct stat st;
-	int fd = openat(d->parent->fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = srcdir_open_checked(d->parent->fd, strrchr(d->path, '/') + 1, O_RDONLY, d->dev, d->ino);
 
 	if (fd < 0)
-		return errno == ENOTDIR || errno == ELOOP ? -ESTALE : -errno;
-	if (fstat(fd, &st) < 0 || st.st_dev != d->dev || st.st_ino != d->ino) {
-		close(fd);
-		return -ESTALE;
-	}
+		return fd;
 	d->fd = fd;
 	d->own_fd = true;
 	return 0;

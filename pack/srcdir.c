@@ -49,19 +49,24 @@ static int cache_put(struct srcdir_cache *c, const struct pack_srcdir *d, int fd
 	return fd;
 }
 
-/* Open 'name' in 'dirfd' as a directory and check it is the scan's 'd'. */
-static int open_step(int dirfd, const struct pack_srcdir *d)
+int srcdir_open_checked(int dirfd, const char *name, int flags, dev_t dev, ino_t ino)
 {
-	int fd = openat(dirfd, d->name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = openat(dirfd, name, flags | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	struct stat st;
 
 	if (fd < 0)
 		return errno == ENOTDIR || errno == ELOOP ? -ESTALE : -errno;
-	if (fstat(fd, &st) < 0 || st.st_dev != d->dev || st.st_ino != d->ino) {
+	if (fstat(fd, &st) < 0 || st.st_dev != dev || st.st_ino != ino) {
 		close(fd);
 		return -ESTALE;
 	}
 	return fd;
+}
+
+/* Open 'name' in 'dirfd' as a directory and check it is the scan's 'd'. */
+static int open_step(int dirfd, const struct pack_srcdir *d)
+{
+	return srcdir_open_checked(dirfd, d->name, O_PATH, d->dev, d->ino);
 }
 
 /* A descriptor for directory 'd', valid until the next call. */

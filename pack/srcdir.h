@@ -34,6 +34,14 @@ void srcdir_cache_init(struct srcdir_cache *c);
 void srcdir_cache_clear(struct srcdir_cache *c);
 
 /*
+ * Open directory 'name' of 'dirfd' (with 'flags': O_RDONLY or O_PATH; never
+ * following a symlink) and check it is the (dev, ino) the scan found.  A
+ * descriptor, -ESTALE if something else is there now, or -errno.  Every
+ * directory pack opens below a source's root goes through here.
+ */
+int srcdir_open_checked(int dirfd, const char *name, int flags, dev_t dev, ino_t ino);
+
+/*
  * Open a scanned regular file for reading (its u.file.content and
  * tree_file_name()).  A descriptor, or -errno; -ESTALE when a directory on
  * the way or the file itself is not what the scan saw (other (dev, ino),
