@@ -29,10 +29,28 @@
 #define QC_NEGATIVE_TIMEOUT 1.0     /* s a missing name stays missing in the kernel */
 #define QC_DIR_ATTR_TIMEOUT 1.0     /* s a catalog directory's attributes (nlink, mtime) hold */
 
-struct ctl_file {                   /* an open control file: its text, made at open */
+/*
+ * An open control file: its text, made at open.  Counted, because the
+ * reply to the last read is still in our writev() when the kernel, which
+ * copied the bytes before it returned, lets the reader close and sends
+ * RELEASE to another worker.  The reads hold a reference across their
+ * reply; the open holds one until RELEASE.  (ASan's writev interceptor
+ * checks the iovec after the call returns, which caught this: the one
+ * place a reply's bytes belonged to the file handle.)
+ */
+struct ctl_file {
 	char *text;
 	size_t len;
+	int refs;
 };
+
+static void ctl_file_put(struct ctl_file *f)
+{
+	if (__atomic_sub_fetch(&f->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+		free(f->text);
+		free(f);
+	}
+}
 
 static inline struct qm_fs *fs_of(fuse_req_t req)
 {
@@ -183,12 +201,11 @@ static void ctl_open(fuse_req_t req, fuse_ino_t nodeid, struct fuse_file_info *f
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
+	f->refs = 1;
 	fi->fh = (uintptr_t)f;
 	fi->direct_io = 1;          /* the size is not known to stat: read to the end */
-	if (fuse_reply_open(req, fi) != 0) {
-		free(f->text);
-		free(f);
-	}
+	if (fuse_reply_open(req, fi) != 0)
+		ctl_file_put(f);
 }
 
 static void op_open(fuse_req_t req, fuse_ino_t nodeid, struct fuse_file_info *fi)
@@ -218,10 +235,7 @@ static void op_release(fuse_req_t req, fuse_ino_t nodeid, struct fuse_file_info 
 	struct qc_image *im;
 
 	if (is_ctl(nodeid)) {
-		struct ctl_file *f = (struct ctl_file *)(uintptr_t)fi->fh;
-
-		free(f->text);
-		free(f);
+		ctl_file_put((struct ctl_file *)(uintptr_t)fi->fh);
 		fuse_reply_err(req, 0);
 		return;
 	}
@@ -240,10 +254,12 @@ static void op_read(fuse_req_t req, fuse_ino_t nodeid, size_t size, off_t off, s
 	if (is_ctl(nodeid)) {
 		struct ctl_file *f = (struct ctl_file *)(uintptr_t)fi->fh;
 
+		__atomic_add_fetch(&f->refs, 1, __ATOMIC_RELAXED);
 		if (off < 0 || (size_t)off >= f->len)
 			fuse_reply_buf(req, NULL, 0);
 		else
 			fuse_reply_buf(req, f->text + off, f->len - (size_t)off < size ? f->len - (size_t)off : size);
+		ctl_file_put(f);
 		return;
 	}
 	if ((im = pin(req, nodeid))) {
