@@ -190,11 +190,9 @@ static int load_file(struct loader *l, const struct qs_inode *qi, struct pack_in
 	int err;
 
 	inode->u.file.size = qi->size;
-	inode->u.file.blocks_start = qi->u.file.blocks_start;
 	inode->u.file.block_count = count;
 	inode->u.file.fragment = qi->u.file.fragment;
 	inode->u.file.frag_offset = qi->u.file.frag_offset;
-	inode->u.file.sparse = qi->u.file.sparse;
 	inode->u.file.data_done = true;
 	b->files++;
 	b->bytes += qi->size;
@@ -203,13 +201,18 @@ static int load_file(struct loader *l, const struct qs_inode *qi, struct pack_in
 		corrupt(b, "a file names a fragment that does not exist");
 		return -EIO;
 	}
+	/* Kept as stored, even a start or sparse count the file's no blocks make moot. */
+	if (count || qi->u.file.blocks_start || qi->u.file.sparse) {
+		err = blocks_new(&inode->u.file.blocks, count);
+		if (err) {
+			pack_error("out of memory");
+			return err;
+		}
+		inode->u.file.blocks->start = qi->u.file.blocks_start;
+		inode->u.file.blocks->sparse = qi->u.file.sparse;
+	}
 	if (count == 0)
 		return 0;
-	err = block_list_init(&inode->u.file.blocks, count);
-	if (err) {
-		pack_error("out of memory");
-		return err;
-	}
 	err = qs_file_open(b->img, qi, &f);
 	for (uint32_t p = 0; !err && p * (uint64_t)BLOCK_LIST_PAGE < count; p++) {
 		uint32_t first = p * BLOCK_LIST_PAGE;
@@ -222,7 +225,7 @@ static int load_file(struct loader *l, const struct qs_inode *qi, struct pack_in
 			any |= l->words[i] != 0;
 		}
 		if (!err && any) {
-			uint32_t *slot = block_list_slot(&inode->u.file.blocks, first);
+			uint32_t *slot = blocks_slot(inode->u.file.blocks, first);
 
 			if (!slot)
 				err = -ENOMEM;
@@ -264,9 +267,10 @@ static int load_inode(struct loader *l, const struct qs_inode *qi, struct pack_i
 	if (qi->xattr != QS_NO_XATTR) {
 		err = qs_xattr_list(l->b->img, qi, &xa, &nx);
 		for (size_t i = 0; !err && i < nx; i++)
-			err = tree_xattrs_add(&inode->xattrs, xa[i].name, xa[i].value, xa[i].value_len);
+			err = tree_xattr_add(inode, xa[i].name, xa[i].value, xa[i].value_len);
 		qs_xattr_free(xa, nx);
-		tree_xattrs_normalize(&inode->xattrs);
+		if (inode->xattrs)
+			tree_xattrs_normalize(inode->xattrs);
 	}
 	if (!err && qi->type == QS_SYMLINK) {
 		inode->u.symlink.target = malloc((size_t)qi->size + 1);
@@ -364,7 +368,7 @@ static int dirent_ptr_cmp(const void *a, const void *b)
 {
 	const struct pack_dirent *x = *(struct pack_dirent *const *)a, *y = *(struct pack_dirent *const *)b;
 
-	return strcmp(x->name, y->name);
+	return strcmp(tree_dirent_name(x), tree_dirent_name(y));
 }
 
 /* mksquashfs: "Source directory entry NAME already used! - trying NAME_1". */
@@ -385,15 +389,15 @@ static int rename_collisions(struct append_base *b, struct pack_tree *t, char **
 		unsigned k;
 		int len = 0;
 
-		if (!old_has(old, nold, d->name))
+		if (!old_has(old, nold, tree_dirent_name(d)))
 			continue;
 		for (k = 1; k <= APPEND_RENAME_MAX; k++) {
-			len = snprintf(name, sizeof(name), "%s_%u", d->name, k);
+			len = snprintf(name, sizeof(name), "%s_%u", tree_dirent_name(d), k);
 			if (!old_has(old, nold, name) && !tree_lookup(t, root, name, (size_t)len))
 				break;
 		}
 		if (k > APPEND_RENAME_MAX || len > SQFS_NAME_MAX) {
-			pack_error("%s: cannot append: no free name for %s (NAME_N)", b->name, d->name);
+			pack_error("%s: cannot append: no free name for %s (NAME_N)", b->name, tree_dirent_name(d));
 			err = -ENAMETOOLONG;
 			break;
 		}

@@ -296,6 +296,8 @@ int data_writer_start(const struct data_config *cfg, struct pack_sink *sink, str
 		err = dedup_init(&w->dedup);
 	if (!err)
 		err = tree_walk_files(tree->root, prepare_file, &pr);
+	if (!err && cfg->dedup)
+		err = dedup_reserve(w->dedup);
 	if (!err && cfg->dedup && cfg->stored)
 		err = tree_walk_files(tree->root, index_stored, w);
 	if (!err)
@@ -353,7 +355,7 @@ static int write_blocks(struct data_writer *w, struct pack_inode *file, struct c
 			uint32_t next = data / bs < file->u.file.block_count ? (uint32_t)(data / bs) : file->u.file.block_count;
 			uint64_t end = (uint64_t)next * bs < size ? (uint64_t)next * bs : size;
 
-			file->u.file.sparse += end - off;
+			file->u.file.blocks->sparse += end - off;
 			progress_add(end - off, 0);
 			i = next - 1;
 			continue;
@@ -366,16 +368,16 @@ static int write_blocks(struct data_writer *w, struct pack_inode *file, struct c
 			return err;
 		if (w->cfg.sparse && all_zero(job->in, len)) {
 			/* The slot taken is simply reused by the next pipeline_get(). */
-			file->u.file.sparse += len;
+			file->u.file.blocks->sparse += len;
 			progress_add(len, 0);
 			continue;
 		}
 		job->len = len;
-		job->size_slot = block_list_slot(&file->u.file.blocks, i);
+		job->size_slot = blocks_slot(file->u.file.blocks, i);
 		if (!job->size_slot)
 			return -ENOMEM;
 		if (!positioned)
-			job->pos_slot = &file->u.file.blocks_start;
+			job->pos_slot = &file->u.file.blocks->start;
 		positioned = true;
 		pipeline_submit(w->pipe, job);
 	}
@@ -385,7 +387,7 @@ static int write_blocks(struct data_writer *w, struct pack_inode *file, struct c
 
 		if (!job)
 			return -EIO;
-		job->pos_slot = &file->u.file.blocks_start;
+		job->pos_slot = &file->u.file.blocks->start;
 		pipeline_submit(w->pipe, job);
 	}
 	return 0;
@@ -419,21 +421,21 @@ static int read_xattrs(struct data_writer *w, struct pack_inode *file, struct co
 	if (!err)
 		tree_xattrs_filter(&own, w->cfg.xattrs_include, w->cfg.xattrs_exclude);
 	for (uint32_t i = 0; !err && i < own.count; i++) {
-		for (uint32_t k = 0; k < file->xattrs.count; k++) {
-			if (strcmp(own.list[i].name, file->xattrs.list[k].name) == 0) {
+		for (uint32_t k = 0; k < tree_xattrs(file)->count; k++) {
+			if (strcmp(own.list[i].name, file->xattrs->list[k].name) == 0) {
 				pack_error("-xattrs-add %s: a file has that xattr already (as mksquashfs, refused)",
 					   own.list[i].name);
 				err = -EEXIST;
 				break;
 			}
 		}
-		if (!err && tree_xattrs_add(&file->xattrs, own.list[i].name, own.list[i].value, own.list[i].len)) {
+		if (!err && tree_xattr_add(file, own.list[i].name, own.list[i].value, own.list[i].len)) {
 			pack_error("out of memory");
 			err = -ENOMEM;
 		}
 	}
 	if (!err && own.count)
-		tree_xattrs_normalize(&file->xattrs);
+		tree_xattrs_normalize(file->xattrs);
 	tree_xattrs_free(&own);
 	return err;
 }
@@ -481,8 +483,8 @@ int data_write_file(struct data_writer *w, struct pack_inode *file)
 			return 0;
 		}
 	}
-	if (!err)
-		err = block_list_init(&file->u.file.blocks, file->u.file.block_count);
+	if (!err && file->u.file.block_count)
+		err = blocks_new(&file->u.file.blocks, file->u.file.block_count);
 	if (!err)
 		err = write_blocks(w, file, &c);
 	if (!err && frag)

@@ -27,12 +27,20 @@ struct size_class {
 struct dedup_index {
 	struct size_class *table;
 	size_t size, used;
+	size_t candidates;          /* files whose size another file has: what dedup_add() may take */
 	struct pack_inode **files;  /* written files by (size, hash); NULL: empty slot */
 	size_t files_size, files_used;
 };
 
-/* Slots per written file at most: probes stay short, 16 bytes per file. */
-#define DEDUP_FILES_LOAD 2
+/*
+ * Slots per written file at most, as a fraction: probes stay short (5 for
+ * a miss, 2 for a hit, on average), 12 bytes per file.  The table is made
+ * this size for every candidate before the first file is written
+ * (dedup_reserve()), any size, not a power of two: a million candidates
+ * took 16 MiB at 2 slots each, and 24 MiB at the moment it doubled.
+ */
+#define DEDUP_FILES_LOAD_NUM 3
+#define DEDUP_FILES_LOAD_DEN 2
 
 static size_t slot_of(uint64_t size, size_t table_size)
 {
@@ -106,6 +114,7 @@ int dedup_count_size(struct dedup_index *d, uint64_t size)
 		d->used++;
 	}
 	c->count++;
+	d->candidates += c->count == 2 ? 2 : c->count > 2;
 	return 0;
 }
 
@@ -121,9 +130,17 @@ bool dedup_size_known(struct dedup_index *d, uint64_t size)
 	return find(d, size)->used;
 }
 
+/* The first slot for a key, in a table of any size (Lemire's multiply-shift range reduction). */
 static size_t key_slot(uint64_t size, uint64_t hash, size_t table_size)
 {
-	return slot_of(size ^ (hash * 0xff51afd7ed558ccdull), table_size);
+	uint64_t mixed = (size ^ (hash * 0xff51afd7ed558ccdull)) * 0x9e3779b97f4a7c15ull;
+
+	return (size_t)(((unsigned __int128)mixed * table_size) >> 64);
+}
+
+static size_t next_slot(size_t i, size_t table_size)
+{
+	return i + 1 == table_size ? 0 : i + 1;
 }
 
 static bool same_key(const struct pack_inode *a, const struct pack_inode *b)
@@ -134,11 +151,9 @@ static bool same_key(const struct pack_inode *a, const struct pack_inode *b)
 struct pack_inode *dedup_find(struct dedup_index *d, struct pack_inode *file, dedup_same_fn same, void *arg,
 			      int *err)
 {
-	size_t mask = d->files_size - 1;
-
 	*err = 0;
 	for (size_t i = key_slot(file->u.file.size, file->u.file.hash, d->files_size); d->files[i];
-	     i = (i + 1) & mask) {
+	     i = next_slot(i, d->files_size)) {
 		struct pack_inode *other = d->files[i];
 		int r;
 
@@ -162,13 +177,12 @@ static void files_put(struct pack_inode **table, size_t table_size, struct pack_
 	size_t i = key_slot(file->u.file.size, file->u.file.hash, table_size);
 
 	while (table[i])
-		i = (i + 1) & (table_size - 1);
+		i = next_slot(i, table_size);
 	table[i] = file;
 }
 
-static int files_grow(struct dedup_index *d)
+static int files_resize(struct dedup_index *d, size_t size)
 {
-	size_t size = d->files_size * 2;
 	struct pack_inode **bigger = calloc(size, sizeof(*bigger));
 
 	if (!bigger)
@@ -186,9 +200,17 @@ int dedup_add(struct dedup_index *d, struct pack_inode *file)
 {
 	if (!find(d, file->u.file.size)->used)
 		return 0;
-	if (DEDUP_FILES_LOAD * (d->files_used + 1) > d->files_size && files_grow(d) < 0)
+	if (DEDUP_FILES_LOAD_NUM * (d->files_used + 1) > DEDUP_FILES_LOAD_DEN * d->files_size &&
+	    files_resize(d, 2 * d->files_size) < 0)
 		return -ENOMEM;
 	files_put(d->files, d->files_size, file);
 	d->files_used++;
 	return 0;
+}
+
+int dedup_reserve(struct dedup_index *d)
+{
+	size_t size = (d->files_used + d->candidates) * DEDUP_FILES_LOAD_NUM / DEDUP_FILES_LOAD_DEN + 1;
+
+	return size > d->files_size ? files_resize(d, size) : 0;
 }

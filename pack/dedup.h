@@ -34,6 +34,8 @@ bool dedup_size_known(struct dedup_index *d, uint64_t size);
 /* An earlier written file with file's size and hash and the same bytes, or NULL (or *err). */
 struct pack_inode *dedup_find(struct dedup_index *d, struct pack_inode *file, dedup_same_fn same, void *arg,
 			      int *err);
+/* Make room for every file dedup_count_size() has counted so far, in one allocation. */
+int dedup_reserve(struct dedup_index *d);
 /* Remember a written file (its size and u.file.hash) as a candidate for later ones. */
 int dedup_add(struct dedup_index *d, struct pack_inode *file);
 

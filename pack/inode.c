@@ -86,11 +86,6 @@ int inode_number_tree(struct image_writer *iw, struct pack_tree *t)
 	return iw->export ? 0 : -ENOMEM;
 }
 
-static uint32_t clamp_time(int64_t t)
-{
-	return t < 0 ? 0 : t > UINT32_MAX ? UINT32_MAX : (uint32_t)t;
-}
-
 /* The 16 bytes every inode starts with. */
 static int put_header(struct image_writer *iw, struct pack_inode *inode, int type, uint8_t *p)
 {
@@ -105,7 +100,7 @@ static int put_header(struct image_writer *iw, struct pack_inode *inode, int typ
 	sqfs_put16(p + 2, (uint16_t)(inode->mode & 07777));
 	sqfs_put16(p + 4, uid);
 	sqfs_put16(p + 6, gid);
-	sqfs_put32(p + 8, clamp_time(inode->mtime));
+	sqfs_put32(p + 8, inode->mtime);
 	sqfs_put32(p + 12, inode->ino);
 	return 0;
 }
@@ -113,7 +108,9 @@ static int put_header(struct image_writer *iw, struct pack_inode *inode, int typ
 static int write_file(struct image_writer *iw, struct pack_inode *inode, uint8_t *p)
 {
 	const struct pack_inode *data = inode->u.file.is_dup ? inode->u.file.dup_of : inode;
-	uint64_t start = data->u.file.blocks_start, size = inode->u.file.size;
+	const struct pack_blocks *blocks = data->u.file.blocks;
+	uint64_t start = blocks ? blocks->start : 0, sparse = blocks ? blocks->sparse : 0;
+	uint64_t size = inode->u.file.size;
 	bool has_xattr = inode->xattr_id != SQFS_INVALID_XATTR;
 	uint32_t frag = size ? data->u.file.fragment : SQFS_INVALID_FRAG;
 	uint32_t frag_off = frag == SQFS_INVALID_FRAG ? 0 : data->u.file.frag_offset;
@@ -123,7 +120,7 @@ static int write_file(struct image_writer *iw, struct pack_inode *inode, uint8_t
 	int err;
 
 	if (inode->nlink == 1 && start <= UINT32_MAX && size <= UINT32_MAX && !has_xattr &&
-	    !data->u.file.sparse) {
+	    !sparse) {
 		err = put_header(iw, inode, SQFS_INODE_FILE, p);
 		sqfs_put32(p + 16, (uint32_t)start);
 		sqfs_put32(p + 20, frag);
@@ -134,7 +131,7 @@ static int write_file(struct image_writer *iw, struct pack_inode *inode, uint8_t
 		err = put_header(iw, inode, SQFS_INODE_EXT_FILE, p);
 		sqfs_put64(p + 16, start);
 		sqfs_put64(p + 24, size);
-		sqfs_put64(p + 32, data->u.file.sparse);
+		sqfs_put64(p + 32, sparse);
 		sqfs_put32(p + 40, inode->nlink);
 		sqfs_put32(p + 44, frag);
 		sqfs_put32(p + 48, frag_off);
@@ -148,7 +145,7 @@ static int write_file(struct image_writer *iw, struct pack_inode *inode, uint8_t
 		return err;
 	/* Page by page: a page of holes is a run of zero words, written without memory. */
 	for (uint32_t pg = 0; !err && pg <= (count - 1) / BLOCK_LIST_PAGE; pg++) {
-		const uint32_t *page = block_list_page(&data->u.file.blocks, pg);
+		const uint32_t *page = blocks_page(blocks, pg);
 		uint32_t first = pg * BLOCK_LIST_PAGE;
 		uint32_t n = count - first < BLOCK_LIST_PAGE ? count - first : BLOCK_LIST_PAGE;
 

@@ -385,7 +385,7 @@ static int parse_default_dir(const char *s, struct pack_inode *d)
 	d->mode = S_IFDIR | (uint32_t)mode;
 	d->uid = (uint32_t)uid;
 	d->gid = (uint32_t)gid;
-	d->mtime = type == 'D' ? (int64_t)t : time(NULL);
+	d->mtime = tree_time(type == 'D' ? (int64_t)t : time(NULL));
 	return 0;
 }
 

@@ -27,6 +27,7 @@ struct pipeline_job {
 	uint64_t *pos_slot;         /* gets the image offset of the block, or NULL */
 	/* Owned by the pipeline. */
 	uint8_t *out;
+	uint32_t buf;               /* the pair in and out are */
 	ssize_t out_len;
 	int state;
 };

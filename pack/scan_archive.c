@@ -191,9 +191,9 @@ static struct pack_inode *clone_inode(struct pack_tree *t, const struct pack_ino
 	inode->mtime = from->mtime;
 	if (!tree_is_reg(from) && !tree_is_dir(from) && !tree_is_symlink(from))
 		tree_set_rdev(inode, from->u.dev.rdev);
-	for (uint32_t i = 0; ok && i < from->xattrs.count; i++)
-		ok = tree_xattrs_add(&inode->xattrs, from->xattrs.list[i].name, from->xattrs.list[i].value,
-				     from->xattrs.list[i].len) == 0;
+	for (uint32_t i = 0; ok && i < tree_xattrs(from)->count; i++)
+		ok = tree_xattr_add(inode, from->xattrs->list[i].name, from->xattrs->list[i].value,
+				    from->xattrs->list[i].len) == 0;
 	if (tree_is_reg(from)) {
 		inode->u.file.content.spool_offset = from->u.file.content.spool_offset;
 		inode->u.file.size = from->u.file.size;
@@ -260,7 +260,7 @@ static int make_inode(struct archive_scan *s, struct archive_entry *e, struct pa
 		return -ENOMEM;
 	inode->uid = (uint32_t)archive_entry_uid(e);
 	inode->gid = (uint32_t)archive_entry_gid(e);
-	inode->mtime = archive_entry_mtime(e);
+	inode->mtime = tree_time(archive_entry_mtime(e));
 	if ((mode & AE_IFMT) == AE_IFLNK) {
 		const char *target = archive_entry_symlink(e);
 
@@ -275,8 +275,12 @@ static int make_inode(struct archive_scan *s, struct archive_entry *e, struct pa
 
 		tree_set_rdev(inode, (mi & 0xff) | (ma & 0xfff) << 8 | (mi & ~0xffu) << 12);
 	}
-	if (!err)
-		err = read_xattrs(s, e, &inode->xattrs);
+	if (!err) {
+		struct pack_xattrs x = { 0 };
+
+		err = read_xattrs(s, e, &x);
+		err = err ? (tree_xattrs_free(&x), err) : tree_set_xattrs(inode, &x);
+	}
 	if (!err && (mode & AE_IFMT) == AE_IFREG) {
 		int64_t size = archive_entry_size_is_set(e) ? archive_entry_size(e) : 0;
 
@@ -357,10 +361,9 @@ static int add_entry(struct archive_scan *s, struct archive_entry *e)
 				s->tree->root->uid = inode->uid;
 				s->tree->root->gid = inode->gid;
 				s->tree->root->mtime = inode->mtime;
-				tree_xattrs_free(&s->tree->root->xattrs);
+				tree_drop_xattrs(s->tree->root);
 				s->tree->root->xattrs = inode->xattrs;
-				inode->xattrs.list = NULL;
-				inode->xattrs.count = 0;
+				inode->xattrs = NULL;
 				tree_inode_put(NULL, inode);
 			}
 		}

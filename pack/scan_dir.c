@@ -245,10 +245,10 @@ static int link_remember(struct link_table *t, dev_t dev, ino_t ino, struct pack
 
 static void set_metadata(struct pack_inode *inode, const struct stat *st)
 {
-	inode->mode = st->st_mode;
+	inode->mode = (uint16_t)st->st_mode;
 	inode->uid = st->st_uid;
 	inode->gid = st->st_gid;
-	inode->mtime = st->st_mtim.tv_sec;
+	inode->mtime = tree_time(st->st_mtim.tv_sec);
 }
 
 static int scan_tree(struct dir_scan *s, struct listed_dir *d, struct pack_srcdir *sd, struct pack_inode *dir,
@@ -258,6 +258,7 @@ static int scan_tree(struct dir_scan *s, struct listed_dir *d, struct pack_srcdi
 static int make_inode(struct dir_scan *s, struct pack_srcdir *sd, struct scan_entry *e, struct pack_inode **out)
 {
 	const struct stat *st = &e->st;
+	int err;
 	struct pack_inode *inode = S_ISREG(st->st_mode) ? tree_file_new(s->tree, st->st_mode, e->name, e->name_len)
 							: tree_inode_new(s->tree, st->st_mode);
 
@@ -268,7 +269,6 @@ static int make_inode(struct dir_scan *s, struct pack_srcdir *sd, struct scan_en
 	if (S_ISREG(st->st_mode)) {
 		inode->u.file.size = (uint64_t)st->st_size;
 		inode->u.file.content.dir = sd;
-		inode->u.file.content.dev = st->st_dev;
 		inode->u.file.content.ino = st->st_ino;
 		inode->u.file.xattrs_pending = e->xattrs_pending;
 	} else if (S_ISLNK(st->st_mode)) {
@@ -277,9 +277,15 @@ static int make_inode(struct dir_scan *s, struct pack_srcdir *sd, struct scan_en
 	} else if (S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode)) {
 		tree_set_rdev(inode, encode_dev(st->st_rdev));
 	}
-	inode->xattrs = e->xattrs;
-	e->xattrs = (struct pack_xattrs){ 0 };
-	return 0;
+	err = tree_set_xattrs(inode, &e->xattrs);
+	if (!err && S_ISREG(st->st_mode))
+		err = tree_set_file_dev(inode, st->st_dev);
+	if (err) {
+		inode->refs = 1;
+		tree_inode_put(s->tree, inode);
+		*out = NULL;
+	}
+	return err;
 }
 
 /* Into directory 'e', which the pool listed already (or, below 'parent', lists now). */
@@ -424,6 +430,7 @@ static int scan_root(struct dir_scan *s, const char *source, char *path, size_t 
 	struct pack_tree *t = s->tree;
 	const struct scan_options *o = s->opt;
 	struct pack_inode root_meta = { 0 }, *dir;
+	struct pack_xattrs root_xattrs = { 0 };
 	struct pack_srcdir *top;
 	struct listed_dir *d;
 	struct stat st;
@@ -446,7 +453,7 @@ static int scan_root(struct dir_scan *s, const char *source, char *path, size_t 
 	}
 	s->root_dev = st.st_dev;
 	set_metadata(&root_meta, &st);
-	if (o->xattrs && scan_pool_fd_xattrs(s->pool, fd, &root_meta.xattrs) < 0)
+	if (o->xattrs && scan_pool_fd_xattrs(s->pool, fd, &root_xattrs) < 0)
 		pack_warn("%s: cannot read xattrs", source);
 	dir = t->root;
 	if (o->as_name) {
@@ -455,7 +462,7 @@ static int scan_root(struct dir_scan *s, const char *source, char *path, size_t 
 		if (dir)
 			dir = tree_insert(t, t->root, o->as_name, strlen(o->as_name), dir);
 		if (!dir) {
-			tree_xattrs_free(&root_meta.xattrs);
+			tree_xattrs_free(&root_xattrs);
 			pack_error("out of memory");
 			return -ENOMEM;
 		}
@@ -464,8 +471,10 @@ static int scan_root(struct dir_scan *s, const char *source, char *path, size_t 
 	dir->uid = root_meta.uid;
 	dir->gid = root_meta.gid;
 	dir->mtime = root_meta.mtime;
-	tree_xattrs_free(&dir->xattrs);
-	dir->xattrs = root_meta.xattrs;
+	if (tree_set_xattrs(dir, &root_xattrs) < 0) {
+		pack_error("out of memory");
+		return -ENOMEM;
+	}
 
 	/* Exclude patterns see paths relative to the source: "sub/file", without the leading '/'. */
 	d = scan_pool_add(s->pool, NULL, fd, false, path, len, len + 1, s->root_dev, &st);
@@ -820,7 +829,7 @@ int scan_paths(struct pack_tree *t, const char *const *paths, size_t count, bool
 		t->root->mode = S_IFDIR | 0777;
 		t->root->uid = getuid();
 		t->root->gid = getgid();
-		t->root->mtime = time(NULL);
+		t->root->mtime = tree_time(time(NULL));
 	}
 	for (size_t i = 0; i < ps.n_prefixes; i++)
 		free(ps.prefixes[i].name);

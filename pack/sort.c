@@ -204,7 +204,7 @@ static int walk(struct sort_walk *w, struct pack_inode *dir, size_t len, int inh
 			continue;               /* longer than any rule: keeps its directory's priority */
 		if (len)
 			w->path[len] = '/';
-		memcpy(w->path + len + (len ? 1 : 0), d->name, d->name_len);
+		memcpy(w->path + len + (len ? 1 : 0), tree_dirent_name(d), d->name_len);
 		w->path[sub] = '\0';
 		r = find_rule(w, w->path);
 		if (r)

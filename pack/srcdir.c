@@ -110,7 +110,7 @@ int srcdir_check_file(int fd, const struct pack_inode *file)
 	const struct pack_content *ct = &file->u.file.content;
 	struct stat st;
 
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_dev != ct->dev || st.st_ino != ct->ino ||
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_dev != tree_file_dev(file) || st.st_ino != ct->ino ||
 	    (uint64_t)st.st_size != file->u.file.size) {
 		close(fd);
 		return -ESTALE;

@@ -62,16 +62,27 @@ static void *arena_alloc(struct pack_tree *t, size_t bytes)
 	return p;
 }
 
+/* A scanned file named as in its source directory: its dirent can use the name the inode keeps. */
+static bool name_is_files(const struct pack_inode *inode, const char *name, size_t len)
+{
+	return tree_is_reg(inode) && inode->u.file.content.dir && memcmp(tree_file_name(inode), name, len) == 0 &&
+	       tree_file_name(inode)[len] == '\0';
+}
+
 static struct pack_dirent *dirent_new(struct pack_tree *t, const char *name, size_t len, struct pack_inode *inode)
 {
-	struct pack_dirent *d = arena_alloc(t, sizeof(*d) + len + 1);
+	bool shared = name_is_files(inode, name, len);
+	struct pack_dirent *d = arena_alloc(t, offsetof(struct pack_dirent, own_name) + (shared ? 0 : len + 1));
 
 	if (!d)
 		return NULL;
 	d->inode = inode;
 	d->name_len = (uint32_t)len;
-	memcpy(d->name, name, len);
-	d->name[len] = '\0';
+	d->name_in_file = shared;
+	if (!shared) {
+		memcpy(d->own_name, name, len);
+		d->own_name[len] = '\0';
+	}
 	return d;
 }
 
@@ -94,7 +105,7 @@ static void lookup_forget(struct pack_inode *dir)
 static void lookup_put(struct pack_inode *dir, uint32_t i)
 {
 	const struct pack_dirent *d = dir->u.dir.children[i];
-	uint32_t mask = dir->u.dir.lookup_size - 1, slot = name_hash(d->name, d->name_len) & mask;
+	uint32_t mask = dir->u.dir.lookup_size - 1, slot = name_hash(tree_dirent_name(d), d->name_len) & mask;
 
 	while (dir->u.dir.lookup[slot])
 		slot = (slot + 1) & mask;
@@ -119,27 +130,54 @@ static int lookup_build(struct pack_inode *dir)
 
 static bool dirent_is(const struct pack_dirent *d, const char *name, size_t len)
 {
-	return d->name_len == len && memcmp(d->name, name, len) == 0;
+	return d->name_len == len && memcmp(tree_dirent_name(d), name, len) == 0;
 }
 
-struct pack_dirent *tree_lookup(struct pack_tree *t, struct pack_inode *dir, const char *name, size_t len)
+/* The index of 'name' among dir's children, or -1. */
+static ssize_t lookup_index(struct pack_inode *dir, const char *name, size_t len)
 {
 	struct pack_dirent **c = dir->u.dir.children;
 	uint32_t mask, slot;
 
-	(void)t;
 	if (dir->u.dir.count > TREE_LINEAR_LOOKUP_MAX && (dir->u.dir.lookup || lookup_build(dir) == 0)) {
 		mask = dir->u.dir.lookup_size - 1;
 		for (slot = name_hash(name, len) & mask; dir->u.dir.lookup[slot]; slot = (slot + 1) & mask)
 			if (dirent_is(c[dir->u.dir.lookup[slot] - 1], name, len))
-				return c[dir->u.dir.lookup[slot] - 1];
-		return NULL;
+				return dir->u.dir.lookup[slot] - 1;
+		return -1;
 	}
 	/* Small, or no memory for a table: one by one. */
 	for (size_t i = 0; i < dir->u.dir.count; i++)
 		if (dirent_is(c[i], name, len))
-			return c[i];
-	return NULL;
+			return (ssize_t)i;
+	return -1;
+}
+
+struct pack_dirent *tree_lookup(struct pack_tree *t, struct pack_inode *dir, const char *name, size_t len)
+{
+	ssize_t i = lookup_index(dir, name, len);
+
+	(void)t;
+	return i < 0 ? NULL : dir->u.dir.children[i];
+}
+
+/*
+ * Child i of 'dir' names 'inode' now, which takes the caller's reference;
+ * 0 or -ENOMEM.  A dirent that used the old inode's name is made anew.
+ */
+static int dirent_retarget(struct pack_tree *t, struct pack_inode *dir, size_t i, struct pack_inode *inode)
+{
+	struct pack_dirent *d = dir->u.dir.children[i];
+
+	if (d->name_in_file) {
+		d = dirent_new(t, tree_dirent_name(d), d->name_len, inode);
+		if (!d)
+			return -ENOMEM;
+	}
+	tree_inode_put(t, dir->u.dir.children[i]->inode);
+	d->inode = inode;
+	dir->u.dir.children[i] = d;
+	return 0;
 }
 
 int tree_init(struct pack_tree *t)
@@ -174,7 +212,7 @@ static struct pack_inode *inode_alloc(struct pack_tree *t, uint32_t mode, size_t
 	if (!inode)
 		return NULL;
 	memset(inode, 0, inode_size(mode));
-	inode->mode = mode;
+	inode->mode = (uint16_t)mode;
 	inode->xattr_id = 0xffffffffu;
 	if (tree_is_reg(inode))
 		inode->u.file.fragment = 0xffffffffu;
@@ -200,6 +238,32 @@ struct pack_inode *tree_file_new(struct pack_tree *t, uint32_t mode, const char 
 const char *tree_file_name(const struct pack_inode *file)
 {
 	return (const char *)file + inode_size(file->mode);
+}
+
+dev_t tree_file_dev(const struct pack_inode *file)
+{
+	const struct pack_srcdir *d = file->u.file.content.dir;
+
+	for (uint32_t i = 0; file->u.file.foreign_dev && i < d->file_dev_count; i++)
+		if (d->file_devs[i].ino == file->u.file.content.ino)
+			return d->file_devs[i].dev;
+	return d->dev;
+}
+
+int tree_set_file_dev(struct pack_inode *file, dev_t dev)
+{
+	struct pack_srcdir *d = file->u.file.content.dir;
+	struct pack_file_dev *p;
+
+	if (dev == d->dev)
+		return 0;
+	p = realloc(d->file_devs, (d->file_dev_count + 1) * sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	d->file_devs = p;
+	p[d->file_dev_count++] = (struct pack_file_dev){ .ino = file->u.file.content.ino, .dev = dev };
+	file->u.file.foreign_dev = true;
+	return 0;
 }
 
 void tree_xattrs_free(struct pack_xattrs *x)
@@ -235,6 +299,39 @@ int tree_xattrs_add(struct pack_xattrs *x, const char *name, const void *value, 
 	return 0;
 }
 
+int tree_set_xattrs(struct pack_inode *inode, struct pack_xattrs *x)
+{
+	tree_drop_xattrs(inode);
+	if (x->count == 0) {
+		tree_xattrs_free(x);
+		return 0;
+	}
+	inode->xattrs = malloc(sizeof(*inode->xattrs));
+	if (!inode->xattrs) {
+		tree_xattrs_free(x);
+		return -ENOMEM;
+	}
+	*inode->xattrs = *x;
+	*x = (struct pack_xattrs){ 0 };
+	return 0;
+}
+
+int tree_xattr_add(struct pack_inode *inode, const char *name, const void *value, size_t len)
+{
+	if (!inode->xattrs && !(inode->xattrs = calloc(1, sizeof(*inode->xattrs))))
+		return -ENOMEM;
+	return tree_xattrs_add(inode->xattrs, name, value, len);
+}
+
+void tree_drop_xattrs(struct pack_inode *inode)
+{
+	if (inode->xattrs) {
+		tree_xattrs_free(inode->xattrs);
+		free(inode->xattrs);
+		inode->xattrs = NULL;
+	}
+}
+
 static void drop_lookups(struct pack_inode *dir)
 {
 	lookup_forget(dir);
@@ -260,11 +357,11 @@ void tree_inode_put(struct pack_tree *t, struct pack_inode *inode)
 		lookup_forget(inode);
 		free(inode->u.dir.index);
 	} else if (tree_is_reg(inode)) {
-		block_list_free(&inode->u.file.blocks, inode->u.file.block_count);
+		blocks_free(inode->u.file.blocks, inode->u.file.block_count);
 	} else if (tree_is_symlink(inode)) {
 		free(inode->u.symlink.target);
 	}
-	tree_xattrs_free(&inode->xattrs);
+	tree_drop_xattrs(inode);
 }
 
 void tree_free(struct pack_tree *t)
@@ -289,6 +386,7 @@ void tree_release(struct pack_tree *t)
 		if (d->root_fd >= 0)
 			close(d->root_fd);
 		free(d->path);
+		free(d->file_devs);
 		free(d);
 	}
 }
@@ -307,6 +405,8 @@ struct pack_srcdir *tree_srcdir_add(struct pack_tree *t, struct pack_srcdir *par
 	d->root_fd = root_fd;
 	d->dev = dev;
 	d->ino = ino;
+	d->file_devs = NULL;
+	d->file_dev_count = 0;
 	memcpy(d->name, name, len + 1);
 	d->next = t->srcdirs;
 	t->srcdirs = d;
@@ -350,39 +450,41 @@ static void dir_take_metadata(struct pack_inode *old, struct pack_inode *inode)
 	old->uid = inode->uid;
 	old->gid = inode->gid;
 	old->mtime = inode->mtime;
-	tree_xattrs_free(&old->xattrs);
+	tree_drop_xattrs(old);
 	old->xattrs = inode->xattrs;
-	inode->xattrs.list = NULL;
-	inode->xattrs.count = 0;
+	inode->xattrs = NULL;
 }
 
 struct pack_inode *tree_insert(struct pack_tree *t, struct pack_inode *dir, const char *name, size_t len,
 			       struct pack_inode *inode)
 {
-	struct pack_dirent *d = tree_lookup(t, dir, name, len);
+	ssize_t i = lookup_index(dir, name, len);
+	struct pack_inode *old = i < 0 ? NULL : dir->u.dir.children[i]->inode;
 
-	if (!d) {
+	if (!old) {
 		if (dirent_add(t, dir, name, len, inode))
 			return inode;
 		inode->refs++;
 		tree_inode_put(t, inode);
 		return NULL;
 	}
-	if (tree_is_dir(d->inode) && tree_is_dir(inode)) {
-		dir_take_metadata(d->inode, inode);
+	if (tree_is_dir(old) && tree_is_dir(inode)) {
+		dir_take_metadata(old, inode);
 		inode->refs++;
 		tree_inode_put(t, inode);
-		return d->inode;
+		return old;
 	}
-	tree_inode_put(t, d->inode);
-	d->inode = inode;
 	inode->refs++;
+	if (dirent_retarget(t, dir, (size_t)i, inode) < 0) {
+		tree_inode_put(t, inode);
+		return NULL;
+	}
 	return inode;
 }
 
 int tree_rename(struct pack_tree *t, struct pack_inode *dir, struct pack_dirent *d, const char *name, size_t len)
 {
-	struct pack_dirent *renamed = dirent_new(t, name, len, d->inode);
+	struct pack_dirent *renamed = dirent_new(t, name, len, d->inode);    /* d may hold the old name */
 
 	if (!renamed)
 		return -ENOMEM;
@@ -396,14 +498,16 @@ int tree_rename(struct pack_tree *t, struct pack_inode *dir, struct pack_dirent 
 int tree_link(struct pack_tree *t, struct pack_inode *dir, const char *name, size_t len,
 	      struct pack_inode *inode)
 {
-	struct pack_dirent *d = tree_lookup(t, dir, name, len);
+	ssize_t i = lookup_index(dir, name, len);
 
-	if (d) {
-		if (d->inode == inode)
+	if (i >= 0) {
+		if (dir->u.dir.children[i]->inode == inode)
 			return 0;
 		inode->refs++;
-		tree_inode_put(t, d->inode);
-		d->inode = inode;
+		if (dirent_retarget(t, dir, (size_t)i, inode) < 0) {
+			inode->refs--;
+			return -ENOMEM;
+		}
 		return 0;
 	}
 	return dirent_add(t, dir, name, len, inode) ? 0 : -ENOMEM;
@@ -451,7 +555,7 @@ static int dirent_cmp(const void *a, const void *b)
 {
 	const struct pack_dirent *x = *(struct pack_dirent *const *)a, *y = *(struct pack_dirent *const *)b;
 	size_t n = x->name_len < y->name_len ? x->name_len : y->name_len;
-	int c = memcmp(x->name, y->name, n);
+	int c = memcmp(tree_dirent_name(x), tree_dirent_name(y), n);
 
 	if (c)
 		return c;
@@ -505,17 +609,17 @@ static int add_xattrs(struct pack_inode *inode, const struct pack_overrides *o)
 
 		if (strncmp(a->name, "user.", 5) == 0 && !file_or_dir)
 			continue;   /* man 7 xattr: user.* is for files and directories */
-		for (uint32_t k = 0; k < inode->xattrs.count; k++) {
-			if (strcmp(inode->xattrs.list[k].name, a->name) == 0) {
+		for (uint32_t k = 0; k < tree_xattrs(inode)->count; k++) {
+			if (strcmp(inode->xattrs->list[k].name, a->name) == 0) {
 				pack_error("-xattrs-add %s: a file has that xattr already (as mksquashfs, refused)",
 					   a->name);
 				return -EEXIST;
 			}
 		}
-		err = tree_xattrs_add(&inode->xattrs, a->name, a->value, a->len);
+		err = tree_xattr_add(inode, a->name, a->value, a->len);
 	}
-	if (!err && o->xattrs_add_count)
-		tree_xattrs_normalize(&inode->xattrs);
+	if (!err && inode->xattrs)
+		tree_xattrs_normalize(inode->xattrs);
 	return err;
 }
 
@@ -532,15 +636,14 @@ static int apply_overrides(struct pack_inode *inode, const struct pack_overrides
 	if (o->mode >= 0)
 		inode->mode = (inode->mode & 0170000) | ((uint32_t)o->mode & 07777);
 	if (o->mtime >= 0)
-		inode->mtime = o->mtime;
+		inode->mtime = tree_time(o->mtime);
 	else if (o->mtime_max >= 0 && inode->mtime > o->mtime_max)
-		inode->mtime = o->mtime_max;
-	if (o->no_xattrs) {
-		tree_xattrs_free(&inode->xattrs);
-		return 0;
-	}
-	tree_xattrs_filter(&inode->xattrs, o->xattrs_include, o->xattrs_exclude);
-	return add_xattrs(inode, o);
+		inode->mtime = tree_time(o->mtime_max);
+	if (inode->xattrs && !o->no_xattrs)
+		tree_xattrs_filter(inode->xattrs, o->xattrs_include, o->xattrs_exclude);
+	if (inode->xattrs && (o->no_xattrs || inode->xattrs->count == 0))
+		tree_drop_xattrs(inode);
+	return o->no_xattrs ? 0 : add_xattrs(inode, o);
 }
 
 /* First sight of an inode in the final tree: count it once. */
@@ -649,26 +752,22 @@ int tree_walk_files(struct pack_inode *dir, tree_visit_fn fn, void *arg)
 	return walk(dir, fn, arg);
 }
 
-int block_list_init(struct pack_block_list *l, uint32_t count)
+int blocks_new(struct pack_blocks **out, uint32_t count)
 {
-	l->pages = NULL;
-	if (count == 0)
-		return 0;           /* a file all in a fragment: most small files */
-	l->pages = calloc(count / BLOCK_LIST_PAGE + 1, sizeof(*l->pages));
-	return l->pages ? 0 : -ENOMEM;
+	*out = calloc(1, sizeof(**out) + (count / BLOCK_LIST_PAGE + 1) * sizeof((*out)->pages[0]));
+	return *out ? 0 : -ENOMEM;
 }
 
-void block_list_free(struct pack_block_list *l, uint32_t count)
+void blocks_free(struct pack_blocks *b, uint32_t count)
 {
-	for (uint32_t p = 0; l->pages && p <= count / BLOCK_LIST_PAGE; p++)
-		free(l->pages[p]);
-	free(l->pages);
-	l->pages = NULL;
+	for (uint32_t p = 0; b && p <= count / BLOCK_LIST_PAGE; p++)
+		free(b->pages[p]);
+	free(b);
 }
 
-uint32_t *block_list_slot(struct pack_block_list *l, uint32_t i)
+uint32_t *blocks_slot(struct pack_blocks *b, uint32_t i)
 {
-	uint32_t **page = &l->pages[i / BLOCK_LIST_PAGE];
+	uint32_t **page = &b->pages[i / BLOCK_LIST_PAGE];
 
 	if (!*page && !(*page = calloc(BLOCK_LIST_PAGE, sizeof(**page))))
 		return NULL;

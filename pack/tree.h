@@ -30,7 +30,19 @@ struct pack_srcdir {
 	ino_t ino;
 	char *path;                 /* for messages only */
 	struct pack_srcdir *next;   /* every srcdir of the tree, for freeing */
+	/*
+	 * Its files that are mount points (a file bind-mounted over, as in a
+	 * running container's /etc): on another device than the directory.
+	 * Rare, so a file keeps no device of its own (tree_file_dev()).
+	 */
+	struct pack_file_dev *file_devs;
+	uint32_t file_dev_count;
 	char name[];                /* within the parent */
+};
+
+struct pack_file_dev {
+	ino_t ino;
+	dev_t dev;
 };
 
 /*
@@ -40,37 +52,38 @@ struct pack_srcdir {
 struct pack_content {
 	struct pack_srcdir *dir;    /* a file in a source directory, or NULL */
 	union {
-		struct {
-			dev_t dev;          /* what the scan found at that name */
-			ino_t ino;
-		};
+		ino_t ino;              /* what the scan found at that name (tree_file_dev(): on which device) */
 		uint64_t spool_offset;  /* dir NULL: bytes at this offset of the archive spool */
 		uint64_t stored_ref;    /* pack_inode.stored: its inode in the image appended to */
 	};
 };
 
 /*
- * A regular file's block size words, the list its inode ends with, kept in
- * pages of BLOCK_LIST_PAGE words; the count is the file's block_count.  A
+ * A regular file's data blocks: where they start, the bytes stored as
+ * holes, and the size words its inode ends with, kept in pages of
+ * BLOCK_LIST_PAGE words; the count is the file's block_count.  Allocated
+ * only for a file with blocks: most small files are all in a fragment.  A
  * page no data block fell in is never allocated: holes are size 0, and a
  * sparse file costs nothing for them (a 10 KiB tar may declare a file of
  * terabytes).
  */
 #define BLOCK_LIST_PAGE 1024u
 
-struct pack_block_list {
-	uint32_t **pages;           /* NULL = every word 0 */
+struct pack_blocks {
+	uint64_t start;             /* image offset of the first block */
+	uint64_t sparse;            /* bytes in all-zero blocks stored as holes */
+	uint32_t *pages[];          /* count / BLOCK_LIST_PAGE + 1; NULL = every word 0 */
 };
 
-/* 0 or -ENOMEM. */
-int block_list_init(struct pack_block_list *l, uint32_t count);
-void block_list_free(struct pack_block_list *l, uint32_t count);
+/* *out for 'count' blocks, all holes at offset 0; 0 or -ENOMEM. */
+int blocks_new(struct pack_blocks **out, uint32_t count);
+void blocks_free(struct pack_blocks *b, uint32_t count);
 /* Where word i is stored, allocating its page; NULL when out of memory. */
-uint32_t *block_list_slot(struct pack_block_list *l, uint32_t i);
+uint32_t *blocks_slot(struct pack_blocks *b, uint32_t i);
 /* Page p (words p * BLOCK_LIST_PAGE on), or NULL when all of it is 0. */
-static inline const uint32_t *block_list_page(const struct pack_block_list *l, uint32_t p)
+static inline const uint32_t *blocks_page(const struct pack_blocks *b, uint32_t p)
 {
-	return l->pages ? l->pages[p] : NULL;
+	return b ? b->pages[p] : NULL;
 }
 
 struct pack_xattr {
@@ -89,16 +102,13 @@ struct pack_dirent;
 /*
  * Fields are ordered so that nothing is padding, and an inode is allocated
  * (in the tree's arena) only as large as its type's part of the union: a
- * tree of a million files holds a million of these.
+ * tree of a million files holds a million of these, so what most files do
+ * not have (xattrs; data blocks, holes; a device of its own) is kept
+ * apart, and every field is as wide as squashfs stores it.  A file is 96
+ * bytes.
  */
 struct pack_inode {
-	uint32_t mode;              /* st_mode, type bits included */
-	uint32_t uid, gid;
-	uint32_t nlink;             /* names in the final tree (directories: 2 + subdirectories) */
-	uint32_t refs;              /* dirents naming this inode */
-	/* Assigned while writing; the inode table reference is in image_writer.export. */
-	uint32_t ino;               /* 1 .. inode count, 0 = not yet numbered */
-	uint32_t xattr_id;
+	uint16_t mode;              /* st_mode, type bits included */
 	bool written;
 	/*
 	 * From the image being appended to (append.c): its metadata is kept as
@@ -108,15 +118,20 @@ struct pack_inode {
 	 * files.
 	 */
 	bool stored;
-	int64_t mtime;
-	struct pack_xattrs xattrs;
+	uint32_t uid, gid;
+	uint32_t nlink;             /* names in the final tree (directories: 2 + subdirectories) */
+	uint32_t refs;              /* dirents naming this inode */
+	/* Assigned while writing; the inode table reference is in image_writer.export. */
+	uint32_t ino;               /* 1 .. inode count, 0 = not yet numbered */
+	uint32_t xattr_id;
+	uint32_t mtime;             /* as squashfs stores it: tree_time() clamps */
+	struct pack_xattrs *xattrs; /* NULL: none (tree_set_xattrs(), tree_xattr_add()) */
 
 	union {
 		struct {
 			struct pack_content content;
 			uint64_t size;
-			uint64_t blocks_start;      /* image offset of the first block */
-			struct pack_block_list blocks;  /* on-disk size words, one per block */
+			struct pack_blocks *blocks; /* NULL: no block (empty, or all in a fragment) */
 			uint32_t block_count;
 			uint32_t fragment;          /* SQFS_INVALID_FRAG if none */
 			uint32_t frag_offset;
@@ -126,7 +141,7 @@ struct pack_inode {
 			bool xattrs_pending : 1;    /* to be read when the data phase opens the file (scan_dir.c) */
 			bool is_dup : 1;            /* dup_of, not hash, is set */
 			bool prefetched;            /* the data phase's prefetcher has met it (prefetch.c) */
-			uint64_t sparse;            /* bytes in all-zero blocks stored as holes */
+			bool foreign_dev;           /* a mount point: its device is in content.dir->file_devs */
 			union {
 				uint64_t hash;              /* of the contents, for deduplication */
 				struct pack_inode *dup_of;  /* is_dup: data shared with this earlier file */
@@ -161,13 +176,16 @@ struct pack_inode {
 /*
  * A name in a directory.  Dirents live in the tree's arena (tree.c), not
  * one malloc() each, and carry nothing but the name and what it names:
- * at a million files every pointer here is 8 MB.  Looking a name up goes
- * through its directory (tree_lookup()).
+ * at a million files every pointer here is 8 MB.  A scanned file's dirent
+ * does not repeat the name its inode keeps (tree_file_name()): 16 bytes.
+ * Looking a name up goes through its directory (tree_lookup()); read the
+ * name with tree_dirent_name().
  */
 struct pack_dirent {
 	struct pack_inode *inode;
 	uint32_t name_len;
-	char name[];                        /* NUL-terminated */
+	bool name_in_file;                  /* the name is the file's own, after its inode */
+	char own_name[];                    /* otherwise here, NUL-terminated */
 };
 
 /* An index entry of a large directory: where a header starts, and its first name. */
@@ -226,12 +244,26 @@ struct pack_inode *tree_inode_new(struct pack_tree *t, uint32_t mode);
 struct pack_inode *tree_file_new(struct pack_tree *t, uint32_t mode, const char *name, size_t len);
 /* That name. */
 const char *tree_file_name(const struct pack_inode *file);
+/* The device a scanned file was found on: its directory's, unless it is a mount point. */
+dev_t tree_file_dev(const struct pack_inode *file);
+/* Record that device (content.dir and content.ino set); 0 or -ENOMEM. */
+int tree_set_file_dev(struct pack_inode *file, dev_t dev);
+/* A dirent's name, NUL-terminated. */
+static inline const char *tree_dirent_name(const struct pack_dirent *d)
+{
+	return d->name_in_file ? tree_file_name(d->inode) : d->own_name;
+}
 /*
  * Drop one dirent's hold on an inode; with the last, frees what it owns (a
  * directory's subtree, a file's block list, xattrs).  The inode itself is
  * the arena's.  't' may be NULL.
  */
 void tree_inode_put(struct pack_tree *t, struct pack_inode *inode);
+/* A time as squashfs stores it: 0 before 1970, the last second of 2106 after it. */
+static inline uint32_t tree_time(int64_t t)
+{
+	return t < 0 ? 0 : t > UINT32_MAX ? UINT32_MAX : (uint32_t)t;
+}
 /* A device's number; nothing for other types. */
 static inline void tree_set_rdev(struct pack_inode *i, uint32_t rdev)
 {
@@ -291,6 +323,19 @@ int tree_walk_files(struct pack_inode *dir, tree_visit_fn fn, void *arg);
 void tree_xattrs_free(struct pack_xattrs *x);
 /* Append a copy of one xattr; -ENOMEM if out of memory. */
 int tree_xattrs_add(struct pack_xattrs *x, const char *name, const void *value, size_t len);
+/* An inode's xattrs, to read: none is the empty set. */
+static inline const struct pack_xattrs *tree_xattrs(const struct pack_inode *i)
+{
+	static const struct pack_xattrs none;
+
+	return i->xattrs ? i->xattrs : &none;
+}
+/* Give 'inode' the set *x, which is taken over (emptied, even on failure); 0 or -ENOMEM. */
+int tree_set_xattrs(struct pack_inode *inode, struct pack_xattrs *x);
+/* tree_xattrs_add() to the inode's own set, made if it has none. */
+int tree_xattr_add(struct pack_inode *inode, const char *name, const void *value, size_t len);
+/* Free the inode's set. */
+void tree_drop_xattrs(struct pack_inode *inode);
 /* Sort by name and drop names squashfs cannot store (outside user/trusted/security). */
 void tree_xattrs_normalize(struct pack_xattrs *x);
 /* The same, and keep only names 'include' matches and 'exclude' does not (either may be NULL). */

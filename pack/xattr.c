@@ -136,12 +136,12 @@ int xattr_assign(struct image_writer *iw, struct pack_inode *inode)
 	int err;
 
 	inode->xattr_id = SQFS_INVALID_XATTR;
-	if (inode->xattrs.count == 0)
+	if (tree_xattrs(inode)->count == 0)
 		return 0;
-	h = set_hash(&inode->xattrs);
+	h = set_hash(inode->xattrs);
 	first = t->bucket_count ? t->buckets[h & (t->bucket_count - 1)] : 0;
 	for (uint32_t i = first; i; i = t->next[i - 1]) {
-		if (t->hashes[i - 1] == h && same_set(&t->owners[i - 1]->xattrs, &inode->xattrs)) {
+		if (t->hashes[i - 1] == h && same_set(t->owners[i - 1]->xattrs, inode->xattrs)) {
 			inode->xattr_id = i - 1;
 			return 0;
 		}
@@ -150,12 +150,12 @@ int xattr_assign(struct image_writer *iw, struct pack_inode *inode)
 	if (err)
 		return err;
 	ref = meta_ref(&t->kv);
-	err = write_set(t, &inode->xattrs, &size);
+	err = write_set(t, inode->xattrs, &size);
 	if (err)
 		return err;
 	entry = t->ids + (size_t)t->count * SQFS_XATTR_ID_SIZE;
 	sqfs_put64(entry, ref);
-	sqfs_put32(entry + 8, inode->xattrs.count);
+	sqfs_put32(entry + 8, inode->xattrs->count);
 	sqfs_put32(entry + 12, size);
 	t->hashes[t->count] = h;
 	t->owners[t->count] = inode;
