@@ -75,7 +75,10 @@ class Compare:
             self.report(rel, "type %o vs %o" % (stat.S_IFMT(sa.st_mode), stat.S_IFMT(sb.st_mode)))
             return
         for field in ("st_mode", "st_uid", "st_gid", "st_mtime"):
-            va, vb = int(getattr(sa, field)), int(getattr(sb, field))
+            # Whole seconds from the nanoseconds: the float st_mtime of a
+            # time 1-120 ns short of a second rounds up to the next one.
+            va, vb = ((sa.st_mtime_ns // 10**9, sb.st_mtime_ns // 10**9) if field == "st_mtime"
+                      else (getattr(sa, field), getattr(sb, field)))
             if va != vb:
                 self.report(rel, "%s %o vs %o" % (field, va, vb) if field == "st_mode"
                             else "%s %d vs %d" % (field, va, vb))
