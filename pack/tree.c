@@ -65,7 +65,8 @@ static void *arena_alloc(struct pack_tree *t, size_t bytes)
 /* A scanned file named as in its source directory: its dirent can use the name the inode keeps. */
 static bool name_is_files(const struct pack_inode *inode, const char *name, size_t len)
 {
-	return tree_is_reg(inode) && inode->u.file.content.dir && memcmp(tree_file_name(inode), name, len) == 0 &&
+	/* strncmp(): the kept name may be the shorter, and nothing of the arena lies past its NUL. */
+	return tree_is_reg(inode) && inode->u.file.content.dir && strncmp(tree_file_name(inode), name, len) == 0 &&
 	       tree_file_name(inode)[len] == '\0';
 }
 
