@@ -236,11 +236,6 @@ struct pack_inode *tree_file_new(struct pack_tree *t, uint32_t mode, const char 
 	return inode;
 }
 
-const char *tree_file_name(const struct pack_inode *file)
-{
-	return (const char *)file + inode_size(file->mode);
-}
-
 dev_t tree_file_dev(const struct pack_inode *file)
 {
 	const struct pack_srcdir *d = file->u.file.content.dir;

@@ -242,8 +242,11 @@ struct pack_srcdir *tree_srcdir_add(struct pack_tree *t, struct pack_srcdir *par
 struct pack_inode *tree_inode_new(struct pack_tree *t, uint32_t mode);
 /* A regular file found as 'name' in a source directory, the name kept after the inode. */
 struct pack_inode *tree_file_new(struct pack_tree *t, uint32_t mode, const char *name, size_t len);
-/* That name. */
-const char *tree_file_name(const struct pack_inode *file);
+/* That name: right after the inode's regular-file part. */
+static inline const char *tree_file_name(const struct pack_inode *file)
+{
+	return (const char *)file + ((offsetof(struct pack_inode, u) + sizeof(file->u.file) + 7) & ~(size_t)7);
+}
 /* The device a scanned file was found on: its directory's, unless it is a mount point. */
 dev_t tree_file_dev(const struct pack_inode *file);
 /* Record that device (content.dir and content.ino set); 0 or -ENOMEM. */

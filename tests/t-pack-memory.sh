@@ -47,7 +47,7 @@ free_kib=$(tail -1 "$T/free.rss") bound_kib=$(tail -1 "$T/bound2.rss")
 # bounded, a few blocks: the difference is the ring, the rest is the tree
 # and the program.
 check "the bound is honoured (peak RSS $bound_kib KiB, unbounded $free_kib KiB)" \
-	test "$bound_kib" -lt $((free_kib - (40 << 10))) -a "$bound_kib" -lt $((32 << 10))
+	test "$bound_kib" -lt $((free_kib - (48 << 10))) -a "$bound_kib" -lt $((32 << 10))
 if kmount "$T/bound.sqfs" "$T/mnt" && python3 "$QUASH_TOP/tests/lib/treecmp.py" "$T/src" "$T/mnt" >"$T/kdiff"
 then ok "the kernel's mount of the bounded image equals the source"
 else not_ok "the kernel's mount of the bounded image equals the source" "$(head -5 "$T/kdiff")"; fi
