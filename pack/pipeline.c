@@ -58,9 +58,8 @@ struct pipeline {
 
 	struct pipeline_job *ring;
 	uint64_t ring_size;
-	uint8_t *buf_area;          /* ring_size input buffers, then ring_size output buffers */
-	uint8_t **bufs;             /* each of them */
-	uint32_t *free_bufs;        /* indices into bufs of the pairs no slot holds, a stack */
+	uint8_t *bufs;              /* ring_size input buffers, then ring_size output buffers */
+	uint32_t *free_bufs;        /* the pairs no slot holds, a stack of their numbers */
 	uint64_t free_count;
 	uint64_t submitted, taken, written;
 	bool stopping;
@@ -223,7 +222,6 @@ void pipeline_free(struct pipeline *p)
 	if (!p)
 		return;
 	stop_threads(p);
-	free(p->buf_area);
 	free(p->bufs);
 	free(p->free_bufs);
 	free(p->ring);
@@ -261,21 +259,18 @@ int pipeline_start(const struct qs_compressor *comp, const struct qs_compress_pa
 	pthread_cond_init(&p->done, NULL);
 	pthread_cond_init(&p->space, NULL);
 	p->ring = calloc(p->ring_size, sizeof(*p->ring));
-	p->bufs = calloc(2 * p->ring_size, sizeof(*p->bufs));
 	p->free_bufs = calloc(p->ring_size, sizeof(*p->free_bufs));
 	p->workers = calloc(jobs, sizeof(*p->workers));
-	if (!p->ring || !p->bufs || !p->free_bufs || !p->workers)
+	if (!p->ring || !p->free_bufs || !p->workers)
 		goto nomem;
 	/*
 	 * One allocation (so mapped, not from the heap): a page is resident
 	 * only once a block was put in it.  A malloc() each wrote a chunk
 	 * header in a page of every buffer: 4 MiB before the first block.
 	 */
-	p->buf_area = malloc(2 * p->ring_size * block_size);
-	if (!p->buf_area)
+	p->bufs = malloc(2 * p->ring_size * block_size);
+	if (!p->bufs)
 		goto nomem;
-	for (uint64_t i = 0; i < 2 * p->ring_size; i++)
-		p->bufs[i] = p->buf_area + i * block_size;
 	/* Pair 0 on top: the stack hands out the same few pairs while few are in use. */
 	for (p->free_count = 0; p->free_count < p->ring_size; p->free_count++)
 		p->free_bufs[p->free_count] = (uint32_t)(p->ring_size - 1 - p->free_count);
@@ -304,8 +299,8 @@ struct pipeline_job *pipeline_get(struct pipeline *p)
 	/* A slot taken and not submitted keeps its pair; slots holding one are never more than the pairs. */
 	if (job && !job->in) {
 		job->buf = p->free_bufs[--p->free_count];
-		job->in = p->bufs[job->buf];
-		job->out = p->bufs[p->ring_size + job->buf];
+		job->in = p->bufs + (size_t)job->buf * p->block_size;
+		job->out = p->bufs + (size_t)(p->ring_size + job->buf) * p->block_size;
 	}
 	pthread_mutex_unlock(&p->lock);
 	if (job) {

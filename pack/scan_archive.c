@@ -279,7 +279,9 @@ static int make_inode(struct archive_scan *s, struct archive_entry *e, struct pa
 		struct pack_xattrs x = { 0 };
 
 		err = read_xattrs(s, e, &x);
-		err = err ? (tree_xattrs_free(&x), err) : tree_set_xattrs(inode, &x);
+		if (!err)
+			err = tree_set_xattrs(inode, &x);
+		tree_xattrs_free(&x);       /* what read_xattrs() got before failing; empty after the move */
 	}
 	if (!err && (mode & AE_IFMT) == AE_IFREG) {
 		int64_t size = archive_entry_size_is_set(e) ? archive_entry_size(e) : 0;
@@ -357,13 +359,7 @@ static int add_entry(struct archive_scan *s, struct archive_entry *e)
 			err = make_inode(s, e, &inode);
 			if (!err && inode) {
 				inode->refs = 1;
-				s->tree->root->mode = inode->mode;
-				s->tree->root->uid = inode->uid;
-				s->tree->root->gid = inode->gid;
-				s->tree->root->mtime = inode->mtime;
-				tree_drop_xattrs(s->tree->root);
-				s->tree->root->xattrs = inode->xattrs;
-				inode->xattrs = NULL;
+				tree_take_metadata(s->tree->root, inode);
 				tree_inode_put(NULL, inode);
 			}
 		}

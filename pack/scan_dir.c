@@ -430,7 +430,7 @@ static int scan_root(struct dir_scan *s, const char *source, char *path, size_t 
 	struct pack_tree *t = s->tree;
 	const struct scan_options *o = s->opt;
 	struct pack_inode root_meta = { 0 }, *dir;
-	struct pack_xattrs root_xattrs = { 0 };
+	struct pack_xattrs root_xattrs = { 0 };         /* root_meta's, until moved into it */
 	struct pack_srcdir *top;
 	struct listed_dir *d;
 	struct stat st;
@@ -455,6 +455,10 @@ static int scan_root(struct dir_scan *s, const char *source, char *path, size_t 
 	set_metadata(&root_meta, &st);
 	if (o->xattrs && scan_pool_fd_xattrs(s->pool, fd, &root_xattrs) < 0)
 		pack_warn("%s: cannot read xattrs", source);
+	if (tree_set_xattrs(&root_meta, &root_xattrs) < 0) {
+		pack_error("out of memory");
+		return -ENOMEM;
+	}
 	dir = t->root;
 	if (o->as_name) {
 		/* mksquashfs's nesting: the source becomes a directory of the root. */
@@ -462,19 +466,12 @@ static int scan_root(struct dir_scan *s, const char *source, char *path, size_t 
 		if (dir)
 			dir = tree_insert(t, t->root, o->as_name, strlen(o->as_name), dir);
 		if (!dir) {
-			tree_xattrs_free(&root_xattrs);
+			tree_drop_xattrs(&root_meta);
 			pack_error("out of memory");
 			return -ENOMEM;
 		}
 	}
-	dir->mode = root_meta.mode;
-	dir->uid = root_meta.uid;
-	dir->gid = root_meta.gid;
-	dir->mtime = root_meta.mtime;
-	if (tree_set_xattrs(dir, &root_xattrs) < 0) {
-		pack_error("out of memory");
-		return -ENOMEM;
-	}
+	tree_take_metadata(dir, &root_meta);
 
 	/* Exclude patterns see paths relative to the source: "sub/file", without the leading '/'. */
 	d = scan_pool_add(s->pool, NULL, fd, false, path, len, len + 1, s->root_dev, &st);

@@ -439,8 +439,7 @@ static struct pack_dirent *dirent_add(struct pack_tree *t, struct pack_inode *di
 	return d;
 }
 
-/* A directory met again (another source, or a later archive entry) takes the new metadata. */
-static void dir_take_metadata(struct pack_inode *old, struct pack_inode *inode)
+void tree_take_metadata(struct pack_inode *old, struct pack_inode *inode)
 {
 	old->mode = inode->mode;
 	old->uid = inode->uid;
@@ -465,7 +464,7 @@ struct pack_inode *tree_insert(struct pack_tree *t, struct pack_inode *dir, cons
 		return NULL;
 	}
 	if (tree_is_dir(old) && tree_is_dir(inode)) {
-		dir_take_metadata(old, inode);
+		tree_take_metadata(old, inode);
 		inode->refs++;
 		tree_inode_put(t, inode);
 		return old;

@@ -274,6 +274,13 @@ static inline void tree_set_rdev(struct pack_inode *i, uint32_t rdev)
 		i->u.dev.rdev = rdev;
 }
 
+/*
+ * A directory met again (another source, a later archive entry, an
+ * archive's "./") takes the new one's mode, owner, time and xattrs
+ * (moved: 'inode' is left without any).
+ */
+void tree_take_metadata(struct pack_inode *old, struct pack_inode *inode);
+
 /* The inode at 'path' ('/'-separated, from the root, already clean), or NULL. */
 struct pack_inode *tree_find_path(struct pack_tree *t, const char *path);
 
