@@ -364,11 +364,9 @@ static bool old_has(char **names, size_t n, const char *name)
 	return bsearch(&name, names, n, sizeof(*names), name_cmp) != NULL;
 }
 
-static int dirent_ptr_cmp(const void *a, const void *b)
+static int child_cmp(const void *a, const void *b)
 {
-	const struct pack_dirent *x = *(struct pack_dirent *const *)a, *y = *(struct pack_dirent *const *)b;
-
-	return strcmp(tree_dirent_name(x), tree_dirent_name(y));
+	return strcmp(tree_child_name(*(const pack_child *)a), tree_child_name(*(const pack_child *)b));
 }
 
 /* mksquashfs: "Source directory entry NAME already used! - trying NAME_1". */
@@ -376,28 +374,28 @@ static int rename_collisions(struct append_base *b, struct pack_tree *t, char **
 {
 	struct pack_inode *root = t->root;
 	size_t n = root->u.dir.count;
-	struct pack_dirent **sorted = malloc((n + 1) * sizeof(*sorted));
+	pack_child *sorted = malloc((n + 1) * sizeof(*sorted));
 	char name[SQFS_NAME_MAX + 32];
 	int err = 0;
 
 	if (!sorted)
 		return -ENOMEM;
 	memcpy(sorted, root->u.dir.children, n * sizeof(*sorted));
-	qsort(sorted, n, sizeof(*sorted), dirent_ptr_cmp);
+	qsort(sorted, n, sizeof(*sorted), child_cmp);
 	for (size_t i = 0; !err && i < n; i++) {
-		struct pack_dirent *d = sorted[i];
+		pack_child d = sorted[i];
 		unsigned k;
 		int len = 0;
 
-		if (!old_has(old, nold, tree_dirent_name(d)))
+		if (!old_has(old, nold, tree_child_name(d)))
 			continue;
 		for (k = 1; k <= APPEND_RENAME_MAX; k++) {
-			len = snprintf(name, sizeof(name), "%s_%u", tree_dirent_name(d), k);
+			len = snprintf(name, sizeof(name), "%s_%u", tree_child_name(d), k);
 			if (!old_has(old, nold, name) && !tree_lookup(t, root, name, (size_t)len))
 				break;
 		}
 		if (k > APPEND_RENAME_MAX || len > SQFS_NAME_MAX) {
-			pack_error("%s: cannot append: no free name for %s (NAME_N)", b->name, tree_dirent_name(d));
+			pack_error("%s: cannot append: no free name for %s (NAME_N)", b->name, tree_child_name(d));
 			err = -ENAMETOOLONG;
 			break;
 		}

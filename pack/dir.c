@@ -21,26 +21,26 @@
 /* How many entries from 'first' one header can cover, starting at stream position 'pos'. */
 static size_t run_length(const struct image_writer *iw, struct pack_inode *dir, size_t first, uint64_t pos)
 {
-	struct pack_dirent **c = dir->u.dir.children;
-	uint64_t block = sqfs_ref_block(image_ref(iw, c[first]->inode));
-	int64_t base = c[first]->inode->ino;
+	const pack_child *c = dir->u.dir.children;
+	uint64_t block = sqfs_ref_block(image_ref(iw, tree_child_inode(c[first])));
+	int64_t base = tree_child_inode(c[first])->ino;
 	uint64_t meta_block_no = pos / SQFS_META_SIZE;
 	size_t n = 1;
 
-	pos += SQFS_DIR_HEADER_SIZE + SQFS_DIR_ENTRY_SIZE + c[first]->name_len;
+	pos += SQFS_DIR_HEADER_SIZE + SQFS_DIR_ENTRY_SIZE + tree_child_name_len(c[first]);
 	for (size_t i = first + 1; i < dir->u.dir.count && n < SQFS_DIR_HEADER_MAX; i++, n++) {
-		int64_t delta = (int64_t)c[i]->inode->ino - base;
+		int64_t delta = (int64_t)tree_child_inode(c[i])->ino - base;
 
-		if (sqfs_ref_block(image_ref(iw, c[i]->inode)) != block || delta > DIR_INO_DELTA_MAX ||
+		if (sqfs_ref_block(image_ref(iw, tree_child_inode(c[i]))) != block || delta > DIR_INO_DELTA_MAX ||
 		    delta < -DIR_INO_DELTA_MAX - 1 || pos / SQFS_META_SIZE != meta_block_no)
 			break;
-		pos += SQFS_DIR_ENTRY_SIZE + c[i]->name_len;
+		pos += SQFS_DIR_ENTRY_SIZE + tree_child_name_len(c[i]);
 	}
 	return n;
 }
 
 static int add_index(struct pack_inode *dir, uint32_t index, uint32_t start_block,
-		     const struct pack_dirent *d)
+		     pack_child d)
 {
 	struct pack_dir_index *x;
 	size_t n = dir->u.dir.index_count;
@@ -61,8 +61,8 @@ static int add_index(struct pack_inode *dir, uint32_t index, uint32_t start_bloc
 	x = &dir->u.dir.index[n];
 	x->index = index;
 	x->start_block = start_block;
-	x->name = tree_dirent_name(d);
-	x->name_len = d->name_len;
+	x->name = tree_child_name(d);
+	x->name_len = tree_child_name_len(d);
 	dir->u.dir.index_count++;
 	return 0;
 }
@@ -78,10 +78,10 @@ int dir_write_listing(struct image_writer *iw, struct pack_inode *dir)
 	dir->u.dir.start_block = meta_block(w);
 	dir->u.dir.offset = meta_offset(w);
 	for (size_t i = 0; !err && i < dir->u.dir.count;) {
-		struct pack_dirent **c = dir->u.dir.children;
+		const pack_child *c = dir->u.dir.children;
 		uint64_t pos = w->raw_len;
 		size_t n = run_length(iw, dir, i, pos);
-		uint32_t base = c[i]->inode->ino;
+		uint32_t base = tree_child_inode(c[i])->ino;
 
 		if (pos / SQFS_META_SIZE != last_block_no) {
 			err = add_index(dir, (uint32_t)(pos - start), meta_block(w), c[i]);
@@ -93,19 +93,19 @@ int dir_write_listing(struct image_writer *iw, struct pack_inode *dir)
 		if (!err)
 			err = meta_write(w, buf, 4);
 		if (!err)
-			err = meta_write_start(w, &iw->inodes, (uint32_t)sqfs_ref_block(image_ref(iw, c[i]->inode)));
+			err = meta_write_start(w, &iw->inodes, (uint32_t)sqfs_ref_block(image_ref(iw, tree_child_inode(c[i]))));
 		if (!err)
 			err = meta_write(w, buf + 4, 4);
 		for (size_t k = i; !err && k < i + n; k++) {
-			const struct pack_inode *inode = c[k]->inode;
+			const struct pack_inode *inode = tree_child_inode(c[k]);
 
 			sqfs_put16(buf, sqfs_ref_offset(image_ref(iw, inode)));
 			sqfs_put16(buf + 2, (uint16_t)(int16_t)((int64_t)inode->ino - base));
 			sqfs_put16(buf + 4, (uint16_t)image_basic_type(inode));
-			sqfs_put16(buf + 6, (uint16_t)(c[k]->name_len - 1));
+			sqfs_put16(buf + 6, (uint16_t)(tree_child_name_len(c[k]) - 1));
 			err = meta_write(w, buf, SQFS_DIR_ENTRY_SIZE);
 			if (!err)
-				err = meta_write(w, tree_dirent_name(c[k]), c[k]->name_len);
+				err = meta_write(w, tree_child_name(c[k]), tree_child_name_len(c[k]));
 		}
 		i += n;
 	}

@@ -63,18 +63,18 @@ static void number(struct image_writer *iw, struct pack_inode *inode)
 static void number_dir(struct image_writer *iw, struct pack_inode *dir)
 {
 	for (size_t i = 0; i < dir->u.dir.count; i++) {
-		struct pack_inode *child = dir->u.dir.children[i]->inode;
+		struct pack_inode *child = tree_child_inode(dir->u.dir.children[i]);
 
 		if (tree_is_dir(child))
 			number_dir(iw, child);
 	}
 	for (size_t i = 0; i < dir->u.dir.count; i++)
-		if (!tree_is_dir(dir->u.dir.children[i]->inode))
-			number(iw, dir->u.dir.children[i]->inode);
+		if (!tree_is_dir(tree_child_inode(dir->u.dir.children[i])))
+			number(iw, tree_child_inode(dir->u.dir.children[i]));
 	number(iw, dir);
 	for (size_t i = 0; i < dir->u.dir.count; i++)
-		if (tree_is_dir(dir->u.dir.children[i]->inode))
-			dir->u.dir.children[i]->inode->u.dir.parent_ino = dir->ino;
+		if (tree_is_dir(tree_child_inode(dir->u.dir.children[i])))
+			tree_child_inode(dir->u.dir.children[i])->u.dir.parent_ino = dir->ino;
 }
 
 int inode_number_tree(struct image_writer *iw, struct pack_tree *t)
@@ -279,11 +279,11 @@ static int write_dir(struct image_writer *iw, struct pack_inode *dir)
 	int err = 0;
 
 	for (size_t i = 0; !err && i < dir->u.dir.count; i++)
-		if (tree_is_dir(dir->u.dir.children[i]->inode))
-			err = write_dir(iw, dir->u.dir.children[i]->inode);
+		if (tree_is_dir(tree_child_inode(dir->u.dir.children[i])))
+			err = write_dir(iw, tree_child_inode(dir->u.dir.children[i]));
 	for (size_t i = 0; !err && i < dir->u.dir.count; i++)
-		if (!tree_is_dir(dir->u.dir.children[i]->inode))
-			err = write_inode(iw, dir->u.dir.children[i]->inode);
+		if (!tree_is_dir(tree_child_inode(dir->u.dir.children[i])))
+			err = write_inode(iw, tree_child_inode(dir->u.dir.children[i]));
 	if (!err)
 		err = dir_write_listing(iw, dir);
 	if (!err)

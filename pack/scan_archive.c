@@ -240,7 +240,12 @@ static int add_hardlink(struct archive_scan *s, struct archive_entry *e, const c
 	return err;
 }
 
-static int make_inode(struct archive_scan *s, struct archive_entry *e, struct pack_inode **out)
+/*
+ * The inode of entry 'e', to be put at 'leaf' (NULL: the root's metadata);
+ * a regular file keeps that name (tree_file_new()).
+ */
+static int make_inode(struct archive_scan *s, struct archive_entry *e, const char *leaf, size_t leaf_len,
+		      struct pack_inode **out)
 {
 	uint32_t mode = archive_entry_mode(e);
 	struct pack_inode *inode;
@@ -255,7 +260,8 @@ static int make_inode(struct archive_scan *s, struct archive_entry *e, struct pa
 		*out = NULL;
 		return 0;
 	}
-	inode = tree_inode_new(s->tree, mode);
+	inode = (mode & AE_IFMT) == AE_IFREG && leaf ? tree_file_new(s->tree, mode, leaf, leaf_len)
+						      : tree_inode_new(s->tree, mode);
 	if (!inode)
 		return -ENOMEM;
 	inode->uid = (uint32_t)archive_entry_uid(e);
@@ -356,7 +362,7 @@ static int add_entry(struct archive_scan *s, struct archive_entry *e)
 		/* The archive's "./": metadata for the root itself. */
 		if ((archive_entry_mode(e) & AE_IFMT) == AE_IFDIR && !archive_entry_hardlink(e) &&
 		    !s->opt->ignore_archive_root) {
-			err = make_inode(s, e, &inode);
+			err = make_inode(s, e, NULL, 0, &inode);
 			if (!err && inode) {
 				inode->refs = 1;
 				tree_take_metadata(s->tree->root, inode);
@@ -378,7 +384,7 @@ static int add_entry(struct archive_scan *s, struct archive_entry *e)
 		err = add_hardlink(s, e, path, dir, leaf, leaf_len);
 		goto out;
 	}
-	err = make_inode(s, e, &inode);
+	err = make_inode(s, e, leaf, leaf_len, &inode);
 	if (!err && inode && !tree_insert(s->tree, dir, leaf, leaf_len, inode))
 		err = -ENOMEM;
 out:

@@ -723,7 +723,7 @@ static int scan_one_path(struct path_scan *ps, const char *given, bool recurse, 
 		size_t n = strcspn(p, "/");
 		const char *next = p + n;
 		char name[NAME_MAX + 1];
-		struct pack_dirent *d;
+		struct pack_inode *d;
 		bool leaf;
 
 		while (*next == '/')
@@ -743,7 +743,7 @@ static int scan_one_path(struct path_scan *ps, const char *given, bool recurse, 
 		}
 		d = tree_lookup(s->tree, dir, name, n);
 		/* New, or (-no-strip) a directory named again: added whole once more, merging. */
-		if (!d || (leaf && recurse && tree_is_dir(d->inode))) {
+		if (!d || (leaf && recurse && tree_is_dir(d))) {
 			struct stat st;
 
 			if (!leaf && (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))) {
@@ -761,14 +761,14 @@ static int scan_one_path(struct path_scan *ps, const char *given, bool recurse, 
 			d = tree_lookup(s->tree, dir, name, n);
 			if (!d)
 				break;      /* excluded: what lies below it is too */
-			if (tree_is_dir(d->inode) && s->last_sub && (err = dir_map_put(ps, d->inode, s->last_sub)) != 0) {
+			if (tree_is_dir(d) && s->last_sub && (err = dir_map_put(ps, d, s->last_sub)) != 0) {
 				pack_error("out of memory");
 				break;
 			}
 		}
 		if (leaf)
 			break;
-		if (!tree_is_dir(d->inode)) {
+		if (!tree_is_dir(d)) {
 			pack_error("%s: %s is not a directory", given, name);
 			err = -ENOTDIR;
 			break;
@@ -777,9 +777,9 @@ static int scan_one_path(struct path_scan *ps, const char *given, bool recurse, 
 		memcpy(path + path_len + 1, name, n + 1);
 		path_len += 1 + n;
 		/* Added whole by an earlier path: this one goes on below it, through the same directory. */
-		if (!dir_map_get(ps, d->inode) && (err = map_scanned_dir(ps, dirfd, sd, d->inode, name, path)) != 0)
+		if (!dir_map_get(ps, d) && (err = map_scanned_dir(ps, dirfd, sd, d, name, path)) != 0)
 			break;
-		sd = dir_map_get(ps, d->inode);
+		sd = dir_map_get(ps, d);
 		err = open_subdir(dirfd, name, sd);
 		if (err < 0) {
 			if (err == -ESTALE)
@@ -793,7 +793,7 @@ static int scan_one_path(struct path_scan *ps, const char *given, bool recurse, 
 			close(owned);
 		dirfd = owned = err;
 		err = 0;
-		dir = d->inode;
+		dir = d;
 		depth++;
 		p = next;
 	}

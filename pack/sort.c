@@ -195,24 +195,26 @@ static int add(struct sort_walk *w, struct pack_inode *inode, int priority)
 static int walk(struct sort_walk *w, struct pack_inode *dir, size_t len, int inherited)
 {
 	for (size_t i = 0; i < dir->u.dir.count; i++) {
-		struct pack_dirent *d = dir->u.dir.children[i];
+		pack_child d = dir->u.dir.children[i];
+		struct pack_inode *inode = tree_child_inode(d);
+		size_t name_len = tree_child_name_len(d);
 		const struct sort_rule *r;
-		size_t sub = len + (len ? 1 : 0) + d->name_len;
+		size_t sub = len + (len ? 1 : 0) + name_len;
 		int prio = inherited, err = 0;
 
 		if (sub >= sizeof(w->path))
 			continue;               /* longer than any rule: keeps its directory's priority */
 		if (len)
 			w->path[len] = '/';
-		memcpy(w->path + len + (len ? 1 : 0), tree_dirent_name(d), d->name_len);
+		memcpy(w->path + len + (len ? 1 : 0), tree_child_name(d), name_len);
 		w->path[sub] = '\0';
 		r = find_rule(w, w->path);
 		if (r)
 			prio = r->priority;
-		if (tree_is_dir(d->inode))
-			err = walk(w, d->inode, sub, prio);
-		else if (tree_is_reg(d->inode))
-			err = add(w, d->inode, prio);
+		if (tree_is_dir(inode))
+			err = walk(w, inode, sub, prio);
+		else if (tree_is_reg(inode))
+			err = add(w, inode, prio);
 		w->path[len] = '\0';
 		if (err)
 			return err;

@@ -62,29 +62,32 @@ static void *arena_alloc(struct pack_tree *t, size_t bytes)
 	return p;
 }
 
-/* A scanned file named as in its source directory: its dirent can use the name the inode keeps. */
-static bool name_is_files(const struct pack_inode *inode, const char *name, size_t len)
+/* Does 'inode' keep this name after itself (tree_file_new())? */
+static bool keeps_name(const struct pack_inode *inode, const char *name, size_t len)
 {
 	/* strncmp(): the kept name may be the shorter, and nothing of the arena lies past its NUL. */
-	return tree_is_reg(inode) && inode->u.file.content.dir && strncmp(tree_file_name(inode), name, len) == 0 &&
+	return tree_is_reg(inode) && inode->u.file.named && strncmp(tree_file_name(inode), name, len) == 0 &&
 	       tree_file_name(inode)[len] == '\0';
 }
 
-static struct pack_dirent *dirent_new(struct pack_tree *t, const char *name, size_t len, struct pack_inode *inode)
+/* A child naming 'inode' 'name': the inode itself when it keeps that name, else a dirent; 0 or -ENOMEM. */
+static int child_new(struct pack_tree *t, const char *name, size_t len, struct pack_inode *inode, pack_child *out)
 {
-	bool shared = name_is_files(inode, name, len);
-	struct pack_dirent *d = arena_alloc(t, offsetof(struct pack_dirent, own_name) + (shared ? 0 : len + 1));
+	struct pack_dirent *d;
 
+	if (keeps_name(inode, name, len)) {
+		out->bits = (uintptr_t)inode | 1;
+		return 0;
+	}
+	d = arena_alloc(t, offsetof(struct pack_dirent, name) + len + 1);
 	if (!d)
-		return NULL;
+		return -ENOMEM;
 	d->inode = inode;
 	d->name_len = (uint32_t)len;
-	d->name_in_file = shared;
-	if (!shared) {
-		memcpy(d->own_name, name, len);
-		d->own_name[len] = '\0';
-	}
-	return d;
+	memcpy(d->name, name, len);
+	d->name[len] = '\0';
+	out->bits = (uintptr_t)d;
+	return 0;
 }
 
 static uint32_t name_hash(const char *name, size_t len)
@@ -105,8 +108,8 @@ static void lookup_forget(struct pack_inode *dir)
 
 static void lookup_put(struct pack_inode *dir, uint32_t i)
 {
-	const struct pack_dirent *d = dir->u.dir.children[i];
-	uint32_t mask = dir->u.dir.lookup_size - 1, slot = name_hash(tree_dirent_name(d), d->name_len) & mask;
+	pack_child c = dir->u.dir.children[i];
+	uint32_t mask = dir->u.dir.lookup_size - 1, slot = name_hash(tree_child_name(c), tree_child_name_len(c)) & mask;
 
 	while (dir->u.dir.lookup[slot])
 		slot = (slot + 1) & mask;
@@ -129,55 +132,56 @@ static int lookup_build(struct pack_inode *dir)
 	return 0;
 }
 
-static bool dirent_is(const struct pack_dirent *d, const char *name, size_t len)
+static bool child_is(pack_child c, const char *name, size_t len)
 {
-	return d->name_len == len && memcmp(tree_dirent_name(d), name, len) == 0;
+	const char *n = tree_child_name(c);
+
+	if (tree_child_is_file_name(c))
+		return strncmp(n, name, len) == 0 && n[len] == '\0';
+	return ((const struct pack_dirent *)c.bits)->name_len == len && memcmp(n, name, len) == 0;
 }
 
 /* The index of 'name' among dir's children, or -1. */
 static ssize_t lookup_index(struct pack_inode *dir, const char *name, size_t len)
 {
-	struct pack_dirent **c = dir->u.dir.children;
+	const pack_child *c = dir->u.dir.children;
 	uint32_t mask, slot;
 
 	if (dir->u.dir.count > TREE_LINEAR_LOOKUP_MAX && (dir->u.dir.lookup || lookup_build(dir) == 0)) {
 		mask = dir->u.dir.lookup_size - 1;
 		for (slot = name_hash(name, len) & mask; dir->u.dir.lookup[slot]; slot = (slot + 1) & mask)
-			if (dirent_is(c[dir->u.dir.lookup[slot] - 1], name, len))
+			if (child_is(c[dir->u.dir.lookup[slot] - 1], name, len))
 				return dir->u.dir.lookup[slot] - 1;
 		return -1;
 	}
 	/* Small, or no memory for a table: one by one. */
 	for (size_t i = 0; i < dir->u.dir.count; i++)
-		if (dirent_is(c[i], name, len))
+		if (child_is(c[i], name, len))
 			return (ssize_t)i;
 	return -1;
 }
 
-struct pack_dirent *tree_lookup(struct pack_tree *t, struct pack_inode *dir, const char *name, size_t len)
+struct pack_inode *tree_lookup(struct pack_tree *t, struct pack_inode *dir, const char *name, size_t len)
 {
 	ssize_t i = lookup_index(dir, name, len);
 
 	(void)t;
-	return i < 0 ? NULL : dir->u.dir.children[i];
+	return i < 0 ? NULL : tree_child_inode(dir->u.dir.children[i]);
 }
 
 /*
  * Child i of 'dir' names 'inode' now, which takes the caller's reference;
- * 0 or -ENOMEM.  A dirent that used the old inode's name is made anew.
+ * 0 or -ENOMEM.  The child is made anew: the name may have been the old
+ * inode's own.
  */
-static int dirent_retarget(struct pack_tree *t, struct pack_inode *dir, size_t i, struct pack_inode *inode)
+static int child_retarget(struct pack_tree *t, struct pack_inode *dir, size_t i, struct pack_inode *inode)
 {
-	struct pack_dirent *d = dir->u.dir.children[i];
+	pack_child old = dir->u.dir.children[i], c;
 
-	if (d->name_in_file) {
-		d = dirent_new(t, tree_dirent_name(d), d->name_len, inode);
-		if (!d)
-			return -ENOMEM;
-	}
-	tree_inode_put(t, dir->u.dir.children[i]->inode);
-	d->inode = inode;
-	dir->u.dir.children[i] = d;
+	if (child_new(t, tree_child_name(old), tree_child_name_len(old), inode, &c) < 0)
+		return -ENOMEM;
+	tree_inode_put(t, tree_child_inode(old));
+	dir->u.dir.children[i] = c;
 	return 0;
 }
 
@@ -232,6 +236,7 @@ struct pack_inode *tree_file_new(struct pack_tree *t, uint32_t mode, const char 
 	if (inode) {
 		memcpy((char *)inode + inode_size(mode), name, len);
 		((char *)inode)[inode_size(mode) + len] = '\0';
+		inode->u.file.named = true;
 	}
 	return inode;
 }
@@ -332,8 +337,8 @@ static void drop_lookups(struct pack_inode *dir)
 {
 	lookup_forget(dir);
 	for (size_t i = 0; i < dir->u.dir.count; i++)
-		if (tree_is_dir(dir->u.dir.children[i]->inode))
-			drop_lookups(dir->u.dir.children[i]->inode);
+		if (tree_is_dir(tree_child_inode(dir->u.dir.children[i])))
+			drop_lookups(tree_child_inode(dir->u.dir.children[i]));
 }
 
 void tree_drop_index(struct pack_tree *t)
@@ -348,7 +353,7 @@ void tree_inode_put(struct pack_tree *t, struct pack_inode *inode)
 	if (tree_is_dir(inode)) {
 		/* The dirents are the arena's. */
 		for (size_t i = 0; i < inode->u.dir.count; i++)
-			tree_inode_put(t, inode->u.dir.children[i]->inode);
+			tree_inode_put(t, tree_child_inode(inode->u.dir.children[i]));
 		free(inode->u.dir.children);
 		lookup_forget(inode);
 		free(inode->u.dir.index);
@@ -409,34 +414,33 @@ struct pack_srcdir *tree_srcdir_add(struct pack_tree *t, struct pack_srcdir *par
 	return d;
 }
 
-static struct pack_dirent *dirent_add(struct pack_tree *t, struct pack_inode *dir, const char *name,
-				      size_t len, struct pack_inode *inode)
+static int child_add(struct pack_tree *t, struct pack_inode *dir, const char *name, size_t len,
+		     struct pack_inode *inode)
 {
-	struct pack_dirent *d;
+	pack_child c;
 
 	if (dir->u.dir.count >= TREE_DIR_ENTRIES_MAX)
-		return NULL;
+		return -ENOMEM;
 	if (dir->u.dir.count == dir->u.dir.cap) {
 		size_t cap = dir->u.dir.cap ? dir->u.dir.cap * 2 : 8;
 		void *p = realloc(dir->u.dir.children, cap * sizeof(*dir->u.dir.children));
 
 		if (!p)
-			return NULL;
+			return -ENOMEM;
 		dir->u.dir.children = p;
 		dir->u.dir.cap = cap;
 	}
-	d = dirent_new(t, name, len, inode);
-	if (!d)
-		return NULL;
+	if (child_new(t, name, len, inode, &c) < 0)
+		return -ENOMEM;
 	inode->refs++;
-	dir->u.dir.children[dir->u.dir.count++] = d;
+	dir->u.dir.children[dir->u.dir.count++] = c;
 	if (dir->u.dir.lookup) {
 		if (2 * dir->u.dir.count + 2 > dir->u.dir.lookup_size)
 			lookup_forget(dir);     /* the next lookup builds one twice the size */
 		else
 			lookup_put(dir, (uint32_t)dir->u.dir.count - 1);
 	}
-	return d;
+	return 0;
 }
 
 void tree_take_metadata(struct pack_inode *old, struct pack_inode *inode)
@@ -454,10 +458,10 @@ struct pack_inode *tree_insert(struct pack_tree *t, struct pack_inode *dir, cons
 			       struct pack_inode *inode)
 {
 	ssize_t i = lookup_index(dir, name, len);
-	struct pack_inode *old = i < 0 ? NULL : dir->u.dir.children[i]->inode;
+	struct pack_inode *old = i < 0 ? NULL : tree_child_inode(dir->u.dir.children[i]);
 
 	if (!old) {
-		if (dirent_add(t, dir, name, len, inode))
+		if (child_add(t, dir, name, len, inode) == 0)
 			return inode;
 		inode->refs++;
 		tree_inode_put(t, inode);
@@ -470,21 +474,21 @@ struct pack_inode *tree_insert(struct pack_tree *t, struct pack_inode *dir, cons
 		return old;
 	}
 	inode->refs++;
-	if (dirent_retarget(t, dir, (size_t)i, inode) < 0) {
+	if (child_retarget(t, dir, (size_t)i, inode) < 0) {
 		tree_inode_put(t, inode);
 		return NULL;
 	}
 	return inode;
 }
 
-int tree_rename(struct pack_tree *t, struct pack_inode *dir, struct pack_dirent *d, const char *name, size_t len)
+int tree_rename(struct pack_tree *t, struct pack_inode *dir, pack_child c, const char *name, size_t len)
 {
-	struct pack_dirent *renamed = dirent_new(t, name, len, d->inode);    /* d may hold the old name */
+	pack_child renamed;
 
-	if (!renamed)
+	if (child_new(t, name, len, tree_child_inode(c), &renamed) < 0)    /* c may hold the old name */
 		return -ENOMEM;
 	for (size_t i = 0; i < dir->u.dir.count; i++)
-		if (dir->u.dir.children[i] == d)
+		if (dir->u.dir.children[i].bits == c.bits)
 			dir->u.dir.children[i] = renamed;
 	lookup_forget(dir);
 	return 0;
@@ -496,16 +500,16 @@ int tree_link(struct pack_tree *t, struct pack_inode *dir, const char *name, siz
 	ssize_t i = lookup_index(dir, name, len);
 
 	if (i >= 0) {
-		if (dir->u.dir.children[i]->inode == inode)
+		if (tree_child_inode(dir->u.dir.children[i]) == inode)
 			return 0;
 		inode->refs++;
-		if (dirent_retarget(t, dir, (size_t)i, inode) < 0) {
+		if (child_retarget(t, dir, (size_t)i, inode) < 0) {
 			inode->refs--;
 			return -ENOMEM;
 		}
 		return 0;
 	}
-	return dirent_add(t, dir, name, len, inode) ? 0 : -ENOMEM;
+	return child_add(t, dir, name, len, inode);
 }
 
 struct pack_inode *tree_walk_parent(struct pack_tree *t, const char *path, const struct pack_inode *implicit,
@@ -516,7 +520,6 @@ struct pack_inode *tree_walk_parent(struct pack_tree *t, const char *path, const
 
 	for (;;) {
 		const char *slash = strchr(path, '/');
-		struct pack_dirent *d;
 		struct pack_inode *sub;
 		size_t len;
 
@@ -528,9 +531,9 @@ struct pack_inode *tree_walk_parent(struct pack_tree *t, const char *path, const
 		len = (size_t)(slash - path);
 		if (++depth > PACK_DEPTH_MAX)
 			return NULL;
-		d = tree_lookup(t, dir, path, len);
-		if (d && tree_is_dir(d->inode)) {
-			dir = d->inode;
+		sub = tree_lookup(t, dir, path, len);
+		if (sub && tree_is_dir(sub)) {
+			dir = sub;
 		} else {
 			sub = tree_inode_new(t, implicit->mode);
 			if (!sub)
@@ -546,15 +549,10 @@ struct pack_inode *tree_walk_parent(struct pack_tree *t, const char *path, const
 	}
 }
 
-static int dirent_cmp(const void *a, const void *b)
+/* Bytewise, as squashfs orders names (and strcmp() would, NUL being the end of both). */
+static int child_cmp(const void *a, const void *b)
 {
-	const struct pack_dirent *x = *(struct pack_dirent *const *)a, *y = *(struct pack_dirent *const *)b;
-	size_t n = x->name_len < y->name_len ? x->name_len : y->name_len;
-	int c = memcmp(tree_dirent_name(x), tree_dirent_name(y), n);
-
-	if (c)
-		return c;
-	return x->name_len < y->name_len ? -1 : x->name_len > y->name_len;
+	return strcmp(tree_child_name(*(const pack_child *)a), tree_child_name(*(const pack_child *)b));
 }
 
 static int xattr_cmp(const void *a, const void *b)
@@ -669,10 +667,10 @@ static int finish_dir(struct pack_tree *t, struct pack_inode *dir, const struct 
 	int err = 0;
 
 	if (dir->u.dir.count)
-		qsort(dir->u.dir.children, dir->u.dir.count, sizeof(*dir->u.dir.children), dirent_cmp);
+		qsort(dir->u.dir.children, dir->u.dir.count, sizeof(*dir->u.dir.children), child_cmp);
 	lookup_forget(dir);         /* its indices are the unsorted order's */
 	for (size_t i = 0; !err && i < dir->u.dir.count; i++) {
-		struct pack_inode *inode = dir->u.dir.children[i]->inode;
+		struct pack_inode *inode = tree_child_inode(dir->u.dir.children[i]);
 
 		if (tree_is_dir(inode)) {
 			subdirs++;
@@ -695,15 +693,15 @@ struct pack_inode *tree_find_path(struct pack_tree *t, const char *path)
 
 	for (;;) {
 		size_t n = strcspn(path, "/");
-		struct pack_dirent *d = tree_lookup(t, dir, path, n);
+		struct pack_inode *inode = tree_lookup(t, dir, path, n);
 
-		if (!d)
+		if (!inode)
 			return NULL;
 		if (!path[n])
-			return d->inode;
-		if (!tree_is_dir(d->inode))
+			return inode;
+		if (!tree_is_dir(inode))
 			return NULL;
-		dir = d->inode;
+		dir = inode;
 		path += n + 1;
 	}
 }
@@ -731,7 +729,7 @@ int tree_finish(struct pack_tree *t, const struct pack_overrides *o)
 static int walk(struct pack_inode *dir, tree_visit_fn fn, void *arg)
 {
 	for (size_t i = 0; i < dir->u.dir.count; i++) {
-		struct pack_inode *inode = dir->u.dir.children[i]->inode;
+		struct pack_inode *inode = tree_child_inode(dir->u.dir.children[i]);
 		int err = fn(inode, arg);
 
 		if (err)

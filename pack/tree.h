@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <regex.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 
 /*
@@ -47,7 +48,8 @@ struct pack_file_dev {
 
 /*
  * Where a regular file's bytes are read from in the data phase.  A scanned
- * file's name in its directory is kept after its inode (tree_file_name()).
+ * file's name in its directory is kept after its inode (tree_file_name()):
+ * the data phase opens it by that name.
  */
 struct pack_content {
 	struct pack_srcdir *dir;    /* a file in a source directory, or NULL */
@@ -98,6 +100,20 @@ struct pack_xattrs {                /* an inode's xattrs, sorted by name */
 };
 
 struct pack_dirent;
+struct pack_inode;
+
+/*
+ * A directory's child: a name and the inode it names.  Most names in a
+ * large tree are the one a regular file was found by, in its source
+ * directory or its archive, which tree_file_new() keeps after the inode:
+ * such a child is the inode's own pointer, tagged, and costs nothing else.
+ * Any other child points at a pack_dirent holding the name.  A dirent for
+ * every name was 16-24 bytes a file: 24 MB at a million files of a tar.
+ * Read a child only through tree_child_inode() and tree_child_name().
+ */
+typedef struct {
+	uintptr_t bits;             /* a pack_dirent *, or a pack_inode * with bit 0 set */
+} pack_child;
 
 /*
  * Fields are ordered so that nothing is padding, and an inode is allocated
@@ -140,6 +156,7 @@ struct pack_inode {
 			bool hash_done : 1;         /* a stored file already indexed (hard links meet it again) */
 			bool xattrs_pending : 1;    /* to be read when the data phase opens the file (scan_dir.c) */
 			bool is_dup : 1;            /* dup_of, not hash, is set */
+			bool named : 1;             /* made by tree_file_new(): a name is kept after it */
 			bool prefetched;            /* the data phase's prefetcher has met it (prefetch.c) */
 			bool foreign_dev;           /* a mount point: its device is in content.dir->file_devs */
 			union {
@@ -154,7 +171,7 @@ struct pack_inode {
 			uint32_t rdev;      /* Linux "new" encoding, as squashfs stores it */
 		} dev;                      /* block and character devices (also the size of a fifo's or socket's) */
 		struct {
-			struct pack_dirent **children;
+			pack_child *children;
 			size_t count, cap;
 			/*
 			 * Name lookup (tree.c): open addressing, a child's index + 1
@@ -174,18 +191,15 @@ struct pack_inode {
 };
 
 /*
- * A name in a directory.  Dirents live in the tree's arena (tree.c), not
- * one malloc() each, and carry nothing but the name and what it names:
- * at a million files every pointer here is 8 MB.  A scanned file's dirent
- * does not repeat the name its inode keeps (tree_file_name()): 16 bytes.
- * Looking a name up goes through its directory (tree_lookup()); read the
- * name with tree_dirent_name().
+ * A name in a directory that is not the name its inode keeps (a
+ * directory's, a symlink's, a hard link's second name, a renamed or
+ * replaced entry): it lives in the tree's arena (tree.c), not one malloc()
+ * each.  Read it through the pack_child that holds it.
  */
 struct pack_dirent {
 	struct pack_inode *inode;
 	uint32_t name_len;
-	bool name_in_file;                  /* the name is the file's own, after its inode */
-	char own_name[];                    /* otherwise here, NUL-terminated */
+	char name[];                        /* NUL-terminated */
 };
 
 /* An index entry of a large directory: where a header starts, and its first name. */
@@ -240,7 +254,10 @@ struct pack_srcdir *tree_srcdir_add(struct pack_tree *t, struct pack_srcdir *par
  * (NULL if out of memory).  Only its type's part of the union exists.
  */
 struct pack_inode *tree_inode_new(struct pack_tree *t, uint32_t mode);
-/* A regular file found as 'name' in a source directory, the name kept after the inode. */
+/*
+ * A regular file found as 'name' in a source directory or an archive, the
+ * name kept after the inode: a child of that name costs no dirent.
+ */
 struct pack_inode *tree_file_new(struct pack_tree *t, uint32_t mode, const char *name, size_t len);
 /* That name: right after the inode's regular-file part. */
 static inline const char *tree_file_name(const struct pack_inode *file)
@@ -251,10 +268,24 @@ static inline const char *tree_file_name(const struct pack_inode *file)
 dev_t tree_file_dev(const struct pack_inode *file);
 /* Record that device (content.dir and content.ino set); 0 or -ENOMEM. */
 int tree_set_file_dev(struct pack_inode *file, dev_t dev);
-/* A dirent's name, NUL-terminated. */
-static inline const char *tree_dirent_name(const struct pack_dirent *d)
+static inline bool tree_child_is_file_name(pack_child c)
 {
-	return d->name_in_file ? tree_file_name(d->inode) : d->own_name;
+	return c.bits & 1;
+}
+/* The inode child c names. */
+static inline struct pack_inode *tree_child_inode(pack_child c)
+{
+	return tree_child_is_file_name(c) ? (struct pack_inode *)(c.bits - 1) : ((struct pack_dirent *)c.bits)->inode;
+}
+/* Its name, NUL-terminated. */
+static inline const char *tree_child_name(pack_child c)
+{
+	return tree_child_is_file_name(c) ? tree_file_name((struct pack_inode *)(c.bits - 1))
+					  : ((struct pack_dirent *)c.bits)->name;
+}
+static inline uint32_t tree_child_name_len(pack_child c)
+{
+	return tree_child_is_file_name(c) ? (uint32_t)strlen(tree_child_name(c)) : ((struct pack_dirent *)c.bits)->name_len;
 }
 /*
  * Drop one dirent's hold on an inode; with the last, frees what it owns (a
@@ -284,8 +315,8 @@ void tree_take_metadata(struct pack_inode *old, struct pack_inode *inode);
 /* The inode at 'path' ('/'-separated, from the root, already clean), or NULL. */
 struct pack_inode *tree_find_path(struct pack_tree *t, const char *path);
 
-/* The dirent 'name' in directory 'dir', or NULL. */
-struct pack_dirent *tree_lookup(struct pack_tree *t, struct pack_inode *dir, const char *name, size_t len);
+/* The inode at 'name' in directory 'dir', or NULL. */
+struct pack_inode *tree_lookup(struct pack_tree *t, struct pack_inode *dir, const char *name, size_t len);
 
 /*
  * Put 'inode' at 'name' in 'dir'; a later entry wins.  Replacing a
@@ -298,10 +329,10 @@ struct pack_inode *tree_insert(struct pack_tree *t, struct pack_inode *dir, cons
 			       struct pack_inode *inode);
 
 /*
- * Give dirent 'd' of directory 'dir' another name (none may exist there);
- * 0 or -ENOMEM.  'd' is replaced by a new dirent: pointers to it go stale.
+ * Give child 'c' of directory 'dir' another name (none may exist there);
+ * 0 or -ENOMEM.  'c' is replaced by a new child: copies of it go stale.
  */
-int tree_rename(struct pack_tree *t, struct pack_inode *dir, struct pack_dirent *d, const char *name, size_t len);
+int tree_rename(struct pack_tree *t, struct pack_inode *dir, pack_child c, const char *name, size_t len);
 
 /* Add one more name for an existing inode (a hard link). */
 int tree_link(struct pack_tree *t, struct pack_inode *dir, const char *name, size_t len,

@@ -323,29 +323,30 @@ static const char *info_kind(const struct pack_inode *inode)
 static int info_dir(struct info_walk *w, const struct pack_inode *dir, size_t len)
 {
 	for (size_t i = 0; i < dir->u.dir.count; i++) {
-		const struct pack_dirent *d = dir->u.dir.children[i];
-		const struct pack_inode *inode = d->inode;
+		pack_child d = dir->u.dir.children[i];
+		const struct pack_inode *inode = tree_child_inode(d);
+		size_t name_len = tree_child_name_len(d);
 		uint64_t ref = w->iw->export[inode->ino - 1];
 		bool link = w->told[inode->ino - 1];
 		int err;
 
-		if (len + d->name_len + 2 > w->cap) {
-			char *p = realloc(w->path, w->cap = 2 * (len + d->name_len + 2));
+		if (len + name_len + 2 > w->cap) {
+			char *p = realloc(w->path, w->cap = 2 * (len + name_len + 2));
 
 			if (!p)
 				return -ENOMEM;
 			w->path = p;
 		}
 		w->path[len] = '/';
-		memcpy(w->path + len + 1, tree_dirent_name(d), d->name_len + 1);
+		memcpy(w->path + len + 1, tree_child_name(d), name_len + 1);
 		w->told[inode->ino - 1] = 1;
 		if (inode->stored)
 			continue;       /* the image's own: mksquashfs tells only of what it adds */
 		if (tree_is_dir(inode)) {
-			if ((err = info_dir(w, inode, len + 1 + d->name_len)) != 0)
+			if ((err = info_dir(w, inode, len + 1 + name_len)) != 0)
 				return err;
 			w->path[len] = '/';
-			memcpy(w->path + len + 1, tree_dirent_name(d), d->name_len + 1);
+			memcpy(w->path + len + 1, tree_child_name(d), name_len + 1);
 			printf("directory %s inode 0x%llx\n", w->path, (unsigned long long)ref);
 		} else if (tree_is_reg(inode)) {
 			printf("file %s, uncompressed size %llu bytes %s\n", w->path,
