@@ -190,10 +190,9 @@ static int load_file(struct loader *l, const struct qs_inode *qi, struct pack_in
 	int err;
 
 	inode->u.file.size = qi->size;
-	inode->u.file.block_count = count;
 	inode->u.file.fragment = qi->u.file.fragment;
 	inode->u.file.frag_offset = qi->u.file.frag_offset;
-	inode->u.file.data_done = true;
+	inode->data_done = true;
 	b->files++;
 	b->bytes += qi->size;
 	if (qi->u.file.fragment != QS_NO_FRAGMENT &&

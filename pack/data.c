@@ -265,10 +265,10 @@ static int index_stored(struct pack_inode *inode, void *arg)
 	struct data_writer *w = arg;
 	int err;
 
-	if (!tree_is_reg(inode) || !inode->stored || inode->u.file.size == 0 || inode->u.file.hash_done ||
+	if (!tree_is_reg(inode) || !inode->stored || inode->u.file.size == 0 || inode->hash_done ||
 	    !dedup_size_known(w->dedup, inode->u.file.size))
 		return 0;
-	inode->u.file.hash_done = true;
+	inode->hash_done = true;
 	err = hash_file(w, inode);
 	if (!err)
 		err = dedup_count_size(w->dedup, inode->u.file.size);
@@ -342,7 +342,7 @@ static int write_blocks(struct data_writer *w, struct pack_inode *file, struct c
 	uint64_t size = file->u.file.size, data = 0;
 	bool positioned = false;
 
-	for (uint32_t i = 0; i < file->u.file.block_count; i++) {
+	for (uint32_t i = 0; i < tree_block_count(file); i++) {
 		uint64_t off = (uint64_t)i * bs;
 		uint32_t len = size - off < bs ? (uint32_t)(size - off) : bs;
 		struct pipeline_job *job;
@@ -352,7 +352,7 @@ static int write_blocks(struct data_writer *w, struct pack_inode *file, struct c
 			data = w->cfg.sparse ? next_data(c, off, size) : off;
 		if (data >= off + len) {
 			/* Every block before the one the next data is in is a hole: skip them at once. */
-			uint32_t next = data / bs < file->u.file.block_count ? (uint32_t)(data / bs) : file->u.file.block_count;
+			uint32_t next = data / bs < tree_block_count(file) ? (uint32_t)(data / bs) : tree_block_count(file);
 			uint64_t end = (uint64_t)next * bs < size ? (uint64_t)next * bs : size;
 
 			file->u.file.blocks->sparse += end - off;
@@ -381,7 +381,7 @@ static int write_blocks(struct data_writer *w, struct pack_inode *file, struct c
 		positioned = true;
 		pipeline_submit(w->pipe, job);
 	}
-	if (!positioned && file->u.file.block_count > 0) {
+	if (!positioned && tree_block_count(file) > 0) {
 		/* All holes: the start is simply where the next block would go. */
 		struct pipeline_job *job = pipeline_get(w->pipe);
 
@@ -445,26 +445,27 @@ int data_write_file(struct data_writer *w, struct pack_inode *file)
 	uint64_t size = file->u.file.size;
 	bool frag = data_has_fragment(&w->cfg, size);
 	bool candidate;
+	uint32_t count;
 	struct content c;
 	struct current cur = { .w = w, .c = &c };
 	int err;
 
-	if (file->u.file.data_done || size == 0)
+	if (file->data_done || size == 0)
 		return 0;
-	file->u.file.data_done = true;
+	file->data_done = true;
 	if (!scan_size_fits(size, w->cfg.block_size)) {
 		pack_error("%s: %llu bytes is more than a squashfs file of %u-byte blocks can hold",
 			   file->u.file.content.dir ? tree_file_name(file) : "archive entry",
 			   (unsigned long long)size, w->cfg.block_size);
 		return -EFBIG;
 	}
-	file->u.file.block_count = (uint32_t)(size / w->cfg.block_size + (size % w->cfg.block_size && !frag));
+	count = (uint32_t)(size / w->cfg.block_size + (size % w->cfg.block_size && !frag));
 
 	err = content_open(w, file, &c, true);
 	if (err)
 		return err;
-	if (file->u.file.xattrs_pending) {
-		file->u.file.xattrs_pending = false;
+	if (file->xattrs_pending) {
+		file->xattrs_pending = false;
 		err = read_xattrs(w, file, &c);
 	}
 	candidate = w->dedup && dedup_size_shared(w->dedup, size);
@@ -475,7 +476,7 @@ int data_write_file(struct data_writer *w, struct pack_inode *file)
 		same = err ? NULL : dedup_find(w->dedup, file, same_contents, &cur, &err);
 		if (same) {
 			file->u.file.dup_of = same;
-			file->u.file.is_dup = true;
+			file->is_dup = true;
 			w->dedup_bytes += size;
 			w->dedup_files++;
 			progress_add(size, 0);
@@ -483,8 +484,8 @@ int data_write_file(struct data_writer *w, struct pack_inode *file)
 			return 0;
 		}
 	}
-	if (!err && file->u.file.block_count)
-		err = blocks_new(&file->u.file.blocks, file->u.file.block_count);
+	if (!err && count)
+		err = blocks_new(&file->u.file.blocks, count);
 	if (!err)
 		err = write_blocks(w, file, &c);
 	if (!err && frag)

@@ -107,19 +107,19 @@ static int put_header(struct image_writer *iw, struct pack_inode *inode, int typ
 
 static int write_file(struct image_writer *iw, struct pack_inode *inode, uint8_t *p)
 {
-	const struct pack_inode *data = inode->u.file.is_dup ? inode->u.file.dup_of : inode;
+	const struct pack_inode *data = inode->is_dup ? inode->u.file.dup_of : inode;
 	const struct pack_blocks *blocks = data->u.file.blocks;
 	uint64_t start = blocks ? blocks->start : 0, sparse = blocks ? blocks->sparse : 0;
 	uint64_t size = inode->u.file.size;
-	bool has_xattr = inode->xattr_id != SQFS_INVALID_XATTR;
+	bool has_xattr = tree_xattr_id(inode) != SQFS_INVALID_XATTR;
 	uint32_t frag = size ? data->u.file.fragment : SQFS_INVALID_FRAG;
 	uint32_t frag_off = frag == SQFS_INVALID_FRAG ? 0 : data->u.file.frag_offset;
-	uint32_t count = size ? data->u.file.block_count : 0;
+	uint32_t count = size ? tree_block_count(data) : 0;
 	size_t fixed;
 	uint8_t list[4 * BLOCK_LIST_PAGE];
 	int err;
 
-	if (inode->nlink == 1 && start <= UINT32_MAX && size <= UINT32_MAX && !has_xattr &&
+	if (tree_nlink(inode) == 1 && start <= UINT32_MAX && size <= UINT32_MAX && !has_xattr &&
 	    !sparse) {
 		err = put_header(iw, inode, SQFS_INODE_FILE, p);
 		sqfs_put32(p + 16, (uint32_t)start);
@@ -132,10 +132,10 @@ static int write_file(struct image_writer *iw, struct pack_inode *inode, uint8_t
 		sqfs_put64(p + 16, start);
 		sqfs_put64(p + 24, size);
 		sqfs_put64(p + 32, sparse);
-		sqfs_put32(p + 40, inode->nlink);
+		sqfs_put32(p + 40, tree_nlink(inode));
 		sqfs_put32(p + 44, frag);
 		sqfs_put32(p + 48, frag_off);
-		sqfs_put32(p + 52, inode->xattr_id);
+		sqfs_put32(p + 52, tree_xattr_id(inode));
 		fixed = 56;
 	}
 	if (err)
@@ -164,17 +164,17 @@ static int write_symlink(struct image_writer *iw, struct pack_inode *inode, uint
 {
 	const char *target = inode->u.symlink.target;
 	uint32_t len = (uint32_t)strlen(target);
-	bool ext = inode->xattr_id != SQFS_INVALID_XATTR;
+	bool ext = tree_xattr_id(inode) != SQFS_INVALID_XATTR;
 	int err = put_header(iw, inode, ext ? SQFS_INODE_EXT_SYMLINK : SQFS_INODE_SYMLINK, p);
 
-	sqfs_put32(p + 16, inode->nlink);
+	sqfs_put32(p + 16, tree_nlink(inode));
 	sqfs_put32(p + 20, len);
 	if (!err)
 		err = meta_write(&iw->inodes, p, 24);
 	if (!err)
 		err = meta_write(&iw->inodes, target, len);
 	if (!err && ext) {
-		sqfs_put32(p, inode->xattr_id);
+		sqfs_put32(p, tree_xattr_id(inode));
 		err = meta_write(&iw->inodes, p, 4);
 	}
 	return err;
@@ -184,18 +184,18 @@ static int write_symlink(struct image_writer *iw, struct pack_inode *inode, uint
 static int write_special(struct image_writer *iw, struct pack_inode *inode, uint8_t *p)
 {
 	int type = image_basic_type(inode);
-	bool ext = inode->xattr_id != SQFS_INVALID_XATTR;
+	bool ext = tree_xattr_id(inode) != SQFS_INVALID_XATTR;
 	bool dev = type == SQFS_INODE_BLKDEV || type == SQFS_INODE_CHRDEV;
 	size_t len = 20;
 	int err = put_header(iw, inode, ext ? type + SQFS_INODE_EXT_DELTA : type, p);
 
-	sqfs_put32(p + 16, inode->nlink);
+	sqfs_put32(p + 16, tree_nlink(inode));
 	if (dev) {
 		sqfs_put32(p + 20, inode->u.dev.rdev);
 		len += 4;
 	}
 	if (ext) {
-		sqfs_put32(p + len, inode->xattr_id);
+		sqfs_put32(p + len, tree_xattr_id(inode));
 		len += 4;
 	}
 	return err ? err : meta_write(&iw->inodes, p, len);
@@ -204,13 +204,13 @@ static int write_special(struct image_writer *iw, struct pack_inode *inode, uint
 static int write_dir_inode(struct image_writer *iw, struct pack_inode *dir, uint8_t *p)
 {
 	uint32_t size = dir->u.dir.listing_size + 3;
-	bool has_xattr = dir->xattr_id != SQFS_INVALID_XATTR;
+	bool has_xattr = tree_xattr_id(dir) != SQFS_INVALID_XATTR;
 	int err;
 
 	/* The listing's block start (offset 16 basic, 24 extended) is patched in once compressed. */
 	if (size <= 0xffff && dir->u.dir.index_count == 0 && !has_xattr) {
 		err = put_header(iw, dir, SQFS_INODE_DIR, p);
-		sqfs_put32(p + 20, dir->nlink);
+		sqfs_put32(p + 20, dir->u.dir.nlink);
 		sqfs_put16(p + 24, (uint16_t)size);
 		sqfs_put16(p + 26, dir->u.dir.offset);
 		sqfs_put32(p + 28, dir->u.dir.parent_ino);
@@ -221,12 +221,12 @@ static int write_dir_inode(struct image_writer *iw, struct pack_inode *dir, uint
 		return err ? err : meta_write(&iw->inodes, p + 20, 12);
 	}
 	err = put_header(iw, dir, SQFS_INODE_EXT_DIR, p);
-	sqfs_put32(p + 16, dir->nlink);
+	sqfs_put32(p + 16, dir->u.dir.nlink);
 	sqfs_put32(p + 20, size);
 	sqfs_put32(p + 28, dir->u.dir.parent_ino);
 	sqfs_put16(p + 32, (uint16_t)dir->u.dir.index_count);
 	sqfs_put16(p + 34, dir->u.dir.offset);
-	sqfs_put32(p + 36, dir->xattr_id);
+	sqfs_put32(p + 36, tree_xattr_id(dir));
 	if (!err)
 		err = meta_write(&iw->inodes, p, 24);
 	if (!err)

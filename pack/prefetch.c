@@ -66,9 +66,9 @@ static int offer(struct pack_inode *file, void *arg)
 	struct prefetch *p = arg;
 	struct prefetch_slot s;
 
-	if (!prefetch_wants(file) || file->u.file.prefetched)
+	if (!prefetch_wants(file) || file->prefetched)
 		return 0;
-	file->u.file.prefetched = true;
+	file->prefetched = true;
 	pthread_mutex_lock(&p->lock);
 	while (!p->stopping && p->tail != p->head &&
 	       (p->tail - p->head == PREFETCH_SLOTS || p->bytes > PREFETCH_BYTES))

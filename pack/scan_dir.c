@@ -270,7 +270,7 @@ static int make_inode(struct dir_scan *s, struct pack_srcdir *sd, struct scan_en
 		inode->u.file.size = (uint64_t)st->st_size;
 		inode->u.file.content.dir = sd;
 		inode->u.file.content.ino = st->st_ino;
-		inode->u.file.xattrs_pending = e->xattrs_pending;
+		inode->xattrs_pending = e->xattrs_pending;
 	} else if (S_ISLNK(st->st_mode)) {
 		inode->u.symlink.target = e->target;
 		e->target = NULL;

@@ -66,7 +66,7 @@ static void *arena_alloc(struct pack_tree *t, size_t bytes)
 static bool keeps_name(const struct pack_inode *inode, const char *name, size_t len)
 {
 	/* strncmp(): the kept name may be the shorter, and nothing of the arena lies past its NUL. */
-	return tree_is_reg(inode) && inode->u.file.named && strncmp(tree_file_name(inode), name, len) == 0 &&
+	return tree_is_reg(inode) && inode->named && strncmp(tree_file_name(inode), name, len) == 0 &&
 	       tree_file_name(inode)[len] == '\0';
 }
 
@@ -218,7 +218,6 @@ static struct pack_inode *inode_alloc(struct pack_tree *t, uint32_t mode, size_t
 		return NULL;
 	memset(inode, 0, inode_size(mode));
 	inode->mode = (uint16_t)mode;
-	inode->xattr_id = 0xffffffffu;
 	if (tree_is_reg(inode))
 		inode->u.file.fragment = 0xffffffffu;
 	return inode;
@@ -236,7 +235,7 @@ struct pack_inode *tree_file_new(struct pack_tree *t, uint32_t mode, const char 
 	if (inode) {
 		memcpy((char *)inode + inode_size(mode), name, len);
 		((char *)inode)[inode_size(mode) + len] = '\0';
-		inode->u.file.named = true;
+		inode->named = true;
 	}
 	return inode;
 }
@@ -245,8 +244,8 @@ dev_t tree_file_dev(const struct pack_inode *file)
 {
 	const struct pack_srcdir *d = file->u.file.content.dir;
 
-	for (uint32_t i = 0; file->u.file.foreign_dev && i < d->file_dev_count; i++)
-		if (d->file_devs[i].ino == file->u.file.content.ino)
+	for (uint32_t i = 0; i < d->file_dev_count; i++)
+		if (d->file_devs[i].file == file)
 			return d->file_devs[i].dev;
 	return d->dev;
 }
@@ -262,8 +261,7 @@ int tree_set_file_dev(struct pack_inode *file, dev_t dev)
 	if (!p)
 		return -ENOMEM;
 	d->file_devs = p;
-	p[d->file_dev_count++] = (struct pack_file_dev){ .ino = file->u.file.content.ino, .dev = dev };
-	file->u.file.foreign_dev = true;
+	p[d->file_dev_count++] = (struct pack_file_dev){ .file = file, .dev = dev };
 	return 0;
 }
 
@@ -313,14 +311,19 @@ int tree_set_xattrs(struct pack_inode *inode, struct pack_xattrs *x)
 		return -ENOMEM;
 	}
 	*inode->xattrs = *x;
+	inode->xattrs->id = 0xffffffffu;
 	*x = (struct pack_xattrs){ 0 };
 	return 0;
 }
 
 int tree_xattr_add(struct pack_inode *inode, const char *name, const void *value, size_t len)
 {
-	if (!inode->xattrs && !(inode->xattrs = calloc(1, sizeof(*inode->xattrs))))
-		return -ENOMEM;
+	if (!inode->xattrs) {
+		inode->xattrs = calloc(1, sizeof(*inode->xattrs));
+		if (!inode->xattrs)
+			return -ENOMEM;
+		inode->xattrs->id = 0xffffffffu;
+	}
 	return tree_xattrs_add(inode->xattrs, name, value, len);
 }
 
@@ -358,7 +361,7 @@ void tree_inode_put(struct pack_tree *t, struct pack_inode *inode)
 		lookup_forget(inode);
 		free(inode->u.dir.index);
 	} else if (tree_is_reg(inode)) {
-		blocks_free(inode->u.file.blocks, inode->u.file.block_count);
+		blocks_free(inode->u.file.blocks);
 	} else if (tree_is_symlink(inode)) {
 		free(inode->u.symlink.target);
 	}
@@ -677,13 +680,13 @@ static int finish_dir(struct pack_tree *t, struct pack_inode *dir, const struct 
 			err = count_inode(t, inode, o);
 			if (!err)
 				err = finish_dir(t, inode, o);
-		} else if (inode->nlink++ == 0) {
+		} else if (!inode->counted) {
+			inode->counted = true;
+			t->hardlinked += inode->refs > 1;
 			err = count_inode(t, inode, o);
-		} else if (inode->nlink == 2) {
-			t->hardlinked++;
 		}
 	}
-	dir->nlink = 2 + subdirs;
+	dir->u.dir.nlink = 2 + subdirs;
 	return err;
 }
 
@@ -748,12 +751,15 @@ int tree_walk_files(struct pack_inode *dir, tree_visit_fn fn, void *arg)
 int blocks_new(struct pack_blocks **out, uint32_t count)
 {
 	*out = calloc(1, sizeof(**out) + (count / BLOCK_LIST_PAGE + 1) * sizeof((*out)->pages[0]));
-	return *out ? 0 : -ENOMEM;
+	if (!*out)
+		return -ENOMEM;
+	(*out)->count = count;
+	return 0;
 }
 
-void blocks_free(struct pack_blocks *b, uint32_t count)
+void blocks_free(struct pack_blocks *b)
 {
-	for (uint32_t p = 0; b && p <= count / BLOCK_LIST_PAGE; p++)
+	for (uint32_t p = 0; b && p <= b->count / BLOCK_LIST_PAGE; p++)
 		free(b->pages[p]);
 	free(b);
 }

@@ -42,7 +42,7 @@ struct pack_srcdir {
 };
 
 struct pack_file_dev {
-	ino_t ino;
+	const struct pack_inode *file;
 	dev_t dev;
 };
 
@@ -63,7 +63,7 @@ struct pack_content {
 /*
  * A regular file's data blocks: where they start, the bytes stored as
  * holes, and the size words its inode ends with, kept in pages of
- * BLOCK_LIST_PAGE words; the count is the file's block_count.  Allocated
+ * BLOCK_LIST_PAGE words, 'count' of them.  Allocated
  * only for a file with blocks: most small files are all in a fragment.  A
  * page no data block fell in is never allocated: holes are size 0, and a
  * sparse file costs nothing for them (a 10 KiB tar may declare a file of
@@ -74,12 +74,13 @@ struct pack_content {
 struct pack_blocks {
 	uint64_t start;             /* image offset of the first block */
 	uint64_t sparse;            /* bytes in all-zero blocks stored as holes */
+	uint32_t count;             /* blocks, holes included */
 	uint32_t *pages[];          /* count / BLOCK_LIST_PAGE + 1; NULL = every word 0 */
 };
 
 /* *out for 'count' blocks, all holes at offset 0; 0 or -ENOMEM. */
 int blocks_new(struct pack_blocks **out, uint32_t count);
-void blocks_free(struct pack_blocks *b, uint32_t count);
+void blocks_free(struct pack_blocks *b);
 /* Where word i is stored, allocating its page; NULL when out of memory. */
 uint32_t *blocks_slot(struct pack_blocks *b, uint32_t i);
 /* Page p (words p * BLOCK_LIST_PAGE on), or NULL when all of it is 0. */
@@ -97,6 +98,7 @@ struct pack_xattr {
 struct pack_xattrs {                /* an inode's xattrs, sorted by name */
 	struct pack_xattr *list;
 	uint32_t count;
+	uint32_t id;                /* in the xattr id table, once the tables are written (xattr.c) */
 };
 
 struct pack_dirent;
@@ -119,13 +121,14 @@ typedef struct {
  * Fields are ordered so that nothing is padding, and an inode is allocated
  * (in the tree's arena) only as large as its type's part of the union: a
  * tree of a million files holds a million of these, so what most files do
- * not have (xattrs; data blocks, holes; a device of its own) is kept
- * apart, and every field is as wide as squashfs stores it.  A file is 96
- * bytes.
+ * not have (xattrs and their id; data blocks, their count, holes; a device
+ * of its own) is kept apart, and every field is as wide as squashfs stores
+ * it.  A file is 80 bytes.
  */
 struct pack_inode {
 	uint16_t mode;              /* st_mode, type bits included */
-	bool written;
+	/* Flags: set by the scan, then by the data phase's main thread only. */
+	bool written : 1;           /* its inode is in the table (hard links meet it again) */
 	/*
 	 * From the image being appended to (append.c): its metadata is kept as
 	 * stored (no overrides), and a file's data is already in the image, at
@@ -133,13 +136,19 @@ struct pack_inode {
 	 * libquash, by u.file.content.stored_ref, only to compare it with new
 	 * files.
 	 */
-	bool stored;
+	bool stored : 1;
+	bool counted : 1;           /* tree_finish() has met it */
+	bool named : 1;             /* a file made by tree_file_new(): its name is kept after it */
+	bool data_done : 1;         /* a file's data is written, or queued */
+	bool hash_done : 1;         /* a stored file already indexed (hard links meet it again) */
+	bool xattrs_pending : 1;    /* to be read when the data phase opens the file (scan_dir.c) */
+	bool is_dup : 1;            /* a file whose u.file.dup_of, not hash, is set */
+	bool prefetched;            /* a byte of its own: the data phase's prefetcher sets it (prefetch.c) */
 	uint32_t uid, gid;
-	uint32_t nlink;             /* names in the final tree (directories: 2 + subdirectories) */
-	uint32_t refs;              /* dirents naming this inode */
+	/* Names in the tree naming it: a non-directory's link count (tree_nlink()). */
+	uint32_t refs;
 	/* Assigned while writing; the inode table reference is in image_writer.export. */
 	uint32_t ino;               /* 1 .. inode count, 0 = not yet numbered */
-	uint32_t xattr_id;
 	uint32_t mtime;             /* as squashfs stores it: tree_time() clamps */
 	struct pack_xattrs *xattrs; /* NULL: none (tree_set_xattrs(), tree_xattr_add()) */
 
@@ -148,21 +157,12 @@ struct pack_inode {
 			struct pack_content content;
 			uint64_t size;
 			struct pack_blocks *blocks; /* NULL: no block (empty, or all in a fragment) */
-			uint32_t block_count;
-			uint32_t fragment;          /* SQFS_INVALID_FRAG if none */
-			uint32_t frag_offset;
-			/* Set by the data phase only (the prefetcher has its own byte below). */
-			bool data_done : 1;
-			bool hash_done : 1;         /* a stored file already indexed (hard links meet it again) */
-			bool xattrs_pending : 1;    /* to be read when the data phase opens the file (scan_dir.c) */
-			bool is_dup : 1;            /* dup_of, not hash, is set */
-			bool named : 1;             /* made by tree_file_new(): a name is kept after it */
-			bool prefetched;            /* the data phase's prefetcher has met it (prefetch.c) */
-			bool foreign_dev;           /* a mount point: its device is in content.dir->file_devs */
 			union {
 				uint64_t hash;              /* of the contents, for deduplication */
 				struct pack_inode *dup_of;  /* is_dup: data shared with this earlier file */
 			};
+			uint32_t fragment;          /* SQFS_INVALID_FRAG if none */
+			uint32_t frag_offset;
 		} file;
 		struct {
 			char *target;
@@ -180,6 +180,7 @@ struct pack_inode {
 			 */
 			uint32_t *lookup;
 			uint32_t lookup_size;
+			uint32_t nlink;             /* 2 + subdirectories, counted by tree_finish() */
 			uint32_t parent_ino;
 			uint32_t listing_size;      /* directory table bytes, headers included */
 			uint32_t start_block;       /* directory table block, relative */
@@ -293,6 +294,21 @@ static inline uint32_t tree_child_name_len(pack_child c)
  * the arena's.  't' may be NULL.
  */
 void tree_inode_put(struct pack_tree *t, struct pack_inode *inode);
+/* Blocks of a file's data (holes included), as its inode lists them. */
+static inline uint32_t tree_block_count(const struct pack_inode *file)
+{
+	return file->u.file.blocks ? file->u.file.blocks->count : 0;
+}
+/* Its link count: a directory's 2 + subdirectories, any other's names. */
+static inline uint32_t tree_nlink(const struct pack_inode *i)
+{
+	return (i->mode & 0170000) == 0040000 ? i->u.dir.nlink : i->refs;
+}
+/* Its xattr id (xattr_assign()), or 0xffffffff (SQFS_INVALID_XATTR) without xattrs. */
+static inline uint32_t tree_xattr_id(const struct pack_inode *i)
+{
+	return i->xattrs && i->xattrs->count ? i->xattrs->id : 0xffffffffu;
+}
 /* A time as squashfs stores it: 0 before 1970, the last second of 2106 after it. */
 static inline uint32_t tree_time(int64_t t)
 {

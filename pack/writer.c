@@ -220,7 +220,7 @@ static int write_one(struct data_writer *w, struct pack_inode *inode)
 {
 	int err;
 
-	if (!tree_is_reg(inode) || inode->u.file.data_done)
+	if (!tree_is_reg(inode) || inode->data_done)
 		return 0;
 	err = data_write_file(w, inode);
 	progress_add(0, 1);
@@ -351,7 +351,7 @@ static int info_dir(struct info_walk *w, const struct pack_inode *dir, size_t le
 		} else if (tree_is_reg(inode)) {
 			printf("file %s, uncompressed size %llu bytes %s\n", w->path,
 			       (unsigned long long)inode->u.file.size,
-			       link ? "LINK" : inode->u.file.is_dup ? "DUPLICATE" : "");
+			       link ? "LINK" : inode->is_dup ? "DUPLICATE" : "");
 		} else {
 			printf("%s %s inode 0x%llx%s\n", info_kind(inode), w->path, (unsigned long long)ref,
 			       link ? " LINK" : "");

@@ -135,14 +135,13 @@ int xattr_assign(struct image_writer *iw, struct pack_inode *inode)
 	uint32_t size, first, *head;
 	int err;
 
-	inode->xattr_id = SQFS_INVALID_XATTR;
 	if (tree_xattrs(inode)->count == 0)
 		return 0;
 	h = set_hash(inode->xattrs);
 	first = t->bucket_count ? t->buckets[h & (t->bucket_count - 1)] : 0;
 	for (uint32_t i = first; i; i = t->next[i - 1]) {
 		if (t->hashes[i - 1] == h && same_set(t->owners[i - 1]->xattrs, inode->xattrs)) {
-			inode->xattr_id = i - 1;
+			inode->xattrs->id = i - 1;
 			return 0;
 		}
 	}
@@ -162,7 +161,7 @@ int xattr_assign(struct image_writer *iw, struct pack_inode *inode)
 	head = &t->buckets[h & (t->bucket_count - 1)];
 	t->next[t->count] = *head;
 	*head = t->count + 1;
-	inode->xattr_id = t->count++;
+	inode->xattrs->id = t->count++;
 	return 0;
 }
 
