@@ -202,13 +202,13 @@ static int load_file(struct loader *l, const struct qs_inode *qi, struct pack_in
 	}
 	/* Kept as stored, even a start or sparse count the file's no blocks make moot. */
 	if (count || qi->u.file.blocks_start || qi->u.file.sparse) {
-		err = blocks_new(&inode->u.file.blocks, count);
+		err = tree_blocks_new(inode, count);
 		if (err) {
 			pack_error("out of memory");
 			return err;
 		}
-		inode->u.file.blocks->start = qi->u.file.blocks_start;
-		inode->u.file.blocks->sparse = qi->u.file.sparse;
+		tree_blocks(inode)->start = qi->u.file.blocks_start;
+		tree_blocks(inode)->sparse = qi->u.file.sparse;
 	}
 	if (count == 0)
 		return 0;
@@ -224,7 +224,7 @@ static int load_file(struct loader *l, const struct qs_inode *qi, struct pack_in
 			any |= l->words[i] != 0;
 		}
 		if (!err && any) {
-			uint32_t *slot = blocks_slot(inode->u.file.blocks, first);
+			uint32_t *slot = blocks_slot(tree_blocks(inode), first);
 
 			if (!slot)
 				err = -ENOMEM;
@@ -268,8 +268,8 @@ static int load_inode(struct loader *l, const struct qs_inode *qi, struct pack_i
 		for (size_t i = 0; !err && i < nx; i++)
 			err = tree_xattr_add(inode, xa[i].name, xa[i].value, xa[i].value_len);
 		qs_xattr_free(xa, nx);
-		if (inode->xattrs)
-			tree_xattrs_normalize(inode->xattrs);
+		if (tree_xattrs_mut(inode))
+			tree_xattrs_normalize(tree_xattrs_mut(inode));
 	}
 	if (!err && qi->type == QS_SYMLINK) {
 		inode->u.symlink.target = malloc((size_t)qi->size + 1);

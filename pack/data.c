@@ -355,7 +355,7 @@ static int write_blocks(struct data_writer *w, struct pack_inode *file, struct c
 			uint32_t next = data / bs < tree_block_count(file) ? (uint32_t)(data / bs) : tree_block_count(file);
 			uint64_t end = (uint64_t)next * bs < size ? (uint64_t)next * bs : size;
 
-			file->u.file.blocks->sparse += end - off;
+			tree_blocks(file)->sparse += end - off;
 			progress_add(end - off, 0);
 			i = next - 1;
 			continue;
@@ -368,16 +368,16 @@ static int write_blocks(struct data_writer *w, struct pack_inode *file, struct c
 			return err;
 		if (w->cfg.sparse && all_zero(job->in, len)) {
 			/* The slot taken is simply reused by the next pipeline_get(). */
-			file->u.file.blocks->sparse += len;
+			tree_blocks(file)->sparse += len;
 			progress_add(len, 0);
 			continue;
 		}
 		job->len = len;
-		job->size_slot = blocks_slot(file->u.file.blocks, i);
+		job->size_slot = blocks_slot(tree_blocks(file), i);
 		if (!job->size_slot)
 			return -ENOMEM;
 		if (!positioned)
-			job->pos_slot = &file->u.file.blocks->start;
+			job->pos_slot = &tree_blocks(file)->start;
 		positioned = true;
 		pipeline_submit(w->pipe, job);
 	}
@@ -387,7 +387,7 @@ static int write_blocks(struct data_writer *w, struct pack_inode *file, struct c
 
 		if (!job)
 			return -EIO;
-		job->pos_slot = &file->u.file.blocks->start;
+		job->pos_slot = &tree_blocks(file)->start;
 		pipeline_submit(w->pipe, job);
 	}
 	return 0;
@@ -422,7 +422,7 @@ static int read_xattrs(struct data_writer *w, struct pack_inode *file, struct co
 		tree_xattrs_filter(&own, w->cfg.xattrs_include, w->cfg.xattrs_exclude);
 	for (uint32_t i = 0; !err && i < own.count; i++) {
 		for (uint32_t k = 0; k < tree_xattrs(file)->count; k++) {
-			if (strcmp(own.list[i].name, file->xattrs->list[k].name) == 0) {
+			if (strcmp(own.list[i].name, tree_xattrs(file)->list[k].name) == 0) {
 				pack_error("-xattrs-add %s: a file has that xattr already (as mksquashfs, refused)",
 					   own.list[i].name);
 				err = -EEXIST;
@@ -435,7 +435,7 @@ static int read_xattrs(struct data_writer *w, struct pack_inode *file, struct co
 		}
 	}
 	if (!err && own.count)
-		tree_xattrs_normalize(file->xattrs);
+		tree_xattrs_normalize(tree_xattrs_mut(file));
 	tree_xattrs_free(&own);
 	return err;
 }
@@ -485,7 +485,7 @@ int data_write_file(struct data_writer *w, struct pack_inode *file)
 		}
 	}
 	if (!err && count)
-		err = blocks_new(&file->u.file.blocks, count);
+		err = tree_blocks_new(file, count);
 	if (!err)
 		err = write_blocks(w, file, &c);
 	if (!err && frag)

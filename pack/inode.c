@@ -108,7 +108,7 @@ static int put_header(struct image_writer *iw, struct pack_inode *inode, int typ
 static int write_file(struct image_writer *iw, struct pack_inode *inode, uint8_t *p)
 {
 	const struct pack_inode *data = inode->is_dup ? inode->u.file.dup_of : inode;
-	const struct pack_blocks *blocks = data->u.file.blocks;
+	const struct pack_extra *blocks = tree_blocks(data);
 	uint64_t start = blocks ? blocks->start : 0, sparse = blocks ? blocks->sparse : 0;
 	uint64_t size = inode->u.file.size;
 	bool has_xattr = tree_xattr_id(inode) != SQFS_INVALID_XATTR;

@@ -192,8 +192,8 @@ static struct pack_inode *clone_inode(struct pack_tree *t, const struct pack_ino
 	if (!tree_is_reg(from) && !tree_is_dir(from) && !tree_is_symlink(from))
 		tree_set_rdev(inode, from->u.dev.rdev);
 	for (uint32_t i = 0; ok && i < tree_xattrs(from)->count; i++)
-		ok = tree_xattr_add(inode, from->xattrs->list[i].name, from->xattrs->list[i].value,
-				    from->xattrs->list[i].len) == 0;
+		ok = tree_xattr_add(inode, tree_xattrs(from)->list[i].name, tree_xattrs(from)->list[i].value,
+				    tree_xattrs(from)->list[i].len) == 0;
 	if (tree_is_reg(from)) {
 		inode->u.file.content.spool_offset = from->u.file.content.spool_offset;
 		inode->u.file.size = from->u.file.size;

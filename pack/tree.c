@@ -298,6 +298,29 @@ int tree_xattrs_add(struct pack_xattrs *x, const char *name, const void *value, 
 	return 0;
 }
 
+/* The inode's extra part, made (empty) if it has none; NULL if out of memory. */
+static struct pack_extra *extra_get(struct pack_inode *inode)
+{
+	if (!inode->extra) {
+		inode->extra = calloc(1, sizeof(*inode->extra));
+		if (inode->extra)
+			inode->extra->xattrs.id = 0xffffffffu;
+	}
+	return inode->extra;
+}
+
+/* Let the extra part go once nothing is left in it. */
+static void extra_trim(struct pack_inode *inode)
+{
+	struct pack_extra *x = inode->extra;
+
+	if (x && x->xattrs.count == 0 && !x->has_pages && !x->count && !x->start && !x->sparse) {
+		free(x->xattrs.list);
+		free(x);
+		inode->extra = NULL;
+	}
+}
+
 int tree_set_xattrs(struct pack_inode *inode, struct pack_xattrs *x)
 {
 	tree_drop_xattrs(inode);
@@ -305,35 +328,52 @@ int tree_set_xattrs(struct pack_inode *inode, struct pack_xattrs *x)
 		tree_xattrs_free(x);
 		return 0;
 	}
-	inode->xattrs = malloc(sizeof(*inode->xattrs));
-	if (!inode->xattrs) {
+	if (!extra_get(inode)) {
 		tree_xattrs_free(x);
 		return -ENOMEM;
 	}
-	*inode->xattrs = *x;
-	inode->xattrs->id = 0xffffffffu;
+	inode->extra->xattrs = *x;
+	inode->extra->xattrs.id = 0xffffffffu;
 	*x = (struct pack_xattrs){ 0 };
 	return 0;
 }
 
 int tree_xattr_add(struct pack_inode *inode, const char *name, const void *value, size_t len)
 {
-	if (!inode->xattrs) {
-		inode->xattrs = calloc(1, sizeof(*inode->xattrs));
-		if (!inode->xattrs)
-			return -ENOMEM;
-		inode->xattrs->id = 0xffffffffu;
-	}
-	return tree_xattrs_add(inode->xattrs, name, value, len);
+	if (!extra_get(inode))
+		return -ENOMEM;
+	return tree_xattrs_add(&inode->extra->xattrs, name, value, len);
 }
 
 void tree_drop_xattrs(struct pack_inode *inode)
 {
-	if (inode->xattrs) {
-		tree_xattrs_free(inode->xattrs);
-		free(inode->xattrs);
-		inode->xattrs = NULL;
+	if (inode->extra) {
+		tree_xattrs_free(&inode->extra->xattrs);
+		extra_trim(inode);
 	}
+}
+
+int tree_blocks_new(struct pack_inode *file, uint32_t count)
+{
+	size_t pages = count / BLOCK_LIST_PAGE + 1;
+	struct pack_extra *x;
+
+	if (!extra_get(file))
+		return -ENOMEM;
+	x = realloc(file->extra, sizeof(*x) + pages * sizeof(x->pages[0]));
+	if (!x)
+		return -ENOMEM;
+	memset(x->pages, 0, pages * sizeof(x->pages[0]));
+	x->count = count;
+	x->has_pages = true;
+	file->extra = x;
+	return 0;
+}
+
+static void blocks_free(struct pack_extra *b)
+{
+	for (uint32_t p = 0; b && b->has_pages && p <= b->count / BLOCK_LIST_PAGE; p++)
+		free(b->pages[p]);
 }
 
 static void drop_lookups(struct pack_inode *dir)
@@ -361,11 +401,14 @@ void tree_inode_put(struct pack_tree *t, struct pack_inode *inode)
 		lookup_forget(inode);
 		free(inode->u.dir.index);
 	} else if (tree_is_reg(inode)) {
-		blocks_free(inode->u.file.blocks);
+		blocks_free(inode->extra);
 	} else if (tree_is_symlink(inode)) {
 		free(inode->u.symlink.target);
 	}
-	tree_drop_xattrs(inode);
+	if (inode->extra)
+		tree_xattrs_free(&inode->extra->xattrs);
+	free(inode->extra);
+	inode->extra = NULL;
 }
 
 void tree_free(struct pack_tree *t)
@@ -452,9 +495,11 @@ void tree_take_metadata(struct pack_inode *old, struct pack_inode *inode)
 	old->uid = inode->uid;
 	old->gid = inode->gid;
 	old->mtime = inode->mtime;
+	/* Directories both: their extra part is their xattrs alone. */
 	tree_drop_xattrs(old);
-	old->xattrs = inode->xattrs;
-	inode->xattrs = NULL;
+	free(old->extra);
+	old->extra = inode->extra;
+	inode->extra = NULL;
 }
 
 struct pack_inode *tree_insert(struct pack_tree *t, struct pack_inode *dir, const char *name, size_t len,
@@ -606,7 +651,7 @@ static int add_xattrs(struct pack_inode *inode, const struct pack_overrides *o)
 		if (strncmp(a->name, "user.", 5) == 0 && !file_or_dir)
 			continue;   /* man 7 xattr: user.* is for files and directories */
 		for (uint32_t k = 0; k < tree_xattrs(inode)->count; k++) {
-			if (strcmp(inode->xattrs->list[k].name, a->name) == 0) {
+			if (strcmp(tree_xattrs(inode)->list[k].name, a->name) == 0) {
 				pack_error("-xattrs-add %s: a file has that xattr already (as mksquashfs, refused)",
 					   a->name);
 				return -EEXIST;
@@ -614,8 +659,8 @@ static int add_xattrs(struct pack_inode *inode, const struct pack_overrides *o)
 		}
 		err = tree_xattr_add(inode, a->name, a->value, a->len);
 	}
-	if (!err && inode->xattrs)
-		tree_xattrs_normalize(inode->xattrs);
+	if (!err && tree_xattrs_mut(inode))
+		tree_xattrs_normalize(tree_xattrs_mut(inode));
 	return err;
 }
 
@@ -635,9 +680,9 @@ static int apply_overrides(struct pack_inode *inode, const struct pack_overrides
 		inode->mtime = tree_time(o->mtime);
 	else if (o->mtime_max >= 0 && inode->mtime > o->mtime_max)
 		inode->mtime = tree_time(o->mtime_max);
-	if (inode->xattrs && !o->no_xattrs)
-		tree_xattrs_filter(inode->xattrs, o->xattrs_include, o->xattrs_exclude);
-	if (inode->xattrs && (o->no_xattrs || inode->xattrs->count == 0))
+	if (tree_xattrs_mut(inode) && !o->no_xattrs)
+		tree_xattrs_filter(tree_xattrs_mut(inode), o->xattrs_include, o->xattrs_exclude);
+	if (o->no_xattrs || tree_xattrs(inode)->count == 0)
 		tree_drop_xattrs(inode);
 	return o->no_xattrs ? 0 : add_xattrs(inode, o);
 }
@@ -748,23 +793,7 @@ int tree_walk_files(struct pack_inode *dir, tree_visit_fn fn, void *arg)
 	return walk(dir, fn, arg);
 }
 
-int blocks_new(struct pack_blocks **out, uint32_t count)
-{
-	*out = calloc(1, sizeof(**out) + (count / BLOCK_LIST_PAGE + 1) * sizeof((*out)->pages[0]));
-	if (!*out)
-		return -ENOMEM;
-	(*out)->count = count;
-	return 0;
-}
-
-void blocks_free(struct pack_blocks *b)
-{
-	for (uint32_t p = 0; b && p <= b->count / BLOCK_LIST_PAGE; p++)
-		free(b->pages[p]);
-	free(b);
-}
-
-uint32_t *blocks_slot(struct pack_blocks *b, uint32_t i)
+uint32_t *blocks_slot(struct pack_extra *b, uint32_t i)
 {
 	uint32_t **page = &b->pages[i / BLOCK_LIST_PAGE];
 

@@ -60,35 +60,6 @@ struct pack_content {
 	};
 };
 
-/*
- * A regular file's data blocks: where they start, the bytes stored as
- * holes, and the size words its inode ends with, kept in pages of
- * BLOCK_LIST_PAGE words, 'count' of them.  Allocated
- * only for a file with blocks: most small files are all in a fragment.  A
- * page no data block fell in is never allocated: holes are size 0, and a
- * sparse file costs nothing for them (a 10 KiB tar may declare a file of
- * terabytes).
- */
-#define BLOCK_LIST_PAGE 1024u
-
-struct pack_blocks {
-	uint64_t start;             /* image offset of the first block */
-	uint64_t sparse;            /* bytes in all-zero blocks stored as holes */
-	uint32_t count;             /* blocks, holes included */
-	uint32_t *pages[];          /* count / BLOCK_LIST_PAGE + 1; NULL = every word 0 */
-};
-
-/* *out for 'count' blocks, all holes at offset 0; 0 or -ENOMEM. */
-int blocks_new(struct pack_blocks **out, uint32_t count);
-void blocks_free(struct pack_blocks *b);
-/* Where word i is stored, allocating its page; NULL when out of memory. */
-uint32_t *blocks_slot(struct pack_blocks *b, uint32_t i);
-/* Page p (words p * BLOCK_LIST_PAGE on), or NULL when all of it is 0. */
-static inline const uint32_t *blocks_page(const struct pack_blocks *b, uint32_t p)
-{
-	return b ? b->pages[p] : NULL;
-}
-
 struct pack_xattr {
 	char *name;                 /* full name, "user.foo" */
 	uint8_t *value;
@@ -99,6 +70,27 @@ struct pack_xattrs {                /* an inode's xattrs, sorted by name */
 	struct pack_xattr *list;
 	uint32_t count;
 	uint32_t id;                /* in the xattr id table, once the tables are written (xattr.c) */
+};
+
+/*
+ * What few inodes have, in one allocation apart from the inode (NULL when
+ * it has neither): its xattrs, and a regular file's data blocks: where
+ * they start, the bytes stored as holes, and the size words its inode ends
+ * with, kept in pages of BLOCK_LIST_PAGE words, 'count' of them.  Most
+ * small files are all in a fragment and have no xattrs: at a million files
+ * one pointer for both is 8 MB less than two.  A page no data block fell
+ * in is never allocated: holes are size 0, and a sparse file costs nothing
+ * for them (a 10 KiB tar may declare a file of terabytes).
+ */
+#define BLOCK_LIST_PAGE 1024u
+
+struct pack_extra {
+	struct pack_xattrs xattrs;  /* count 0: none */
+	uint64_t start;             /* image offset of the first block */
+	uint64_t sparse;            /* bytes in all-zero blocks stored as holes */
+	uint32_t count;             /* blocks, holes included */
+	bool has_pages;             /* pages[] is there: count / BLOCK_LIST_PAGE + 1 of them */
+	uint32_t *pages[];          /* NULL = every word 0 */
 };
 
 struct pack_dirent;
@@ -123,7 +115,7 @@ typedef struct {
  * tree of a million files holds a million of these, so what most files do
  * not have (xattrs and their id; data blocks, their count, holes; a device
  * of its own) is kept apart, and every field is as wide as squashfs stores
- * it.  A file is 80 bytes.
+ * it.  A file is 72 bytes.
  */
 struct pack_inode {
 	uint16_t mode;              /* st_mode, type bits included */
@@ -150,13 +142,12 @@ struct pack_inode {
 	/* Assigned while writing; the inode table reference is in image_writer.export. */
 	uint32_t ino;               /* 1 .. inode count, 0 = not yet numbered */
 	uint32_t mtime;             /* as squashfs stores it: tree_time() clamps */
-	struct pack_xattrs *xattrs; /* NULL: none (tree_set_xattrs(), tree_xattr_add()) */
+	struct pack_extra *extra;   /* xattrs, data blocks: NULL, none (tree_xattrs(), tree_blocks()) */
 
 	union {
 		struct {
 			struct pack_content content;
 			uint64_t size;
-			struct pack_blocks *blocks; /* NULL: no block (empty, or all in a fragment) */
 			union {
 				uint64_t hash;              /* of the contents, for deduplication */
 				struct pack_inode *dup_of;  /* is_dup: data shared with this earlier file */
@@ -294,10 +285,27 @@ static inline uint32_t tree_child_name_len(pack_child c)
  * the arena's.  't' may be NULL.
  */
 void tree_inode_put(struct pack_tree *t, struct pack_inode *inode);
+/*
+ * A file's data blocks (their start, holes and size words), or NULL: none,
+ * or none yet.  An inode with xattrs only has them all 0.
+ */
+static inline struct pack_extra *tree_blocks(const struct pack_inode *file)
+{
+	return file->extra;
+}
 /* Blocks of a file's data (holes included), as its inode lists them. */
 static inline uint32_t tree_block_count(const struct pack_inode *file)
 {
-	return file->u.file.blocks ? file->u.file.blocks->count : 0;
+	return file->extra ? file->extra->count : 0;
+}
+/* Give a file a list of 'count' blocks, all holes at offset 0 (once); 0 or -ENOMEM. */
+int tree_blocks_new(struct pack_inode *file, uint32_t count);
+/* Where word i of b is stored, allocating its page; NULL when out of memory. */
+uint32_t *blocks_slot(struct pack_extra *b, uint32_t i);
+/* Page p (words p * BLOCK_LIST_PAGE on), or NULL when all of it is 0. */
+static inline const uint32_t *blocks_page(const struct pack_extra *b, uint32_t p)
+{
+	return b && b->has_pages ? b->pages[p] : NULL;
 }
 /* Its link count: a directory's 2 + subdirectories, any other's names. */
 static inline uint32_t tree_nlink(const struct pack_inode *i)
@@ -307,7 +315,7 @@ static inline uint32_t tree_nlink(const struct pack_inode *i)
 /* Its xattr id (xattr_assign()), or 0xffffffff (SQFS_INVALID_XATTR) without xattrs. */
 static inline uint32_t tree_xattr_id(const struct pack_inode *i)
 {
-	return i->xattrs && i->xattrs->count ? i->xattrs->id : 0xffffffffu;
+	return i->extra && i->extra->xattrs.count ? i->extra->xattrs.id : 0xffffffffu;
 }
 /* A time as squashfs stores it: 0 before 1970, the last second of 2106 after it. */
 static inline uint32_t tree_time(int64_t t)
@@ -385,7 +393,12 @@ static inline const struct pack_xattrs *tree_xattrs(const struct pack_inode *i)
 {
 	static const struct pack_xattrs none;
 
-	return i->xattrs ? i->xattrs : &none;
+	return i->extra ? &i->extra->xattrs : &none;
+}
+/* The same, to change in place (sort, filter, number): NULL when it has none. */
+static inline struct pack_xattrs *tree_xattrs_mut(struct pack_inode *i)
+{
+	return i->extra && i->extra->xattrs.count ? &i->extra->xattrs : NULL;
 }
 /* Give 'inode' the set *x, which is taken over (emptied, even on failure); 0 or -ENOMEM. */
 int tree_set_xattrs(struct pack_inode *inode, struct pack_xattrs *x);

@@ -137,11 +137,11 @@ int xattr_assign(struct image_writer *iw, struct pack_inode *inode)
 
 	if (tree_xattrs(inode)->count == 0)
 		return 0;
-	h = set_hash(inode->xattrs);
+	h = set_hash(tree_xattrs(inode));
 	first = t->bucket_count ? t->buckets[h & (t->bucket_count - 1)] : 0;
 	for (uint32_t i = first; i; i = t->next[i - 1]) {
-		if (t->hashes[i - 1] == h && same_set(t->owners[i - 1]->xattrs, inode->xattrs)) {
-			inode->xattrs->id = i - 1;
+		if (t->hashes[i - 1] == h && same_set(tree_xattrs(t->owners[i - 1]), tree_xattrs(inode))) {
+			tree_xattrs_mut(inode)->id = i - 1;
 			return 0;
 		}
 	}
@@ -149,19 +149,19 @@ int xattr_assign(struct image_writer *iw, struct pack_inode *inode)
 	if (err)
 		return err;
 	ref = meta_ref(&t->kv);
-	err = write_set(t, inode->xattrs, &size);
+	err = write_set(t, tree_xattrs(inode), &size);
 	if (err)
 		return err;
 	entry = t->ids + (size_t)t->count * SQFS_XATTR_ID_SIZE;
 	sqfs_put64(entry, ref);
-	sqfs_put32(entry + 8, inode->xattrs->count);
+	sqfs_put32(entry + 8, tree_xattrs(inode)->count);
 	sqfs_put32(entry + 12, size);
 	t->hashes[t->count] = h;
 	t->owners[t->count] = inode;
 	head = &t->buckets[h & (t->bucket_count - 1)];
 	t->next[t->count] = *head;
 	*head = t->count + 1;
-	inode->xattrs->id = t->count++;
+	tree_xattrs_mut(inode)->id = t->count++;
 	return 0;
 }
 
