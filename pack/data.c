@@ -63,8 +63,6 @@ bool data_has_fragment(const struct data_config *cfg, uint64_t size)
 /* Open a file's bytes; 'ahead': the file the data phase is at, which the prefetcher may have opened. */
 static int content_open(struct data_writer *w, struct pack_inode *file, struct content *c, bool ahead)
 {
-	const struct pack_content *ct = &file->u.file.content;
-
 	c->stored = NULL;
 	c->cache = NULL;
 	c->cache_len = 0;
@@ -81,14 +79,14 @@ static int content_open(struct data_writer *w, struct pack_inode *file, struct c
 			pack_error("%s: %s", c->name, qs_last_error());
 		return err;
 	}
-	c->owned = ct->dir != NULL;
+	c->owned = file->srcdir != 0;
 	if (!c->owned) {
 		snprintf(c->name, sizeof(c->name), "archive spool");
 		c->fd = w->cfg.spool_fd;
 		c->base = file->u.file.content.spool_offset;
 		return 0;
 	}
-	snprintf(c->name, sizeof(c->name), "%s/%s", ct->dir->path, tree_file_name(file));
+	snprintf(c->name, sizeof(c->name), "%s/%s", tree_srcdir(w->dirs.tree, file)->path, tree_file_name(file));
 	c->base = 0;
 	c->fd = ahead && w->prefetch ? prefetch_take(w->prefetch, file) : PREFETCH_NONE;
 	if (c->fd == PREFETCH_NONE)
@@ -287,7 +285,7 @@ int data_writer_start(const struct data_config *cfg, struct pack_sink *sink, str
 	if (!w)
 		return -ENOMEM;
 	w->cfg = *cfg;
-	srcdir_cache_init(&w->dirs);
+	srcdir_cache_init(&w->dirs, tree);
 	w->buf_a = malloc(cfg->block_size);
 	w->buf_b = malloc(cfg->block_size);
 	w->xattr_buf = malloc(sizeof(*w->xattr_buf));
@@ -306,7 +304,7 @@ int data_writer_start(const struct data_config *cfg, struct pack_sink *sink, str
 	/* The scan is over: tests change the tree here (pack/util.c), before anything is opened. */
 	pack_test_pause();
 	if (!err)
-		err = prefetch_start(tree->root, files, nfiles, &w->prefetch);
+		err = prefetch_start(tree, files, nfiles, &w->prefetch);
 	if (!err)
 		err = frag_init(&w->frags, w->pipe, cfg->block_size, cfg->fragment_base, pr.files);
 	if (err) {
@@ -455,7 +453,7 @@ int data_write_file(struct data_writer *w, struct pack_inode *file)
 	file->data_done = true;
 	if (!scan_size_fits(size, w->cfg.block_size)) {
 		pack_error("%s: %llu bytes is more than a squashfs file of %u-byte blocks can hold",
-			   file->u.file.content.dir ? tree_file_name(file) : "archive entry",
+			   file->srcdir ? tree_file_name(file) : "archive entry",
 			   (unsigned long long)size, w->cfg.block_size);
 		return -EFBIG;
 	}

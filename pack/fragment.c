@@ -24,10 +24,8 @@ int frag_init(struct frag_packer *fp, struct pipeline *pipe, uint32_t block_size
 	fp->block_size = block_size;
 	fp->cap = (uint32_t)max;
 	fp->buf = malloc(block_size);
-	/* Sized up front: the writer thread stores into these while we add more. */
-	fp->starts = calloc(max + 1, sizeof(*fp->starts));
-	fp->sizes = calloc(max + 1, sizeof(*fp->sizes));
-	if (!fp->buf || !fp->starts || !fp->sizes)
+	fp->pages = calloc(max / FRAG_PAGE + 1, sizeof(*fp->pages));
+	if (!fp->buf || !fp->pages)
 		return -ENOMEM;
 	return 0;
 }
@@ -35,8 +33,9 @@ int frag_init(struct frag_packer *fp, struct pipeline *pipe, uint32_t block_size
 void frag_free(struct frag_packer *fp)
 {
 	free(fp->buf);
-	free(fp->starts);
-	free(fp->sizes);
+	for (uint32_t p = 0; fp->pages && p <= fp->cap / FRAG_PAGE; p++)
+		free(fp->pages[p]);
+	free(fp->pages);
 	free(fp->table);
 	memset(fp, 0, sizeof(*fp));
 }
@@ -44,18 +43,22 @@ void frag_free(struct frag_packer *fp)
 int frag_flush(struct frag_packer *fp)
 {
 	struct pipeline_job *job;
+	struct frag_page **page;
 
 	if (fp->fill == 0)
 		return 0;
 	if (fp->count >= fp->cap)
 		return -EOVERFLOW;
+	page = &fp->pages[fp->count / FRAG_PAGE];
+	if (!*page && !(*page = calloc(1, sizeof(**page))))
+		return -ENOMEM;
 	job = pipeline_get(fp->pipe);
 	if (!job)
 		return -EIO;
 	memcpy(job->in, fp->buf, fp->fill);
 	job->len = fp->fill;
-	job->pos_slot = &fp->starts[fp->count];
-	job->size_slot = &fp->sizes[fp->count];
+	job->pos_slot = &(*page)->starts[fp->count % FRAG_PAGE];
+	job->size_slot = &(*page)->sizes[fp->count % FRAG_PAGE];
 	pipeline_submit(fp->pipe, job);
 	fp->count++;
 	fp->fill = 0;
@@ -82,8 +85,8 @@ const struct sqfs_fragment_entry *frag_table(struct frag_packer *fp)
 		if (!fp->table)
 			return NULL;
 		for (uint32_t i = 0; i < fp->count; i++) {
-			fp->table[i].start = fp->starts[i];
-			fp->table[i].size = fp->sizes[i];
+			fp->table[i].start = fp->pages[i / FRAG_PAGE]->starts[i % FRAG_PAGE];
+			fp->table[i].size = fp->pages[i / FRAG_PAGE]->sizes[i % FRAG_PAGE];
 		}
 	}
 	return fp->table;

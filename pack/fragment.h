@@ -10,13 +10,25 @@
 
 struct pipeline;
 
+/*
+ * Where each fragment went, in pages made as fragments are: the writer
+ * thread stores into them while more are added, so they never move, and
+ * a bound of one fragment a file (every file a tail) costs a pointer a
+ * page, not 12 bytes a file (a million 5-10 byte files fill 60 fragments).
+ */
+#define FRAG_PAGE 4096u
+
+struct frag_page {
+	uint64_t starts[FRAG_PAGE];     /* image offset, set by the writer */
+	uint32_t sizes[FRAG_PAGE];      /* on-disk size word */
+};
+
 struct frag_packer {
 	struct pipeline *pipe;
 	uint8_t *buf;               /* the fragment block being filled */
 	uint32_t fill, block_size;
 	uint32_t base;              /* index of the first fragment (appending: the old image's count) */
-	uint64_t *starts;           /* per fragment: image offset, set by the writer */
-	uint32_t *sizes;            /* per fragment: on-disk size word */
+	struct frag_page **pages;   /* cap / FRAG_PAGE + 1 of them, NULL until used */
 	struct sqfs_fragment_entry *table;
 	uint32_t count, cap;
 };

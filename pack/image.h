@@ -33,6 +33,7 @@ struct xattr_table {
 };
 
 struct image_writer {
+	const struct pack_tree *tree;   /* what is written (its owners' ids) */
 	const struct qs_compressor *comp;
 	const struct qs_compress_params *params;
 	struct meta_writer inodes, dirs;

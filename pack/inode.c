@@ -90,10 +90,10 @@ int inode_number_tree(struct image_writer *iw, struct pack_tree *t)
 static int put_header(struct image_writer *iw, struct pack_inode *inode, int type, uint8_t *p)
 {
 	uint16_t uid, gid;
-	int err = id_index(&iw->ids, inode->uid, &uid);
+	int err = id_index(&iw->ids, tree_uid(iw->tree, inode), &uid);
 
 	if (!err)
-		err = id_index(&iw->ids, inode->gid, &gid);
+		err = id_index(&iw->ids, tree_gid(iw->tree, inode), &gid);
 	if (err)
 		return err;
 	sqfs_put16(p, (uint16_t)type);

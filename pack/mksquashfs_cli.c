@@ -296,7 +296,7 @@ static const char *base_name(char *path)
 struct pseudo_args {
 	struct pseudo_def *defs;    /* room for every argument */
 	size_t count;
-	struct pack_inode default_dir;
+	struct pack_meta default_dir;
 	bool have_default_dir;
 	regex_t xattrs_include, xattrs_exclude;     /* -xattrs-include, -xattrs-exclude */
 	bool have_include, have_exclude;
@@ -355,7 +355,7 @@ static int read_names(char end, struct name_list *l)
 }
 
 /* -pd "d MODE UID GID" or "D TIME MODE UID GID": the metadata of directories pseudo files imply. */
-static int parse_default_dir(const char *s, struct pack_inode *d)
+static int parse_default_dir(const char *s, struct pack_meta *d)
 {
 	char type, w[3][256];
 	unsigned long t = 0;

@@ -102,16 +102,16 @@ static void *prefetch_main(void *arg)
 	return NULL;
 }
 
-int prefetch_start(struct pack_inode *root, struct pack_inode *const *files, size_t n, struct prefetch **out)
+int prefetch_start(struct pack_tree *tree, struct pack_inode *const *files, size_t n, struct prefetch **out)
 {
 	struct prefetch *p = calloc(1, sizeof(*p));
 
 	if (!p)
 		return -ENOMEM;
-	p->root = root;
+	p->root = tree->root;
 	p->files = files;
 	p->n = n;
-	srcdir_cache_init(&p->dirs);
+	srcdir_cache_init(&p->dirs, tree);
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->filled, NULL);
 	pthread_cond_init(&p->emptied, NULL);
@@ -142,7 +142,7 @@ int prefetch_take(struct prefetch *p, const struct pack_inode *file)
 	}
 	pthread_mutex_unlock(&p->lock);
 	if (fd >= 0)
-		fd = srcdir_check_file(fd, file);
+		fd = srcdir_check_file(&p->dirs, fd, file);
 	return fd;
 }
 

@@ -32,7 +32,7 @@ struct prefetch;
 /* Is 'file' one the data phase opens from a source directory (and so one the prefetcher opens)? */
 static inline bool prefetch_wants(const struct pack_inode *file)
 {
-	return tree_is_reg(file) && file->u.file.size > 0 && !file->stored && file->u.file.content.dir;
+	return tree_is_reg(file) && file->u.file.size > 0 && !file->stored && file->srcdir;
 }
 
 /*
@@ -40,7 +40,7 @@ static inline bool prefetch_wants(const struct pack_inode *file)
  * (each inode once: hard links appear more than once), or with files NULL,
  * those of the tree under 'root' in tree_walk_files() order.  0 or -errno.
  */
-int prefetch_start(struct pack_inode *root, struct pack_inode *const *files, size_t n, struct prefetch **out);
+int prefetch_start(struct pack_tree *tree, struct pack_inode *const *files, size_t n, struct prefetch **out);
 
 /*
  * The descriptor opened for 'file' and checked against the scan (the

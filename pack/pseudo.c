@@ -257,11 +257,9 @@ static int define(struct pseudo_ctx *c, const char *line)
 		if (!inode)
 			return bad(c, "%s: m: no such entry in the image", name);
 		inode->mode = (inode->mode & 0170000) | mode;
-		inode->uid = uid;
-		inode->gid = gid;
 		if (timed)
 			inode->mtime = mtime;
-		return 0;
+		return tree_set_owner(c->tree, inode, uid, gid);
 	}
 	switch (type) {
 	case 'd': inode = tree_inode_new(c->tree, S_IFDIR | mode); break;
@@ -277,12 +275,12 @@ static int define(struct pseudo_ctx *c, const char *line)
 	}
 	if (!inode)
 		return -ENOMEM;
-	inode->uid = uid;
-	inode->gid = gid;
 	inode->mtime = mtime;
 	inode->refs = 1;
-	err = 0;
-	if (type == 'b' || type == 'c') {
+	err = tree_set_owner(c->tree, inode, uid, gid);
+	if (err) {
+		/* said */
+	} else if (type == 'b' || type == 'c') {
 		if (!next_word(&rest, word, sizeof(word)) || !parse_u32(word, 10, &major) || major > 0xfff ||
 		    !next_word(&rest, word, sizeof(word)) || !parse_u32(word, 10, &minor) || minor > 0xfffff)
 			err = bad(c, "%s: a device needs MAJOR (0-4095) and MINOR (0-1048575)", name);

@@ -20,7 +20,7 @@ struct pseudo_def {
 struct pseudo_options {
 	const struct pseudo_def *defs;
 	size_t count;
-	const struct pack_inode *default_dir;   /* -pd: missing directories made with this; NULL: error */
+	const struct pack_meta *default_dir;    /* -pd: missing directories made with this; NULL: error */
 	uint32_t default_time;                  /* of definitions without a time */
 	uint32_t block_size;                    /* bounds what a command may produce */
 };

@@ -264,10 +264,11 @@ static int make_inode(struct archive_scan *s, struct archive_entry *e, const cha
 						      : tree_inode_new(s->tree, mode);
 	if (!inode)
 		return -ENOMEM;
-	inode->uid = (uint32_t)archive_entry_uid(e);
-	inode->gid = (uint32_t)archive_entry_gid(e);
 	inode->mtime = tree_time(archive_entry_mtime(e));
-	if ((mode & AE_IFMT) == AE_IFLNK) {
+	err = tree_set_owner(s->tree, inode, (uint32_t)archive_entry_uid(e), (uint32_t)archive_entry_gid(e));
+	if (err) {
+		/* said, or out of memory */
+	} else if ((mode & AE_IFMT) == AE_IFLNK) {
 		const char *target = archive_entry_symlink(e);
 
 		if (!target || strlen(target) > PACK_SYMLINK_MAX) {
@@ -337,9 +338,9 @@ static size_t path_depth(const char *clean)
 static int add_entry(struct archive_scan *s, struct archive_entry *e)
 {
 	const char *path = archive_entry_pathname(e);
-	struct pack_inode implicit = {
+	struct pack_meta implicit = {
 		.mode = 0040000 | s->opt->implicit_mode, .uid = s->opt->implicit_uid, .gid = s->opt->implicit_gid,
-		.mtime = s->opt->implicit_mtime,
+		.mtime = tree_time(s->opt->implicit_mtime),
 	};
 	struct pack_inode *dir, *inode;
 	const char *leaf;

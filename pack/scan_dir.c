@@ -243,12 +243,12 @@ static int link_remember(struct link_table *t, dev_t dev, ino_t ino, struct pack
 	return 0;
 }
 
-static void set_metadata(struct pack_inode *inode, const struct stat *st)
+/* 0, or -ENOMEM or -E2BIG (said) from tree_set_owner(). */
+static int set_metadata(struct pack_tree *t, struct pack_inode *inode, const struct stat *st)
 {
 	inode->mode = (uint16_t)st->st_mode;
-	inode->uid = st->st_uid;
-	inode->gid = st->st_gid;
 	inode->mtime = tree_time(st->st_mtim.tv_sec);
+	return tree_set_owner(t, inode, st->st_uid, st->st_gid);
 }
 
 static int scan_tree(struct dir_scan *s, struct listed_dir *d, struct pack_srcdir *sd, struct pack_inode *dir,
@@ -265,10 +265,10 @@ static int make_inode(struct dir_scan *s, struct pack_srcdir *sd, struct scan_en
 	*out = inode;
 	if (!inode)
 		return -ENOMEM;
-	set_metadata(inode, st);
+	err = set_metadata(s->tree, inode, st);
 	if (S_ISREG(st->st_mode)) {
 		inode->u.file.size = (uint64_t)st->st_size;
-		inode->u.file.content.dir = sd;
+		inode->srcdir = sd->index;
 		inode->u.file.content.ino = st->st_ino;
 		inode->xattrs_pending = e->xattrs_pending;
 	} else if (S_ISLNK(st->st_mode)) {
@@ -277,9 +277,12 @@ static int make_inode(struct dir_scan *s, struct pack_srcdir *sd, struct scan_en
 	} else if (S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode)) {
 		tree_set_rdev(inode, encode_dev(st->st_rdev));
 	}
-	err = tree_set_xattrs(inode, &e->xattrs);
+	if (!err)
+		err = tree_set_xattrs(inode, &e->xattrs);
+	else
+		tree_xattrs_free(&e->xattrs);
 	if (!err && S_ISREG(st->st_mode))
-		err = tree_set_file_dev(inode, st->st_dev);
+		err = tree_set_file_dev(s->tree, inode, st->st_dev);
 	if (err) {
 		inode->refs = 1;
 		tree_inode_put(s->tree, inode);
@@ -358,6 +361,8 @@ fail:
 		pack_error("out of memory");
 		return err;
 	}
+	if (err == -E2BIG)
+		return err;     /* more owners than an image holds: said by tree_id() */
 	if (s->opt->skip_unreadable && (err == -EACCES || err == -EPERM || err == -EIO)) {
 		pack_warn("%s: %s (skipped)", path, strerror(-err));
 		return 0;
@@ -452,7 +457,8 @@ static int scan_root(struct dir_scan *s, const char *source, char *path, size_t 
 		return -ENOMEM;
 	}
 	s->root_dev = st.st_dev;
-	set_metadata(&root_meta, &st);
+	if (set_metadata(t, &root_meta, &st) < 0)
+		return -ENOMEM;
 	if (o->xattrs && scan_pool_fd_xattrs(s->pool, fd, &root_xattrs) < 0)
 		pack_warn("%s: cannot read xattrs", source);
 	if (tree_set_xattrs(&root_meta, &root_xattrs) < 0) {
@@ -820,13 +826,12 @@ int scan_paths(struct pack_tree *t, const char *const *paths, size_t count, bool
 	for (size_t i = 0; !err && i < count; i++)
 		err = scan_one_path(&ps, paths[i], recurse, path);
 	if (!err && ps.have_root && ps.same_root) {
-		set_metadata(t->root, &ps.root_st);
+		err = set_metadata(t, t->root, &ps.root_st);
 	} else if (!err) {
 		/* mksquashfs: "Top level directory conflict.  Create dummy top level directory". */
 		t->root->mode = S_IFDIR | 0777;
-		t->root->uid = getuid();
-		t->root->gid = getgid();
 		t->root->mtime = tree_time(time(NULL));
+		err = tree_set_owner(t, t->root, getuid(), getgid());
 	}
 	for (size_t i = 0; i < ps.n_prefixes; i++)
 		free(ps.prefixes[i].name);

@@ -9,8 +9,9 @@
 
 #include "srcdir.h"
 
-void srcdir_cache_init(struct srcdir_cache *c)
+void srcdir_cache_init(struct srcdir_cache *c, const struct pack_tree *tree)
 {
+	c->tree = tree;
 	for (unsigned i = 0; i < SRCDIR_CACHE_SLOTS; i++) {
 		c->slot[i].dir = NULL;
 		c->slot[i].fd = -1;
@@ -23,7 +24,7 @@ void srcdir_cache_clear(struct srcdir_cache *c)
 	for (unsigned i = 0; i < SRCDIR_CACHE_SLOTS; i++)
 		if (c->slot[i].fd >= 0)
 			close(c->slot[i].fd);
-	srcdir_cache_init(c);
+	srcdir_cache_init(c, c->tree);
 }
 
 /* A descriptor for 'd' that needs no closing by the caller, or -1. */
@@ -95,7 +96,7 @@ static int open_dir(struct srcdir_cache *c, const struct pack_srcdir *d)
 
 int srcdir_open_unchecked(struct srcdir_cache *c, const struct pack_inode *file)
 {
-	int dirfd = open_dir(c, file->u.file.content.dir), fd;
+	int dirfd = open_dir(c, tree_srcdir(c->tree, file)), fd;
 
 	if (dirfd < 0)
 		return dirfd;
@@ -105,12 +106,12 @@ int srcdir_open_unchecked(struct srcdir_cache *c, const struct pack_inode *file)
 	return fd;
 }
 
-int srcdir_check_file(int fd, const struct pack_inode *file)
+int srcdir_check_file(const struct srcdir_cache *c, int fd, const struct pack_inode *file)
 {
 	const struct pack_content *ct = &file->u.file.content;
 	struct stat st;
 
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_dev != tree_file_dev(file) || st.st_ino != ct->ino ||
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_dev != tree_file_dev(c->tree, file) || st.st_ino != ct->ino ||
 	    (uint64_t)st.st_size != file->u.file.size) {
 		close(fd);
 		return -ESTALE;
@@ -122,5 +123,5 @@ int srcdir_open_file(struct srcdir_cache *c, const struct pack_inode *file)
 {
 	int fd = srcdir_open_unchecked(c, file);
 
-	return fd < 0 ? fd : srcdir_check_file(fd, file);
+	return fd < 0 ? fd : srcdir_check_file(c, fd, file);
 }

@@ -22,6 +22,7 @@
 #define SRCDIR_CACHE_SLOTS 8
 
 struct srcdir_cache {
+	const struct pack_tree *tree;       /* the files' (their pack_inode.srcdir) */
 	struct {
 		const struct pack_srcdir *dir;
 		int fd;
@@ -30,7 +31,7 @@ struct srcdir_cache {
 	const struct pack_srcdir *chain[PACK_DEPTH_MAX + 2];
 };
 
-void srcdir_cache_init(struct srcdir_cache *c);
+void srcdir_cache_init(struct srcdir_cache *c, const struct pack_tree *tree);
 void srcdir_cache_clear(struct srcdir_cache *c);
 
 /*
@@ -57,6 +58,6 @@ int srcdir_open_file(struct srcdir_cache *c, const struct pack_inode *file);
  * Nothing may be read from the descriptor before the check.
  */
 int srcdir_open_unchecked(struct srcdir_cache *c, const struct pack_inode *file);
-int srcdir_check_file(int fd, const struct pack_inode *file);
+int srcdir_check_file(const struct srcdir_cache *c, int fd, const struct pack_inode *file);
 
 #endif

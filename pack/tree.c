@@ -188,11 +188,13 @@ static int child_retarget(struct pack_tree *t, struct pack_inode *dir, size_t i,
 int tree_init(struct pack_tree *t)
 {
 	memset(t, 0, sizeof(*t));
+	t->forced_uid = t->forced_gid = -1;
 	t->root = tree_inode_new(t, 0040755);
 	if (!t->root)
 		return -ENOMEM;
 	t->root->refs = 1;
-	return 0;
+	/* Id 0 first: an inode whose owner is never set (index 0) is root's. */
+	return tree_set_owner(t, t->root, 0, 0);
 }
 
 /* Bytes of an inode of this type: the common part and its own part of the union. */
@@ -240,9 +242,9 @@ struct pack_inode *tree_file_new(struct pack_tree *t, uint32_t mode, const char 
 	return inode;
 }
 
-dev_t tree_file_dev(const struct pack_inode *file)
+dev_t tree_file_dev(const struct pack_tree *t, const struct pack_inode *file)
 {
-	const struct pack_srcdir *d = file->u.file.content.dir;
+	const struct pack_srcdir *d = tree_srcdir(t, file);
 
 	for (uint32_t i = 0; i < d->file_dev_count; i++)
 		if (d->file_devs[i].file == file)
@@ -250,9 +252,9 @@ dev_t tree_file_dev(const struct pack_inode *file)
 	return d->dev;
 }
 
-int tree_set_file_dev(struct pack_inode *file, dev_t dev)
+int tree_set_file_dev(struct pack_tree *t, struct pack_inode *file, dev_t dev)
 {
-	struct pack_srcdir *d = file->u.file.content.dir;
+	struct pack_srcdir *d = tree_srcdir(t, file);
 	struct pack_file_dev *p;
 
 	if (dev == d->dev)
@@ -436,18 +438,39 @@ void tree_release(struct pack_tree *t)
 		free(d->file_devs);
 		free(d);
 	}
+	free(t->srcdir_table);
+	t->srcdir_table = NULL;
+	t->srcdir_count = t->srcdir_cap = 0;
+	free(t->ids);
+	free(t->id_slots);
+	t->ids = t->id_slots = NULL;
+	t->id_count = t->id_slot_count = 0;
 }
 
 struct pack_srcdir *tree_srcdir_add(struct pack_tree *t, struct pack_srcdir *parent, const char *name,
 				    const char *path, dev_t dev, ino_t ino, int root_fd)
 {
 	size_t len = strlen(name);
-	struct pack_srcdir *d = malloc(sizeof(*d) + len + 1);
+	struct pack_srcdir *d;
 
+	if (t->srcdir_count == UINT32_MAX - 1)
+		return NULL;
+	if (t->srcdir_count == t->srcdir_cap) {
+		uint32_t cap = t->srcdir_cap ? 2 * t->srcdir_cap : 64;
+		void *p = realloc(t->srcdir_table, cap * sizeof(*t->srcdir_table));
+
+		if (!p)
+			return NULL;
+		t->srcdir_table = p;
+		t->srcdir_cap = cap;
+	}
+	d = malloc(sizeof(*d) + len + 1);
 	if (!d || !(d->path = strdup(path))) {
 		free(d);
 		return NULL;
 	}
+	t->srcdir_table[t->srcdir_count++] = d;
+	d->index = t->srcdir_count;
 	d->parent = parent;
 	d->root_fd = root_fd;
 	d->dev = dev;
@@ -487,6 +510,79 @@ static int child_add(struct pack_tree *t, struct pack_inode *dir, const char *na
 			lookup_put(dir, (uint32_t)dir->u.dir.count - 1);
 	}
 	return 0;
+}
+
+/*
+ * Owners: a table of every id met and an open-addressed index of it, at
+ * most half full.  A tree of one owner holds one id.
+ */
+#define TREE_ID_SLOTS_MIN 64u
+
+static uint32_t id_slot(uint32_t id, uint32_t slots)
+{
+	return (uint32_t)((id * 0x9e3779b97f4a7c15ull) >> 32) & (slots - 1);
+}
+
+static int ids_grow(struct pack_tree *t)
+{
+	uint32_t slots = t->id_slot_count ? 2 * t->id_slot_count : TREE_ID_SLOTS_MIN;
+	uint32_t *index = calloc(slots, sizeof(*index));
+	uint32_t *ids = realloc(t->ids, slots / 2 * sizeof(*ids));
+
+	if (!index || !ids) {
+		free(index);
+		if (ids)
+			t->ids = ids;
+		return -ENOMEM;
+	}
+	t->ids = ids;
+	for (uint32_t i = 0; i < t->id_count; i++) {
+		uint32_t s = id_slot(ids[i], slots);
+
+		while (index[s])
+			s = (s + 1) & (slots - 1);
+		index[s] = i + 1;
+	}
+	free(t->id_slots);
+	t->id_slots = index;
+	t->id_slot_count = slots;
+	return 0;
+}
+
+int tree_id(struct pack_tree *t, uint32_t id, uint16_t *index)
+{
+	uint32_t s;
+
+	if (2 * (t->id_count + 1) > t->id_slot_count && t->id_count < TREE_IDS_MAX && ids_grow(t) < 0)
+		return -ENOMEM;
+	for (s = id_slot(id, t->id_slot_count); t->id_slots[s]; s = (s + 1) & (t->id_slot_count - 1)) {
+		if (t->ids[t->id_slots[s] - 1] == id) {
+			*index = (uint16_t)(t->id_slots[s] - 1);
+			return 0;
+		}
+	}
+	if (t->id_count == TREE_IDS_MAX) {
+		pack_error("id %u: more than %u distinct owners and groups (a squashfs image holds %u)", id,
+			   TREE_IDS_MAX, TREE_IDS_MAX);
+		return -E2BIG;
+	}
+	t->ids[t->id_count] = id;
+	t->id_slots[s] = ++t->id_count;
+	*index = (uint16_t)(t->id_count - 1);
+	return 0;
+}
+
+int tree_set_owner(struct pack_tree *t, struct pack_inode *inode, uint32_t uid, uint32_t gid)
+{
+	int err;
+
+	if (!inode->stored && t->forced_uid >= 0)
+		uid = (uint32_t)t->forced_uid;
+	if (!inode->stored && t->forced_gid >= 0)
+		gid = (uint32_t)t->forced_gid;
+	err = tree_id(t, uid, &inode->uid);
+
+	return err ? err : tree_id(t, gid, &inode->gid);
 }
 
 void tree_take_metadata(struct pack_inode *old, struct pack_inode *inode)
@@ -560,7 +656,7 @@ int tree_link(struct pack_tree *t, struct pack_inode *dir, const char *name, siz
 	return child_add(t, dir, name, len, inode);
 }
 
-struct pack_inode *tree_walk_parent(struct pack_tree *t, const char *path, const struct pack_inode *implicit,
+struct pack_inode *tree_walk_parent(struct pack_tree *t, const char *path, const struct pack_meta *implicit,
 				    const char **leaf, size_t *leaf_len)
 {
 	struct pack_inode *dir = t->root;
@@ -586,9 +682,12 @@ struct pack_inode *tree_walk_parent(struct pack_tree *t, const char *path, const
 			sub = tree_inode_new(t, implicit->mode);
 			if (!sub)
 				return NULL;
-			sub->uid = implicit->uid;
-			sub->gid = implicit->gid;
 			sub->mtime = implicit->mtime;
+			if (tree_set_owner(t, sub, implicit->uid, implicit->gid) < 0) {
+				sub->refs = 1;
+				tree_inode_put(t, sub);
+				return NULL;
+			}
 			dir = tree_insert(t, dir, path, len, sub);
 			if (!dir)
 				return NULL;
@@ -664,16 +763,20 @@ static int add_xattrs(struct pack_inode *inode, const struct pack_overrides *o)
 	return err;
 }
 
-static int apply_overrides(struct pack_inode *inode, const struct pack_overrides *o)
+static int apply_overrides(struct pack_tree *t, struct pack_inode *inode, const struct pack_overrides *o)
 {
+	int err = 0;
+
 	if (inode->stored)
 		return 0;   /* appended to: kept as the image has it, as mksquashfs keeps it */
 	if (o->all_root)
-		inode->uid = inode->gid = 0;
-	if (o->uid >= 0)
-		inode->uid = (uint32_t)o->uid;
-	if (o->gid >= 0)
-		inode->gid = (uint32_t)o->gid;
+		err = tree_set_owner(t, inode, 0, 0);
+	if (!err && o->uid >= 0)
+		err = tree_id(t, (uint32_t)o->uid, &inode->uid);
+	if (!err && o->gid >= 0)
+		err = tree_id(t, (uint32_t)o->gid, &inode->gid);
+	if (err)
+		return err;
 	if (o->mode >= 0)
 		inode->mode = (inode->mode & 0170000) | ((uint32_t)o->mode & 07777);
 	if (o->mtime >= 0)
@@ -690,7 +793,7 @@ static int apply_overrides(struct pack_inode *inode, const struct pack_overrides
 /* First sight of an inode in the final tree: count it once. */
 static int count_inode(struct pack_tree *t, struct pack_inode *inode, const struct pack_overrides *o)
 {
-	int err = apply_overrides(inode, o);
+	int err = apply_overrides(t, inode, o);
 
 	t->inode_count++;
 	if (inode->mtime > t->newest_mtime)

@@ -26,6 +26,7 @@
  */
 struct pack_srcdir {
 	struct pack_srcdir *parent; /* NULL for a source's root */
+	uint32_t index;             /* pack_tree.srcdir_table[index - 1] is this (pack_inode.srcdir) */
 	int root_fd;                /* a root's, open for the whole run; -1 below it */
 	dev_t dev;
 	ino_t ino;
@@ -52,10 +53,9 @@ struct pack_file_dev {
  * the data phase opens it by that name.
  */
 struct pack_content {
-	struct pack_srcdir *dir;    /* a file in a source directory, or NULL */
 	union {
-		ino_t ino;              /* what the scan found at that name (tree_file_dev(): on which device) */
-		uint64_t spool_offset;  /* dir NULL: bytes at this offset of the archive spool */
+		ino_t ino;              /* pack_inode.srcdir: what the scan found at that name (tree_file_dev(): on which device) */
+		uint64_t spool_offset;  /* no srcdir: bytes at this offset of the archive spool */
 		uint64_t stored_ref;    /* pack_inode.stored: its inode in the image appended to */
 	};
 };
@@ -95,6 +95,7 @@ struct pack_extra {
 
 struct pack_dirent;
 struct pack_inode;
+struct pack_tree;
 
 /*
  * A directory's child: a name and the inode it names.  Most names in a
@@ -115,7 +116,8 @@ typedef struct {
  * tree of a million files holds a million of these, so what most files do
  * not have (xattrs and their id; data blocks, their count, holes; a device
  * of its own) is kept apart, and every field is as wide as squashfs stores
- * it.  A file is 72 bytes.
+ * it (owners as 16-bit indices into the tree's id table; a source directory
+ * as an index too).  A file is 64 bytes.
  */
 struct pack_inode {
 	uint16_t mode;              /* st_mode, type bits included */
@@ -136,12 +138,15 @@ struct pack_inode {
 	bool xattrs_pending : 1;    /* to be read when the data phase opens the file (scan_dir.c) */
 	bool is_dup : 1;            /* a file whose u.file.dup_of, not hash, is set */
 	bool prefetched;            /* a byte of its own: the data phase's prefetcher sets it (prefetch.c) */
-	uint32_t uid, gid;
+	/* Owner: indices into pack_tree.ids, as squashfs keeps them (tree_set_owner(), tree_uid()). */
+	uint16_t uid, gid;
 	/* Names in the tree naming it: a non-directory's link count (tree_nlink()). */
 	uint32_t refs;
 	/* Assigned while writing; the inode table reference is in image_writer.export. */
 	uint32_t ino;               /* 1 .. inode count, 0 = not yet numbered */
 	uint32_t mtime;             /* as squashfs stores it: tree_time() clamps */
+	/* A scanned file's source directory (its u.file.content.dir): pack_tree.srcdir_table[srcdir - 1]. */
+	uint32_t srcdir;
 	struct pack_extra *extra;   /* xattrs, data blocks: NULL, none (tree_xattrs(), tree_blocks()) */
 
 	union {
@@ -229,7 +234,52 @@ struct pack_tree {
 	uint64_t hardlinked;        /* inodes with more than one name */
 	int64_t newest_mtime;
 	struct pack_srcdir *srcdirs; /* every source directory scanned */
+	struct pack_srcdir **srcdir_table; /* the same, by pack_srcdir.index - 1 */
+	uint32_t srcdir_count, srcdir_cap;
+	/*
+	 * Every uid and gid an inode has, in the order first met (tree_id()):
+	 * the image's id table holds at most TREE_IDS_MAX, and so an inode's
+	 * owner is two 16-bit indices here.
+	 */
+	uint32_t *ids;
+	uint32_t id_count;
+	uint32_t *id_slots;         /* open addressing: an index + 1 per slot, 0 empty */
+	uint32_t id_slot_count;
+	/*
+	 * The owner every new inode will have once tree_finish() applies the
+	 * overrides (-1: its own): taken at once, so that a source of more
+	 * owners than an image holds packs with -all-root as it would.
+	 */
+	int64_t forced_uid, forced_gid;
 };
+
+#define TREE_IDS_MAX 65536u
+
+/*
+ * Metadata for what a source implies but does not list (an archive's
+ * missing directories, -pd's): as given, owners not yet in the tree.
+ */
+struct pack_meta {
+	uint32_t mode, uid, gid, mtime;
+};
+
+/* The index of 'id' in t->ids, added if new: 0, -ENOMEM, or -E2BIG (said in one line) past TREE_IDS_MAX. */
+int tree_id(struct pack_tree *t, uint32_t id, uint16_t *index);
+/* Give 'inode' this owner (or the forced one, unless it is stored): 0 or as tree_id(). */
+int tree_set_owner(struct pack_tree *t, struct pack_inode *inode, uint32_t uid, uint32_t gid);
+static inline uint32_t tree_uid(const struct pack_tree *t, const struct pack_inode *i)
+{
+	return t->ids[i->uid];
+}
+static inline uint32_t tree_gid(const struct pack_tree *t, const struct pack_inode *i)
+{
+	return t->ids[i->gid];
+}
+/* A scanned file's source directory, or NULL (an archive's, a pseudo file, a stored file). */
+static inline struct pack_srcdir *tree_srcdir(const struct pack_tree *t, const struct pack_inode *file)
+{
+	return file->srcdir ? t->srcdir_table[file->srcdir - 1] : NULL;
+}
 
 int tree_init(struct pack_tree *t);
 /* Free the entries (and the sources' descriptors), keeping the counts tree_finish() gathered. */
@@ -257,9 +307,9 @@ static inline const char *tree_file_name(const struct pack_inode *file)
 	return (const char *)file + ((offsetof(struct pack_inode, u) + sizeof(file->u.file) + 7) & ~(size_t)7);
 }
 /* The device a scanned file was found on: its directory's, unless it is a mount point. */
-dev_t tree_file_dev(const struct pack_inode *file);
-/* Record that device (content.dir and content.ino set); 0 or -ENOMEM. */
-int tree_set_file_dev(struct pack_inode *file, dev_t dev);
+dev_t tree_file_dev(const struct pack_tree *t, const struct pack_inode *file);
+/* Record that device (srcdir and content.ino set); 0 or -ENOMEM. */
+int tree_set_file_dev(struct pack_tree *t, struct pack_inode *file, dev_t dev);
 static inline bool tree_child_is_file_name(pack_child c)
 {
 	return c.bits & 1;
@@ -368,7 +418,7 @@ int tree_link(struct pack_tree *t, struct pack_inode *dir, const char *name, siz
  * their metadata.  Returns the directory that holds the last component
  * and points *leaf at that component.
  */
-struct pack_inode *tree_walk_parent(struct pack_tree *t, const char *path, const struct pack_inode *implicit,
+struct pack_inode *tree_walk_parent(struct pack_tree *t, const char *path, const struct pack_meta *implicit,
 				    const char **leaf, size_t *leaf_len);
 
 /*

@@ -40,6 +40,18 @@ tar -C "$T/src" -cf "$T/t.tar" . && head -c 200000 "$T/t.tar" >"$T/cut.tar"
 fails_cleanly "a tar cut inside a file is named" "$T/cut.tar" $QUASH_ASAN pack -q "$T/cut.tar" "$T/keep.sqfs"
 fails_cleanly "a truncated archive on stdin" "stdin" \
 	sh -c "$QUASH_ASAN pack -q - '$T/keep.sqfs' <'$T/cut.tar.gz'"
+# An image's id table holds 65536 uids and gids; the tree keeps owners as 16-bit indices into it.
+python3 - "$T/owners.tar" <<'PY'
+import io, sys, tarfile
+with tarfile.open(sys.argv[1], "w") as t:
+    for i in range(33000):
+        ti = tarfile.TarInfo(f"f{i}"); ti.size = 1; ti.uid = 100000 + i; ti.gid = 200000 + i
+        t.addfile(ti, io.BytesIO(b"x"))
+PY
+fails_cleanly "more owners than an image holds" "more than 65536 distinct owners" \
+	$QUASH pack -q "$T/owners.tar" "$T/keep.sqfs"
+check "the same tar packs with --all-root, every owner 0" \
+	bash -c "$QUASH pack -q --all-root '$T/owners.tar' '$T/owners.sqfs' && unsquashfs -lln '$T/owners.sqfs' | awk 'NR > 3 && \$2 != \"0/0\" { exit 1 }' && [ \$(unsquashfs -lln '$T/owners.sqfs' | wc -l) -ge 33001 ]"
 fails_cleanly "a target that is a directory" "$T/src" $QUASH pack -q "$T/src" "$T/src"
 fails_cleanly "a target in a missing directory" "$T/nodir/x.sqfs" $QUASH pack -q "$T/src" "$T/nodir/x.sqfs"
 check "no image where the failed packs were aimed" test ! -e "$T/nodir/x.sqfs"
