@@ -197,6 +197,10 @@ int tree_init(struct pack_tree *t)
 	return tree_set_owner(t, t->root, 0, 0);
 }
 
+/* The size pack_inode's comment promises, which a million files multiply. */
+_Static_assert(offsetof(struct pack_inode, u) + sizeof(((struct pack_inode *)0)->u.file) == 64,
+	       "a regular file's inode is 64 bytes");
+
 /* Bytes of an inode of this type: the common part and its own part of the union. */
 static size_t inode_size(uint32_t mode)
 {

@@ -145,7 +145,7 @@ struct pack_inode {
 	/* Assigned while writing; the inode table reference is in image_writer.export. */
 	uint32_t ino;               /* 1 .. inode count, 0 = not yet numbered */
 	uint32_t mtime;             /* as squashfs stores it: tree_time() clamps */
-	/* A scanned file's source directory (its u.file.content.dir): pack_tree.srcdir_table[srcdir - 1]. */
+	/* A scanned file's source directory, pack_tree.srcdir_table[srcdir - 1] (tree_srcdir()); else 0. */
 	uint32_t srcdir;
 	struct pack_extra *extra;   /* xattrs, data blocks: NULL, none (tree_xattrs(), tree_blocks()) */
 
@@ -330,7 +330,7 @@ static inline uint32_t tree_child_name_len(pack_child c)
 	return tree_child_is_file_name(c) ? (uint32_t)strlen(tree_child_name(c)) : ((struct pack_dirent *)c.bits)->name_len;
 }
 /*
- * Drop one dirent's hold on an inode; with the last, frees what it owns (a
+ * Drop one name's hold on an inode; with the last, frees what it owns (a
  * directory's subtree, a file's block list, xattrs).  The inode itself is
  * the arena's.  't' may be NULL.
  */
