@@ -15,16 +15,20 @@
 #include "pack_util.h"
 
 /*
- * Chosen by measurement on a 740 MB Python tree (README.md, "quash pack",
- * bench/pack.sh): zstd 9 is 10x faster than mksquashfs's gzip 9 and still
- * smaller at half its block size, and 64K blocks halve the decompression
- * behind every cold 4 KiB read of the mount.  Levels above 9 cost 2-3x the
- * time for under 0.3% of size.
+ * Chosen by measurement (docs/benchmarks.md, "quash pack"; bench/pack.sh,
+ * bench/pack-sizes.sh): zstd 9 is 5-10x faster than mksquashfs's gzip 9,
+ * and levels above it cost 2-3x the time for under 0.3% of size.  128K
+ * blocks, as mksquashfs's: at 64K, which halves the decompression behind a
+ * cold 4 KiB read of the mount, the image came out larger than
+ * mksquashfs's on trees of small text files (C headers +1.0%,
+ * /usr/share/doc +0.6%), their fragment blocks being half the size; at
+ * 128K it is 1.2-5.0% smaller on every kind of tree measured, as fast.
+ * -b 64K still gives the faster random reads.
  */
 #define PACK_DEFAULT_COMPRESSOR "zstd"
 #define PACK_DEFAULT_LEVEL      9
 #define PACK_DEFAULT_LEVEL_ANY  0        /* other compressors: their own default */
-#define PACK_DEFAULT_BLOCK_SIZE (64u << 10)
+#define PACK_DEFAULT_BLOCK_SIZE (128u << 10)
 
 static void usage(FILE *f)
 {
@@ -35,7 +39,7 @@ static void usage(FILE *f)
 		"  -c, --compression NAME  zstd (default), gzip, xz, lz4, lzo\n"
 		"  -l, --level N           compression level (compressor's scale: zstd 1..22, default 9;\n"
 		"                          gzip 1..9; xz 1..9; lz4 1..12, high compression; lzo 1..9)\n"
-		"  -b, --block-size SIZE   4K .. 1M, a power of two (default 64K)\n"
+		"  -b, --block-size SIZE   4K .. 1M, a power of two (default 128K)\n"
 		"  -j, --jobs N            threads for the directory scan and the compression\n"
 		"                          (default: every core)\n"
 		"      --no-fragments      store small files and tails in blocks of their own\n"

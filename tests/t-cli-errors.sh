@@ -78,7 +78,7 @@ check "pack --json: one JSON object whose counts and size are the image's" pytho
 import json, os, sys
 j = json.load(open(sys.argv[1]))
 want = {"files": 2, "directories": 2, "symlinks": 1, "fifos": 1, "devices": 0, "sockets": 0,
-        "compressor": "zstd", "block_size": 65536, "image_bytes": os.path.getsize(sys.argv[2]),
+        "compressor": "zstd", "block_size": 131072, "image_bytes": os.path.getsize(sys.argv[2]),
         "data_bytes": 6 + 5000, "inodes": 6}
 bad = {k: (j.get(k), v) for k, v in want.items() if j.get(k) != v}
 sys.exit(f"differs: {bad}" if bad else 0)

@@ -111,9 +111,9 @@ rm -f "$W/p.sqfs"
 "$QUASH_ASAN" pack -q --no-progress "$W/A" "$W/p.sqfs" >/dev/null 2>&1
 "$QUASH_ASAN" pack -q --no-progress --append -c gzip -b 4K "$W/B" "$W/p.sqfs" >/dev/null 2>"$W/p.err"
 appended "(mksquashfs form once more, for quash pack --append to compare with)" A B
-check "quash pack --append: the same tree, quash's zstd and 64K blocks kept" bash -c \
+check "quash pack --append: the same tree, quash's zstd and 128K blocks kept" bash -c \
 	"diff <(listing '$W/p.sqfs') '$W/q.ls' && unsquashfs -s '$W/p.sqfs' | grep -q '^Compression zstd' &&
-	 unsquashfs -s '$W/p.sqfs' | grep -q '^Block size 65536' && [ ! -s '$W/p.err' ]"
+	 unsquashfs -s '$W/p.sqfs' | grep -q '^Block size 131072' && [ ! -s '$W/p.err' ]"
 "$QUASH_ASAN" pack -q --no-progress "$W/B" "$W/p.sqfs" >/dev/null 2>&1
 check "quash pack without --append still replaces" bash -c "! listing '$W/p.sqfs' | grep -q 'c/d/small'"
 
