@@ -362,11 +362,6 @@ static bool old_has(char **names, size_t n, const char *name)
 	return bsearch(&name, names, n, sizeof(*names), name_cmp) != NULL;
 }
 
-static int child_cmp(const void *a, const void *b)
-{
-	return strcmp(tree_child_name(*(const pack_child *)a), tree_child_name(*(const pack_child *)b));
-}
-
 /* mksquashfs: "Source directory entry NAME already used! - trying NAME_1". */
 static int rename_collisions(struct append_base *b, struct pack_tree *t, char **old, size_t nold)
 {
@@ -379,7 +374,7 @@ static int rename_collisions(struct append_base *b, struct pack_tree *t, char **
 	if (!sorted)
 		return -ENOMEM;
 	memcpy(sorted, root->u.dir.children, n * sizeof(*sorted));
-	qsort(sorted, n, sizeof(*sorted), child_cmp);
+	qsort(sorted, n, sizeof(*sorted), tree_child_cmp);
 	for (size_t i = 0; !err && i < n; i++) {
 		pack_child d = sorted[i];
 		unsigned k;

@@ -338,9 +338,11 @@ static int write_blocks(struct data_writer *w, struct pack_inode *file, struct c
 {
 	uint32_t bs = w->cfg.block_size;
 	uint64_t size = file->u.file.size, data = 0;
+	struct pack_extra *b = tree_blocks(file);
+	uint32_t count = tree_block_count(file);
 	bool positioned = false;
 
-	for (uint32_t i = 0; i < tree_block_count(file); i++) {
+	for (uint32_t i = 0; i < count; i++) {
 		uint64_t off = (uint64_t)i * bs;
 		uint32_t len = size - off < bs ? (uint32_t)(size - off) : bs;
 		struct pipeline_job *job;
@@ -350,10 +352,10 @@ static int write_blocks(struct data_writer *w, struct pack_inode *file, struct c
 			data = w->cfg.sparse ? next_data(c, off, size) : off;
 		if (data >= off + len) {
 			/* Every block before the one the next data is in is a hole: skip them at once. */
-			uint32_t next = data / bs < tree_block_count(file) ? (uint32_t)(data / bs) : tree_block_count(file);
+			uint32_t next = data / bs < count ? (uint32_t)(data / bs) : count;
 			uint64_t end = (uint64_t)next * bs < size ? (uint64_t)next * bs : size;
 
-			tree_blocks(file)->sparse += end - off;
+			b->sparse += end - off;
 			progress_add(end - off, 0);
 			i = next - 1;
 			continue;
@@ -366,26 +368,26 @@ static int write_blocks(struct data_writer *w, struct pack_inode *file, struct c
 			return err;
 		if (w->cfg.sparse && all_zero(job->in, len)) {
 			/* The slot taken is simply reused by the next pipeline_get(). */
-			tree_blocks(file)->sparse += len;
+			b->sparse += len;
 			progress_add(len, 0);
 			continue;
 		}
 		job->len = len;
-		job->size_slot = blocks_slot(tree_blocks(file), i);
+		job->size_slot = blocks_slot(b, i);
 		if (!job->size_slot)
 			return -ENOMEM;
 		if (!positioned)
-			job->pos_slot = &tree_blocks(file)->start;
+			job->pos_slot = &b->start;
 		positioned = true;
 		pipeline_submit(w->pipe, job);
 	}
-	if (!positioned && tree_block_count(file) > 0) {
+	if (!positioned && count > 0) {
 		/* All holes: the start is simply where the next block would go. */
 		struct pipeline_job *job = pipeline_get(w->pipe);
 
 		if (!job)
 			return -EIO;
-		job->pos_slot = &tree_blocks(file)->start;
+		job->pos_slot = &b->start;
 		pipeline_submit(w->pipe, job);
 	}
 	return 0;

@@ -701,7 +701,7 @@ struct pack_inode *tree_walk_parent(struct pack_tree *t, const char *path, const
 }
 
 /* Bytewise, as squashfs orders names (and strcmp() would, NUL being the end of both). */
-static int child_cmp(const void *a, const void *b)
+int tree_child_cmp(const void *a, const void *b)
 {
 	return strcmp(tree_child_name(*(const pack_child *)a), tree_child_name(*(const pack_child *)b));
 }
@@ -822,7 +822,7 @@ static int finish_dir(struct pack_tree *t, struct pack_inode *dir, const struct 
 	int err = 0;
 
 	if (dir->u.dir.count)
-		qsort(dir->u.dir.children, dir->u.dir.count, sizeof(*dir->u.dir.children), child_cmp);
+		qsort(dir->u.dir.children, dir->u.dir.count, sizeof(*dir->u.dir.children), tree_child_cmp);
 	lookup_forget(dir);         /* its indices are the unsorted order's */
 	for (size_t i = 0; !err && i < dir->u.dir.count; i++) {
 		struct pack_inode *inode = tree_child_inode(dir->u.dir.children[i]);

@@ -329,6 +329,8 @@ static inline uint32_t tree_child_name_len(pack_child c)
 {
 	return tree_child_is_file_name(c) ? (uint32_t)strlen(tree_child_name(c)) : ((struct pack_dirent *)c.bits)->name_len;
 }
+/* qsort() order of two pack_child: their names, bytewise, as squashfs lists them. */
+int tree_child_cmp(const void *a, const void *b);
 /*
  * Drop one name's hold on an inode; with the last, frees what it owns (a
  * directory's subtree, a file's block list, xattrs).  The inode itself is
