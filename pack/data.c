@@ -160,12 +160,48 @@ static bool all_zero(const uint8_t *p, size_t len)
 }
 
 /*
+ * Where the next data at or after 'off' begins, so that holes need not be
+ * read: SEEK_DATA where the file system knows, else 'off' itself (a file
+ * of the image appended to: read as it is).
+ */
+static uint64_t next_data(struct content *c, uint64_t off, uint64_t size)
+{
+	off_t at = c->stored ? -1 : lseek(c->fd, (off_t)(c->base + off), SEEK_DATA);
+
+	if (at < 0)
+		return c->stored || errno != ENXIO ? off : size;
+	return (uint64_t)at - c->base;
+}
+
+/*
+ * Of the block at 'off', 'len' bytes: is it a hole?  *data caches the
+ * next data's position; when it is a hole, *next is the first block
+ * where data may be (every block before it a hole too).
+ */
+static bool in_hole(struct content *c, uint64_t off, uint32_t len, uint64_t size, uint32_t bs,
+		    uint64_t *data, uint64_t *next)
+{
+	if (*data < off)
+		*data = next_data(c, off, size);
+	if (*data < off + len)
+		return false;
+	*next = *data < size ? *data / bs * bs : size;
+	return true;
+}
+
+/*
  * Hash the open file 'c'.  A file of one block stays in buf_a, as c's
  * cache: what reads it next (the comparison, the fragment) reads no more.
+ * A run of all-zero blocks is hashed as its length, so that holes are
+ * skipped, never read (a tar of a few KiB can declare a sparse file of
+ * terabytes: read, two of them took minutes), and a file whose zeros
+ * are holes hashes as the same file with its zeros written.
  */
 static int hash_content(struct data_writer *w, struct pack_inode *file, struct content *c)
 {
-	uint64_t size = file->u.file.size, h = size;
+	uint32_t bs = w->cfg.block_size;
+	uint64_t size = file->u.file.size, h = size, data = 0, next, zeros = 0;
+	bool read_whole = size <= bs;       /* one block, and not a hole */
 	int err = 0;
 
 	if (size <= DEDUP_EXACT_MAX) {
@@ -178,14 +214,29 @@ static int hash_content(struct data_writer *w, struct pack_inode *file, struct c
 		file->u.file.hash = h;
 		return err;
 	}
-	for (uint64_t off = 0; !err && off < size; off += w->cfg.block_size) {
-		size_t len = size - off < w->cfg.block_size ? (size_t)(size - off) : w->cfg.block_size;
+	for (uint64_t off = 0; !err && off < size;) {
+		uint32_t len = size - off < bs ? (uint32_t)(size - off) : bs;
 
+		if (in_hole(c, off, len, size, bs, &data, &next)) {
+			zeros += (next - off + bs - 1) / bs;
+			off = next;
+			read_whole = false;
+			continue;
+		}
 		err = content_read(c, w->buf_a, len, off);
-		if (!err)
-			h = pack_hash(h, w->buf_a, len);
+		off += len;
+		if (err || all_zero(w->buf_a, len)) {
+			zeros++;
+			continue;
+		}
+		if (zeros)
+			h = pack_hash(h, &zeros, sizeof(zeros));
+		zeros = 0;
+		h = pack_hash(h, w->buf_a, len);
 	}
-	if (!err && size <= w->cfg.block_size) {
+	if (zeros)
+		h = pack_hash(h, &zeros, sizeof(zeros));
+	if (!err && read_whole) {
 		c->cache = w->buf_a;
 		c->cache_len = size;
 	}
@@ -211,27 +262,37 @@ struct current {
 	struct content *c;
 };
 
-/* 'a' is the current file (read through its open content), 'b' an earlier one. */
+/*
+ * 'a' is the current file (read through its open content), 'b' an earlier
+ * one.  Blocks that are holes in both are not read.
+ */
 static int same_contents(struct pack_inode *a, struct pack_inode *b, void *arg)
 {
 	struct current *cur = arg;
 	struct data_writer *w = cur->w;
-	uint64_t size = a->u.file.size;
+	uint32_t bs = w->cfg.block_size;
+	uint64_t size = a->u.file.size, data_a = 0, data_b = 0, next_a, next_b;
 	struct content *ca = cur->c, cb;
 	int err, same = 1;
 
 	err = content_open(w, b, &cb, false);
 	if (err)
 		return err;
-	for (uint64_t off = 0; same && off < size; off += w->cfg.block_size) {
-		size_t len = size - off < w->cfg.block_size ? (size_t)(size - off) : w->cfg.block_size;
+	for (uint64_t off = 0; same && off < size;) {
+		uint32_t len = size - off < bs ? (uint32_t)(size - off) : bs;
 
+		if (in_hole(ca, off, len, size, bs, &data_a, &next_a) &&
+		    in_hole(&cb, off, len, size, bs, &data_b, &next_b)) {
+			off = next_a < next_b ? next_a : next_b;
+			continue;
+		}
 		err = content_read(ca, w->buf_a, len, off);
 		if (!err)
 			err = content_read(&cb, w->buf_b, len, off);
 		if (err)
 			break;
 		same = memcmp(w->buf_a, w->buf_b, len) == 0;
+		off += len;
 	}
 	content_close(&cb);
 	return err ? err : same;
@@ -315,19 +376,6 @@ int data_writer_start(const struct data_config *cfg, struct pack_sink *sink, str
 	}
 	*out = w;
 	return 0;
-}
-
-/*
- * Where the next data at or after 'off' begins, so that holes need not be
- * read: SEEK_DATA where the file system knows, else 'off' itself.
- */
-static uint64_t next_data(struct content *c, uint64_t off, uint64_t size)
-{
-	off_t at = lseek(c->fd, (off_t)(c->base + off), SEEK_DATA);
-
-	if (at < 0)
-		return errno == ENXIO ? size : off;
-	return (uint64_t)at - c->base;
 }
 
 /*

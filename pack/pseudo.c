@@ -286,7 +286,8 @@ static int define(struct pseudo_ctx *c, const char *line)
 			err = bad(c, "%s: a device needs MAJOR (0-4095) and MINOR (0-1048575)", name);
 		tree_set_rdev(inode, (minor & 0xff) | (major & 0xfff) << 8 | (minor & ~0xffu) << 12);
 	} else if (type == 's') {
-		if (!next_word(&rest, word, sizeof(word)))
+		/* An empty target ("") is no symlink: unsquashfs and the kernel's readers refuse it. */
+		if (!next_word(&rest, word, sizeof(word)) || !word[0])
 			err = bad(c, "%s: s needs a target", name);
 		else if (!(inode->u.symlink.target = strdup(word)))
 			err = -ENOMEM;

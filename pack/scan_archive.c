@@ -24,12 +24,15 @@
 
 #define ARCHIVE_READ_BLOCK (64u << 10)
 #define ARCHIVE_XATTRS_MAX 1024u        /* per entry */
+/* libarchive's warnings shown for one archive: a hostile one can earn one an entry. */
+#define ARCHIVE_WARNINGS_MAX 10u
 
 struct archive_scan {
 	struct pack_tree *tree;
 	const struct scan_options *opt;
 	const char *name;               /* for messages */
 	struct archive *a;
+	uint64_t warnings;
 };
 
 void spool_close(struct spool *s)
@@ -271,8 +274,10 @@ static int make_inode(struct archive_scan *s, struct archive_entry *e, const cha
 	} else if ((mode & AE_IFMT) == AE_IFLNK) {
 		const char *target = archive_entry_symlink(e);
 
-		if (!target || strlen(target) > PACK_SYMLINK_MAX) {
-			pack_error("%s: %s: bad symlink target", s->name, archive_entry_pathname(e));
+		/* An empty target is no symlink: unsquashfs refuses the image that holds one. */
+		if (!target || !*target || strlen(target) > PACK_SYMLINK_MAX) {
+			pack_error("%s: %s: %s symlink target", s->name, archive_entry_pathname(e),
+				   target && *target ? "too long a" : "no");
 			err = -EINVAL;
 		} else if (!(inode->u.symlink.target = strdup(target))) {
 			err = -ENOMEM;
@@ -441,7 +446,8 @@ int scan_archive(struct pack_tree *t, const char *path, const struct scan_option
 		if (r == ARCHIVE_EOF)
 			break;
 		if (r == ARCHIVE_WARN) {
-			pack_warn("%s: %s", s.name, archive_error_string(s.a));
+			if (++s.warnings <= ARCHIVE_WARNINGS_MAX)
+				pack_warn("%s: %s", s.name, archive_error_string(s.a));
 		} else if (r != ARCHIVE_OK) {
 			err = archive_fail(&s, "truncated or corrupt archive");
 			break;
@@ -451,6 +457,9 @@ int scan_archive(struct pack_tree *t, const char *path, const struct scan_option
 			break;
 	}
 out:
+	if (s.warnings > ARCHIVE_WARNINGS_MAX)
+		pack_warn("%s: %llu more warnings not shown", s.name,
+			  (unsigned long long)(s.warnings - ARCHIVE_WARNINGS_MAX));
 	if (s.a)
 		archive_read_free(s.a);
 	if (utf8) {

@@ -52,6 +52,17 @@ fails_cleanly "more owners than an image holds" "more than 65536 distinct owners
 	$QUASH pack -q "$T/owners.tar" "$T/keep.sqfs"
 check "the same tar packs with --all-root, every owner 0" \
 	bash -c "$QUASH pack -q --all-root '$T/owners.tar' '$T/owners.sqfs' && unsquashfs -lln '$T/owners.sqfs' | awk 'NR > 3 && \$2 != \"0/0\" { exit 1 }' && [ \$(unsquashfs -lln '$T/owners.sqfs' | wc -l) -ge 33001 ]"
+# A symlink with an empty target is none: unsquashfs refuses an image holding one (found by fuzzing).
+python3 - "$T/nolink.tar" <<'PY'
+import sys, tarfile
+with tarfile.open(sys.argv[1], "w") as t:
+    ti = tarfile.TarInfo("d/link"); ti.type = tarfile.SYMTYPE; ti.linkname = ""
+    t.addfile(ti)
+PY
+fails_cleanly "an archive's symlink without a target is named" "d/link: no symlink target" \
+	$QUASH_ASAN pack -q "$T/nolink.tar" "$T/keep.sqfs"
+fails_cleanly "a pseudo symlink without a target is named" "x: s needs a target" \
+	$QUASH mksquashfs "$T/src" "$T/keep.sqfs" -noappend -quiet -p 'x s 0777 0 0 ""'
 fails_cleanly "a target that is a directory" "$T/src" $QUASH pack -q "$T/src" "$T/src"
 fails_cleanly "a target in a missing directory" "$T/nodir/x.sqfs" $QUASH pack -q "$T/src" "$T/nodir/x.sqfs"
 check "no image where the failed packs were aimed" test ! -e "$T/nodir/x.sqfs"
