@@ -161,26 +161,31 @@ static bool all_zero(const uint8_t *p, size_t len)
 
 /*
  * Where the next data at or after 'off' begins, so that holes need not be
- * read: SEEK_DATA where the file system knows, else 'off' itself (a file
- * of the image appended to: read as it is).
+ * read: SEEK_DATA where the file system knows, else 'off' itself.
  */
 static uint64_t next_data(struct content *c, uint64_t off, uint64_t size)
 {
-	off_t at = c->stored ? -1 : lseek(c->fd, (off_t)(c->base + off), SEEK_DATA);
+	off_t at = lseek(c->fd, (off_t)(c->base + off), SEEK_DATA);
 
 	if (at < 0)
-		return c->stored || errno != ENXIO ? off : size;
+		return errno == ENXIO ? size : off;
 	return (uint64_t)at - c->base;
 }
 
 /*
  * Of the block at 'off', 'len' bytes: is it a hole?  *data caches the
  * next data's position; when it is a hole, *next is the first block
- * where data may be (every block before it a hole too).
+ * where data may be (every block before it a hole too).  A file of the
+ * image appended to says so in its block list (appending keeps the
+ * image's block size).
  */
 static bool in_hole(struct content *c, uint64_t off, uint32_t len, uint64_t size, uint32_t bs,
 		    uint64_t *data, uint64_t *next)
 {
+	if (c->stored) {
+		*next = off + len;
+		return qs_file_block_is_sparse(c->stored, off / bs) == 1;
+	}
 	if (*data < off)
 		*data = next_data(c, off, size);
 	if (*data < off + len)
