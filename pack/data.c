@@ -404,8 +404,12 @@ static int write_blocks(struct data_writer *w, struct pack_inode *file, struct c
 		if (data < off)
 			data = w->cfg.sparse ? next_data(c, off, size) : off;
 		if (data >= off + len) {
-			/* Every block before the one the next data is in is a hole: skip them at once. */
-			uint32_t next = data / bs < count ? (uint32_t)(data / bs) : count;
+			/*
+			 * Every block before the one the next data is in is a hole:
+			 * skip them at once.  No data to the end: every block (the
+			 * last may be short, and data / bs then names it again).
+			 */
+			uint32_t next = data < size && data / bs < count ? (uint32_t)(data / bs) : count;
 			uint64_t end = (uint64_t)next * bs < size ? (uint64_t)next * bs : size;
 
 			b->sparse += end - off;

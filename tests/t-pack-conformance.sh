@@ -66,6 +66,20 @@ else
 fi
 rm -f "$T/heavy.sqfs"
 
+# Sparse files ending in a hole, their short last block stored as a block
+# (--no-fragments): the data phase skipped to that block again and again,
+# forever (found by fuzzing tars).  One with data before the hole, too.
+mkdir -p "$T/holes"
+truncate -s 300000 "$T/holes/all-hole"
+{ head -c 5000 /dev/urandom; } >"$T/holes/data-then-hole" && truncate -s 700000 "$T/holes/data-then-hole"
+if timeout 60 $QUASH pack -q --no-fragments "$T/holes" "$T/holes.sqfs" 2>"$T/holes.log"; then
+	ok "sparse files ending in a hole pack without fragments"
+	conform holes "$T/holes.sqfs" "$T/holes"
+else
+	not_ok "sparse files ending in a hole pack without fragments" "exit $?: $(head -3 "$T/holes.log")"
+fi
+rm -f "$T/holes.sqfs"
+
 # Duplicates are stored once; a file of the same size but other bytes is not taken for one.
 mkdir -p "$T/dup/sub"
 { head -c 299999 /dev/urandom; printf Y; } >"$T/dup/a" && cp "$T/dup/a" "$T/dup/sub/b"
