@@ -84,6 +84,34 @@ for tool in info "ls -lR" "stat" "cat" "extract"; do
 done
 fails_cleanly "info of a missing file fails cleanly" "$out/missing.sqfs" "$QUASH_ASAN" info "$out/missing.sqfs"
 
+# An lz4 image whose superblock says it has no options block: the kernel
+# ("LZ4 compressed filesystems always have compression options") and
+# unsquashfs refuse it, and so must every tool here, and append (found by
+# fuzzing append: quash read it and wrote another like it).
+cp "$FIX_DIR/img/small-lz4-noI.sqfs" "$out/lz4-noopts.sqfs"
+python3 - "$out/lz4-noopts.sqfs" <<'EOF'
+import struct, sys
+with open(sys.argv[1], "r+b") as f:
+    f.seek(24)
+    flags = struct.unpack("<H", f.read(2))[0]
+    f.seek(24)
+    f.write(struct.pack("<H", flags & ~0x0400))
+EOF
+for tool in info "ls -lR" extract; do
+	args=(); [ "$tool" = extract ] && args=(-C "$out/x")
+	rm -rf "$out/x"
+	# shellcheck disable=SC2086
+	fails_cleanly "$tool of an lz4 image without its options fails cleanly" "$out/lz4-noopts.sqfs" \
+		"$QUASH_ASAN" $tool "$out/lz4-noopts.sqfs" "${args[@]}"
+done
+check "... naming what is wrong" grep -q "an lz4 image without its compressor options" "$out/err"
+cp "$out/lz4-noopts.sqfs" "$out/lz4-noopts-append.sqfs"
+mkdir -p "$out/add" && echo new >"$out/add/f"
+"$QUASH_ASAN" pack --append "$out/add" "$out/lz4-noopts-append.sqfs" >/dev/null 2>"$out/err"
+st=$?
+check "... and appending to it fails in one line, the image as it was" bash -c \
+	"[ $st != 0 ] && cmp -s '$out/lz4-noopts.sqfs' '$out/lz4-noopts-append.sqfs' && [ \$(wc -l <'$out/err') = 1 ]"
+
 # A FIFO or a character device named as the image: refused at once, not
 # waited on (the open used to block until a writer came).
 mkfifo "$out/fifo.sqfs"

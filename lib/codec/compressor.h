@@ -63,6 +63,13 @@ struct qs_compressor {
 	 * QS_COMP_OPTIONS_MAX).  Returns its length, 0 if none is needed.
 	 */
 	size_t (*write_options)(const struct qs_compress_params *p, uint8_t *buf);
+
+	/*
+	 * An image must carry an options block (lz4: "LZ4 compressed
+	 * filesystems always have compression options", and the kernel and
+	 * unsquashfs refuse one without).
+	 */
+	bool options_required;
 };
 
 /* The compressor with this id or name, or NULL if unknown to this build. */

@@ -109,4 +109,5 @@ const struct qs_compressor qs_lz4_compressor = {
 	.decompress = lz4_decompress,
 	.compress = lz4_compress,
 	.write_options = lz4_write_options,
+	.options_required = true,
 };

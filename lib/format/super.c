@@ -85,7 +85,9 @@ static int read_comp_options(struct qs_image *img)
 	int err;
 
 	if (!(img->sb.flags & SQFS_FLAG_COMPRESSOR_OPTIONS))
-		return 0;
+		return img->comp->options_required ?
+		       qs_set_error(-EINVAL, "bad superblock: an %s image without its compressor options",
+				    img->comp->name) : 0;
 	err = qs_metadata_block(img, SQFS_SUPER_SIZE, &b);
 	if (err)
 		return err;
