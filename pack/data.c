@@ -373,6 +373,7 @@ int data_writer_start(const struct data_config *cfg, struct pack_sink *sink, str
 		err = prefetch_start(tree, files, nfiles, &w->prefetch);
 	if (!err)
 		err = frag_init(&w->frags, w->pipe, cfg->block_size, cfg->fragment_base, pr.files);
+	w->frags.store = cfg->store_fragments;
 	if (err) {
 		if (err == -ENOMEM)
 			pack_error("out of memory");
@@ -430,6 +431,7 @@ static int write_blocks(struct data_writer *w, struct pack_inode *file, struct c
 			continue;
 		}
 		job->len = len;
+		job->store = w->cfg.store_data;
 		job->size_slot = blocks_slot(b, i);
 		if (!job->size_slot)
 			return -ENOMEM;

@@ -34,6 +34,7 @@ struct data_config {
 	bool tail_packing;          /* ...and the last partial block of larger files too */
 	bool dedup;
 	bool sparse;                /* all-zero blocks as holes (size 0, nothing written) */
+	bool store_data, store_fragments;   /* those blocks written uncompressed (mksquashfs -noD, -noF) */
 	int spool_fd;               /* where archive contents were spooled, or -1 */
 	bool skip_unreadable;
 	struct qs_image *stored;    /* appending: the old image, whose files are read back to compare, or NULL */

@@ -17,7 +17,7 @@ int export_table_write(struct image_writer *iw, struct pack_sink *sink, uint64_t
 		return -ENOMEM;
 	for (uint32_t i = 0; i < iw->inode_count; i++)
 		sqfs_put64(buf + 8 * i, iw->export[i]);
-	err = meta_write_table(sink, iw->comp, iw->params, iw->jobs, buf, (size_t)iw->inode_count * 8, start);
+	err = meta_write_table(sink, image_comp(iw, SQFS_FLAG_UNCOMPRESSED_INODES), iw->params, iw->jobs, buf, (size_t)iw->inode_count * 8, start);
 	free(buf);
 	return err;
 }

@@ -57,6 +57,7 @@ int frag_flush(struct frag_packer *fp)
 		return -EIO;
 	memcpy(job->in, fp->buf, fp->fill);
 	job->len = fp->fill;
+	job->store = fp->store;
 	job->pos_slot = &(*page)->starts[fp->count % FRAG_PAGE];
 	job->size_slot = &(*page)->sizes[fp->count % FRAG_PAGE];
 	pipeline_submit(fp->pipe, job);

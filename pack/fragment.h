@@ -4,6 +4,7 @@
 #ifndef QUASH_PACK_FRAGMENT_H
 #define QUASH_PACK_FRAGMENT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "squashfs_fs.h"
@@ -28,6 +29,7 @@ struct frag_packer {
 	uint8_t *buf;               /* the fragment block being filled */
 	uint32_t fill, block_size;
 	uint32_t base;              /* index of the first fragment (appending: the old image's count) */
+	bool store;                 /* the blocks written uncompressed (mksquashfs -noF) */
 	struct frag_page **pages;   /* cap / FRAG_PAGE + 1 of them, NULL until used */
 	struct sqfs_fragment_entry *table;
 	uint32_t count, cap;

@@ -47,7 +47,9 @@ int id_table_write(struct image_writer *iw, struct pack_sink *sink, uint64_t *st
 		return -ENOMEM;
 	for (uint32_t i = 0; i < iw->ids.count; i++)
 		sqfs_put32(buf + 4 * i, iw->ids.ids[i]);
-	err = meta_write_table(sink, iw->comp, iw->params, iw->jobs, buf, (size_t)iw->ids.count * 4, start);
+	/* mksquashfs -noI stores the ids uncompressed as well as -noId does. */
+	err = meta_write_table(sink, image_comp(iw, SQFS_FLAG_UNCOMPRESSED_INODES | SQFS_FLAG_UNCOMPRESSED_IDS),
+			       iw->params, iw->jobs, buf, (size_t)iw->ids.count * 4, start);
 	free(buf);
 	return err;
 }

@@ -36,6 +36,7 @@ struct image_writer {
 	const struct pack_tree *tree;   /* what is written (its owners' ids) */
 	const struct qs_compressor *comp;
 	const struct qs_compress_params *params;
+	uint16_t uncompressed;      /* SQFS_FLAG_UNCOMPRESSED_* bits: the tables stored as they are */
 	struct meta_writer inodes, dirs;
 	struct meta_spill spill;    /* where the tables go past their memory budget */
 	struct id_table ids;
@@ -46,6 +47,15 @@ struct image_writer {
 	uint32_t root_ino;
 	unsigned jobs;              /* threads for compressing the tables */
 };
+
+/*
+ * The compressor for the tables that superblock flag 'flag' covers, or
+ * NULL where they are stored uncompressed (mksquashfs -noI, -noX, -noId).
+ */
+static inline const struct qs_compressor *image_comp(const struct image_writer *iw, uint16_t flag)
+{
+	return iw->uncompressed & flag ? NULL : iw->comp;
+}
 
 /* A written inode's reference (provisional until the tables are compressed). */
 static inline uint64_t image_ref(const struct image_writer *iw, const struct pack_inode *inode)
@@ -67,9 +77,13 @@ static inline int image_basic_type(const struct pack_inode *inode)
 	}
 }
 
-/* budget: bytes of the tables' streams kept in memory (0: all), the rest spilled to a file in spill_dir. */
-void image_init(struct image_writer *iw, const struct qs_compressor *comp,
-		const struct qs_compress_params *p, unsigned jobs, uint64_t budget, const char *spill_dir);
+/*
+ * budget: bytes of the tables' streams kept in memory (0: all), the rest
+ * spilled to a file in spill_dir; uncompressed: SQFS_FLAG_UNCOMPRESSED_*
+ * bits, the tables they cover stored uncompressed.
+ */
+void image_init(struct image_writer *iw, const struct qs_compressor *comp, const struct qs_compress_params *p,
+		uint16_t uncompressed, unsigned jobs, uint64_t budget, const char *spill_dir);
 void image_free(struct image_writer *iw);
 
 /*

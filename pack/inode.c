@@ -20,16 +20,18 @@
 
 #define INODE_MAX_FIXED 64      /* largest fixed part of any inode, bytes */
 
-void image_init(struct image_writer *iw, const struct qs_compressor *comp,
-		const struct qs_compress_params *p, unsigned jobs, uint64_t budget, const char *spill_dir)
+void image_init(struct image_writer *iw, const struct qs_compressor *comp, const struct qs_compress_params *p,
+		uint16_t uncompressed, unsigned jobs, uint64_t budget, const char *spill_dir)
 {
 	memset(iw, 0, sizeof(*iw));
 	iw->comp = comp;
 	iw->params = p;
+	iw->uncompressed = uncompressed;
 	iw->jobs = jobs;
-	meta_init(&iw->inodes, comp, p);
-	meta_init(&iw->dirs, comp, p);
-	meta_init(&iw->xattrs.kv, comp, p);
+	/* As mksquashfs: -noI covers the directory table too, -noX the pairs and their ids. */
+	meta_init(&iw->inodes, image_comp(iw, SQFS_FLAG_UNCOMPRESSED_INODES), p);
+	meta_init(&iw->dirs, image_comp(iw, SQFS_FLAG_UNCOMPRESSED_INODES), p);
+	meta_init(&iw->xattrs.kv, image_comp(iw, SQFS_FLAG_UNCOMPRESSED_XATTRS), p);
 	meta_spill_init(&iw->spill, spill_dir, budget);
 	if (budget) {
 		/* Three tables, on a spill of four: nothing to fail. */

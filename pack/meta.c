@@ -318,11 +318,15 @@ static bool patched(const struct meta_job *j, size_t b, uint64_t lo, size_t len)
 	return q < j->w->patch_count && j->w->patches[q].pos < lo + len;
 }
 
-/* Compress 'len' bytes of buf into a fresh stored block (header and data) at *out. */
+/*
+ * Compress 'len' bytes of buf into a fresh stored block (header and data)
+ * at *out; a table with no compressor (mksquashfs -noI and the like) keeps
+ * every block as it is.
+ */
 static int store_block(const struct meta_writer *w, const uint8_t *buf, size_t len, uint8_t **out, uint16_t *stored)
 {
 	uint8_t slot[META_SLOT];
-	ssize_t n = w->comp->compress(w->params, buf, len, slot + 2, SQFS_META_SIZE);
+	ssize_t n = w->comp ? w->comp->compress(w->params, buf, len, slot + 2, SQFS_META_SIZE) : 0;
 
 	if (n < 0) {
 		pack_error("metadata compression failed: %s", qs_last_error());

@@ -52,7 +52,7 @@ struct meta_patch {
 };
 
 struct meta_writer {
-	const struct qs_compressor *comp;
+	const struct qs_compressor *comp;   /* NULL: every block stored uncompressed */
 	const struct qs_compress_params *params;
 	uint8_t **raw;              /* the uncompressed stream, SQFS_META_SIZE bytes each; NULL = zeros */
 	uint64_t raw_len;
@@ -107,7 +107,8 @@ static inline uint64_t meta_final_ref(const struct meta_writer *w, uint64_t ref)
 /*
  * A lookup table (fragments, export, ids, xattr ids): 'len' bytes of
  * fixed-size entries in metadata blocks, then the list of those blocks'
- * image offsets, which is where the superblock points (*start).
+ * image offsets, which is where the superblock points (*start).  With
+ * comp NULL the blocks are stored uncompressed.
  */
 int meta_write_table(struct pack_sink *sink, const struct qs_compressor *comp,
 		     const struct qs_compress_params *p, unsigned jobs, const uint8_t *entries, size_t len,

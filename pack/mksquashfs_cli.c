@@ -47,7 +47,27 @@ static const char *const accepted_noops[] = {
 	"-no-recovery",             /* quash writes beside DEST and renames: nothing to recover */
 	"-exports",                 /* the default */
 	"-no-tailends",             /* the default of this form */
+	"-reproducible",            /* 4.5: always so */
+	"-not-reproducible",        /* 4.5: permission, not a request: the image is reproducible anyway */
 	NULL,
+};
+
+/*
+ * Options that store a part of the image uncompressed, and the superblock
+ * flags they set.  As in mksquashfs, -noI covers the directory, export and
+ * id tables too, -noF the fragment table, -noX the xattr ids.
+ */
+static const struct {
+	const char *name, *alias;
+	uint16_t flags;
+} uncompressed_opts[] = {
+	{ "-noI", "-noInodeCompression", SQFS_FLAG_UNCOMPRESSED_INODES },
+	{ "-noId", "-noIdTableCompression", SQFS_FLAG_UNCOMPRESSED_IDS },
+	{ "-noD", "-noDataCompression", SQFS_FLAG_UNCOMPRESSED_DATA },
+	{ "-noF", "-noFragmentCompression", SQFS_FLAG_UNCOMPRESSED_FRAGMENTS },
+	{ "-noX", "-noXattrCompression", SQFS_FLAG_UNCOMPRESSED_XATTRS },
+	{ "-no-compression", NULL, SQFS_FLAG_UNCOMPRESSED_INODES | SQFS_FLAG_UNCOMPRESSED_DATA |
+				   SQFS_FLAG_UNCOMPRESSED_FRAGMENTS | SQFS_FLAG_UNCOMPRESSED_XATTRS },
 };
 
 /* Options known to mksquashfs that quash refuses, with how many arguments each takes. */
@@ -64,6 +84,27 @@ static const struct {
 	{ "-fragment-queue", 1, NULL },
 	{ "-single-reader", 0, NULL },
 	{ "-log", 1, "not supported" },
+	/* 4.6 and 4.7's, named so that a script using one learns why it stops */
+	{ "-max-depth", 1, NULL },
+	{ "-exit-on-error", 0, NULL },
+	{ "-info-file", 1, "not supported: -info prints the same lines on stdout" },
+	{ "-mem-default", 0, NULL },
+	{ "-pseudo-override", 0, NULL },
+	{ "-force-file-mode", 1, NULL },
+	{ "-force-dir-mode", 1, NULL },
+	{ "-action", 1, "not supported: actions are not implemented" },
+	{ "-log-action", 1, "not supported: actions are not implemented" },
+	{ "-true-action", 1, "not supported: actions are not implemented" },
+	{ "-false-action", 1, "not supported: actions are not implemented" },
+	{ "-action-file", 1, "not supported: actions are not implemented" },
+	{ "-log-action-file", 1, "not supported: actions are not implemented" },
+	{ "-true-action-file", 1, "not supported: actions are not implemented" },
+	{ "-false-action-file", 1, "not supported: actions are not implemented" },
+	{ "-recover", 1, "not supported: quash writes beside DEST and renames, so there is nothing to recover" },
+	{ "-recovery-path", 1, NULL },
+	{ "-small-readers", 1, NULL },
+	{ "-block-readers", 1, NULL },
+	{ "-overcommit", 1, NULL },
 };
 
 static int refuse(const char *opt, const char *why)
@@ -90,7 +131,10 @@ static void usage(FILE *f)
 		"-offset/-o N (the image N bytes into DEST, after zeros),\n"
 		"-mem SIZE (bounds the buffers and tables being built, as quash pack --memory),\n"
 		"-no-xattrs, -xattrs, -no-fragments, -always-use-fragments, -no-duplicates,\n"
-		"-no-exports, -exports, -mkfs-time, -all-time, SOURCE_DATE_EPOCH, -processors,\n"
+		"-no-exports, -exports, -mkfs-time (4.7: or inode), -all-time, -inode-time,\n"
+		"-repro, -repro-time (4.7), -reproducible, -not-reproducible (4.5),\n"
+		"SOURCE_DATE_EPOCH, -processors, -noI, -noId, -noD, -noF, -noX (and their\n"
+		"long names), -no-compression (4.6),\n"
 		"-no-hardlinks, -nopad, -default-mode, -default-uid, -default-gid (4.6),\n"
 		"-uid-gid-offset (4.7), -xattrs-add NAME=VALUE (4.6), -ignore-zeros (4.6),\n"
 		"-no-strip/-tarstyle, -cpiostyle, -cpiostyle0, -info, -percentage (4.6),\n"
@@ -99,7 +143,8 @@ static void usage(FILE *f)
 		"sources go into its root (a name it has becomes NAME_1, NAME_2, ...; with\n"
 		"-root-becomes NAME the old root becomes the directory NAME instead), and its\n"
 		"compressor, block size and settings are kept (-comp, -b, -no-fragments,\n"
-		"-always-use-fragments, -no-duplicates, -no-exports are then ignored).\n"
+		"-always-use-fragments, -no-duplicates, -no-exports, -noI and the like are\n"
+		"then ignored).\n"
 		"Any other option is refused with one line (exit 1), never ignored.\n"
 		"'quash pack --help' lists quash's own command line.\n",
 		QUASH_VERSION, MKSQ_COMPAT_VERSION);
@@ -111,6 +156,16 @@ static bool is_noop(const char *arg)
 		if (strcmp(arg, accepted_noops[i]) == 0)
 			return true;
 	return false;
+}
+
+/* The superblock flags an -noI-like option sets, or 0 if it is not one. */
+static uint16_t uncompressed_flags(const char *opt)
+{
+	for (size_t i = 0; i < sizeof(uncompressed_opts) / sizeof(uncompressed_opts[0]); i++)
+		if (strcmp(opt, uncompressed_opts[i].name) == 0 ||
+		    (uncompressed_opts[i].alias && strcmp(opt, uncompressed_opts[i].alias) == 0))
+			return uncompressed_opts[i].flags;
+	return 0;
 }
 
 static int parse_uint(const char *opt, const char *s, int64_t max, int64_t *out)
@@ -597,7 +652,7 @@ static int parse_options(int argc, char **argv, int first, struct pack_options *
 	const char *comp_name = MKSQ_DEFAULT_COMPRESSOR;
 	const char *epoch = getenv("SOURCE_DATE_EPOCH");
 	const char *dict_size = NULL, *xz_opt = NULL, *gzip_opt = NULL, *lzo_opt = NULL;
-	bool progress_given = false;
+	bool progress_given = false, repro = false;
 	int64_t v;
 
 	for (int i = first; i < argc; i++) {
@@ -823,14 +878,23 @@ static int parse_options(int argc, char **argv, int first, struct pack_options *
 			o->exportable = false;
 		} else if (strcmp(a, "-no-sparse") == 0) {
 			o->sparse = false;
-		} else if (strcmp(a, "-mkfs-time") == 0 || strcmp(a, "-all-time") == 0) {
+		} else if (strcmp(a, "-mkfs-time") == 0 && val && strcmp(val, "inode") == 0) {
+			i++;
+			repro = true;               /* 4.7: the newest inode's time */
+		} else if (strcmp(a, "-mkfs-time") == 0 || strcmp(a, "-all-time") == 0 ||
+			   strcmp(a, "-inode-time") == 0 || strcmp(a, "-repro-time") == 0) {
 			NEED_VALUE();
 			if (parse_uint(a, val, UINT32_MAX, &v))
 				return MKSQ_EXIT_ERROR;
-			if (a[1] == 'm')
+			/* 4.7: -inode-time is -all-time; -repro-time is both it and -mkfs-time. */
+			if (strcmp(a, "-all-time") != 0 && strcmp(a, "-inode-time") != 0)
 				o->mkfs_time = v;
-			else
+			if (strcmp(a, "-mkfs-time") != 0)
 				o->overrides.mtime = v;
+		} else if (strcmp(a, "-repro") == 0) {
+			repro = true;               /* 4.7: -mkfs-time inode */
+		} else if (uncompressed_flags(a)) {
+			o->uncompressed |= uncompressed_flags(a);
 		} else if (strcmp(a, "-processors") == 0) {
 			NEED_VALUE();
 			if (parse_uint(a, val, 256, &v) || v == 0)
@@ -869,9 +933,16 @@ static int parse_options(int argc, char **argv, int first, struct pack_options *
 		if (o->mkfs_time < 0)
 			o->mkfs_time = v;
 	}
-	/* mksquashfs stamps an image with when it was made; -all-time does not change that. */
-	if (o->mkfs_time < 0)
+	/*
+	 * mksquashfs stamps an image with when it was made; -all-time does not
+	 * change that.  -repro (-mkfs-time inode) leaves it to the writer: the
+	 * newest time in the tree.
+	 */
+	if (o->mkfs_time < 0 && !repro)
 		o->mkfs_time = time(NULL);
+	/* mksquashfs: "-noI implies -noId", and then only -noI is flagged. */
+	if (o->uncompressed & SQFS_FLAG_UNCOMPRESSED_INODES)
+		o->uncompressed &= (uint16_t)~SQFS_FLAG_UNCOMPRESSED_IDS;
 	o->comp = qs_compressor_by_name(comp_name);
 	if (!o->comp || !o->comp->compress)
 		return refuse("-comp", "unknown compressor (gzip, xz, lz4, lzo or zstd)");
@@ -911,7 +982,8 @@ static bool takes_value(const char *opt)
 		"-comp", "-b", "-Xcompression-level", "-Xbcj", "-Xdict-size", "-ef", "-p", "-pf", "-pd", "-sort", "-offset", "-o",
 		"-xattrs-include", "-xattrs-exclude",
 		"-force-uid",
-		"-force-gid", "-root-mode", "-root-uid", "-root-gid", "-root-time", "-mkfs-time", "-all-time", "-processors",
+		"-force-gid", "-root-mode", "-root-uid", "-root-gid", "-root-time", "-mkfs-time", "-all-time",
+		"-inode-time", "-repro-time", "-processors",
 		"-default-mode", "-default-uid", "-default-gid", "-uid-gid-offset", "-xattrs-add", "-root-becomes",
 		"-Xwindow-size", "-Xstrategy", "-Xalgorithm", NULL,
 	};

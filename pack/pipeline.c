@@ -134,7 +134,7 @@ static void *worker_main(void *arg)
 		pthread_mutex_unlock(&p->lock);
 
 		job->out_len = 0;
-		if (job->len > 0 && !incompressible(job->in, job->len, job->out))
+		if (job->len > 0 && !job->store && !incompressible(job->in, job->len, job->out))
 			job->out_len = p->comp->compress(p->params, job->in, job->len, job->out, job->len);
 
 		pthread_mutex_lock(&p->lock);
@@ -305,6 +305,7 @@ struct pipeline_job *pipeline_get(struct pipeline *p)
 	pthread_mutex_unlock(&p->lock);
 	if (job) {
 		job->len = 0;
+		job->store = false;
 		job->size_slot = NULL;
 		job->pos_slot = NULL;
 	}

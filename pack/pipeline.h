@@ -12,6 +12,7 @@
 #ifndef QUASH_PACK_PIPELINE_H
 #define QUASH_PACK_PIPELINE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -23,6 +24,7 @@ struct pipeline;
 struct pipeline_job {
 	uint8_t *in;                /* block_size bytes to fill */
 	uint32_t len;               /* bytes filled; 0 only records the position */
+	bool store;                 /* written uncompressed whatever it holds (mksquashfs -noD, -noF) */
 	uint32_t *size_slot;        /* gets the on-disk size word, or NULL */
 	uint64_t *pos_slot;         /* gets the image offset of the block, or NULL */
 	/* Owned by the pipeline. */

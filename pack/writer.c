@@ -33,6 +33,11 @@
 
 #define IMAGE_PAD 4096          /* images end on a 4 KiB boundary, as loop devices want */
 
+/* The superblock flags that say what is stored uncompressed. */
+#define UNCOMPRESSED_FLAGS (SQFS_FLAG_UNCOMPRESSED_INODES | SQFS_FLAG_UNCOMPRESSED_DATA | \
+			    SQFS_FLAG_UNCOMPRESSED_FRAGMENTS | SQFS_FLAG_UNCOMPRESSED_XATTRS | \
+			    SQFS_FLAG_UNCOMPRESSED_IDS)
+
 /* --memory: the share of the bound for the tables being built, and for the data in flight. */
 #define MEMORY_TABLES_SHARE 4       /* a quarter */
 #define MEMORY_RING_SHARE   4       /* a quarter of input; the output buffers double it */
@@ -248,6 +253,8 @@ static int write_data(const struct pack_options *o, struct pack_tree *t, struct 
 		.tail_packing = o->tail_packing,
 		.dedup = o->dedup,
 		.sparse = o->sparse,
+		.store_data = (o->uncompressed & SQFS_FLAG_UNCOMPRESSED_DATA) != 0,
+		.store_fragments = (o->uncompressed & SQFS_FLAG_UNCOMPRESSED_FRAGMENTS) != 0,
 		.spool_fd = spool_fd,
 		.stored = base ? base->img : NULL,
 		.fragment_base = old,
@@ -403,7 +410,7 @@ static int write_tables(const struct pack_options *o, struct pack_tree *t, struc
 	int err;
 
 	meta_params.gzip_strategies = 0;
-	image_init(&iw, o->comp, &meta_params, o->jobs,
+	image_init(&iw, o->comp, &meta_params, o->uncompressed, o->jobs,
 		   o->memory ? o->memory / MEMORY_TABLES_SHARE : TABLES_MEMORY_DEFAULT, tmp_dir);
 	iw.tree = t;
 	err = inode_number_tree(&iw, t);
@@ -427,9 +434,10 @@ static int write_tables(const struct pack_options *o, struct pack_tree *t, struc
 		sb->inode_table_start = sink->written;
 		err = sink_append(sink, iw.inodes.out, iw.inodes.out_len);
 		stats->inode_bytes = iw.inodes.out_len;
-		stats->inode_raw = iw.inodes.raw_len;
+		/* mksquashfs counts each block's 2-byte header in the uncompressed size too. */
+		stats->inode_raw = iw.inodes.raw_len + 2 * (uint64_t)iw.inodes.starts_count;
 		stats->dir_bytes = iw.dirs.out_len;
-		stats->dir_raw = iw.dirs.raw_len;
+		stats->dir_raw = iw.dirs.raw_len + 2 * (uint64_t)iw.dirs.starts_count;
 	}
 	if (!err) {
 		sb->directory_table_start = sink->written;
@@ -437,7 +445,8 @@ static int write_tables(const struct pack_options *o, struct pack_tree *t, struc
 	}
 	sb->fragment_table_start = SQFS_INVALID_TABLE;
 	if (!err && frag_count)
-		err = meta_write_table(sink, o->comp, &meta_params, o->jobs, frag_table,
+		err = meta_write_table(sink, o->uncompressed & SQFS_FLAG_UNCOMPRESSED_FRAGMENTS ? NULL : o->comp,
+				       &meta_params, o->jobs, frag_table,
 				       (size_t)frag_count * SQFS_FRAGMENT_ENTRY_SIZE,
 				       &sb->fragment_table_start);
 	sb->export_table_start = SQFS_INVALID_TABLE;
@@ -474,7 +483,7 @@ static uint16_t image_flags(const struct pack_options *o, const struct sqfs_supe
 		flags |= SQFS_FLAG_NO_XATTRS;
 	if (options)
 		flags |= SQFS_FLAG_COMPRESSOR_OPTIONS;
-	return flags;
+	return flags | (o->uncompressed & UNCOMPRESSED_FLAGS);
 }
 
 static int pad_image(struct pack_sink *sink)
@@ -542,6 +551,11 @@ static double percent(uint64_t part, uint64_t whole)
 	return whole ? 100.0 * (double)part / (double)whole : 0.0;
 }
 
+static const char *how_stored(const struct pack_options *o, uint16_t flags)
+{
+	return o->uncompressed & flags ? "uncompressed" : "compressed";
+}
+
 /* The mksquashfs form's end-of-run report, laid out as mksquashfs prints it. */
 static void print_report(const struct pack_options *o, const struct pack_tree *t, const struct pack_stats *s)
 {
@@ -550,8 +564,11 @@ static void print_report(const struct pack_options *o, const struct pack_tree *t
 
 	printf("\n%sSquashfs 4.0 filesystem, %s compressed, data block size %u\n",
 	       o->exportable ? "Exportable " : "", o->comp->name, o->block_size);
-	printf("\tcompressed data, compressed metadata, %s,\n", o->fragments ? "compressed fragments" : "no fragments");
-	printf("\tcompressed xattrs, compressed ids\n");
+	printf("\t%s data, %s metadata, %s fragments,\n\t%s xattrs, %s ids\n", how_stored(o, SQFS_FLAG_UNCOMPRESSED_DATA),
+	       how_stored(o, SQFS_FLAG_UNCOMPRESSED_INODES),
+	       o->fragments ? how_stored(o, SQFS_FLAG_UNCOMPRESSED_FRAGMENTS) : "no",
+	       o->overrides.no_xattrs ? "no" : how_stored(o, SQFS_FLAG_UNCOMPRESSED_XATTRS),
+	       how_stored(o, SQFS_FLAG_UNCOMPRESSED_INODES | SQFS_FLAG_UNCOMPRESSED_IDS));
 	printf("\tduplicates are %sremoved\n", o->dedup ? "" : "not ");
 	printf("Filesystem size %.2f Kbytes (%.2f Mbytes)\n", (double)s->bytes_used / 1024,
 	       (double)s->bytes_used / 1048576);
@@ -637,8 +654,8 @@ static int pack_image(const struct pack_options *o, struct pack_tree *t, struct 
 
 /*
  * Appending: the old image's compressor, its options, block size and
- * fragment, duplicate and export settings replace the command line's, as
- * mksquashfs ignores those options when it appends.
+ * fragment, duplicate, export and uncompressed settings replace the
+ * command line's, as mksquashfs ignores those options when it appends.
  */
 static void take_base_settings(struct pack_options *o, const struct append_base *b)
 {
@@ -650,6 +667,7 @@ static void take_base_settings(struct pack_options *o, const struct append_base 
 	o->tail_packing = (b->flags & SQFS_FLAG_ALWAYS_FRAGMENTS) != 0;
 	o->dedup = (b->flags & SQFS_FLAG_DUPLICATES) != 0;
 	o->exportable = (b->flags & SQFS_FLAG_EXPORTABLE) != 0;
+	o->uncompressed = b->flags & UNCOMPRESSED_FLAGS;
 }
 
 int pack_run(const struct pack_options *given)

@@ -36,6 +36,11 @@ struct pack_options {
 	bool fragments, tail_packing, dedup, exportable;
 	bool sparse;                /* all-zero blocks stored as holes (mksquashfs -no-sparse: as data) */
 	/*
+	 * SQFS_FLAG_UNCOMPRESSED_* bits (mksquashfs -noI, -noD, -noF, -noX,
+	 * -noId): what is stored uncompressed, and flagged so in the superblock.
+	 */
+	uint16_t uncompressed;
+	/*
 	 * --memory / mksquashfs -mem: bytes for the buffers of the data in
 	 * flight and the metadata tables being built (0: their defaults, no
 	 * bound); the tables spill to a temporary file beside the image past

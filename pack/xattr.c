@@ -194,7 +194,7 @@ int xattr_table_write(struct image_writer *iw, struct pack_sink *sink, uint64_t 
 	if (err)
 		return err;
 	ids_start = sink->written;
-	meta_init(&ids, iw->comp, iw->params);
+	meta_init(&ids, image_comp(iw, SQFS_FLAG_UNCOMPRESSED_XATTRS), iw->params);
 	idsp = &ids;
 	err = meta_write(&ids, t->ids, (size_t)t->count * SQFS_XATTR_ID_SIZE);
 	if (!err)

@@ -2,6 +2,7 @@
 # t-pack-mkopts.sh - the mksquashfs options quash's mksquashfs form honours
 # beyond t-pack-mksquashfs's: -root-becomes, -info, -percentage,
 # -no-hardlinks, -nopad, -default-mode/-uid/-gid, -uid-gid-offset,
+# -noI/-noId/-noD/-noF/-noX and -no-compression, the reproducibility options,
 # -xattrs-add, lzo's -Xalgorithm and gzip's -Xwindow-size and -Xstrategy.
 # What Debian's mksquashfs 4.5.1 knows is run by both tools on the same
 # source and compared (unsquashfs -lln and -s, extracted trees, -info's
@@ -34,6 +35,7 @@ echo z >"$W/new/z/f"
 echo new >"$W/new/old"     # a name -root-becomes takes: renamed old_1, as mksquashfs does
 
 lls() { unsquashfs -lln "$1" | awk '{ if ($1 ~ /^d/) $3 = ""; print }'; }
+export -f lls      # for the checks run by bash -c
 # The listings, the extracted trees (treecmp: modes, owners, times, xattrs, links) and -s's option lines.
 compare() {
 	local name=$1
@@ -292,6 +294,83 @@ umount "$W/mnt"
 check "... without it, the first tar's end is the end" bash -c \
 	"unsquashfs -lln '$W/q.sqfs' | grep -q 'c/small\$' && ! unsquashfs -lln '$W/q.sqfs' | grep -q 'z/f\$'"
 
+# -noI, -noId, -noD, -noF, -noX and their long names (4.5.1 has them): the
+# parts they name stored uncompressed and flagged so, as mksquashfs's own
+# image of the same source (unsquashfs -s: "Inodes are uncompressed" and the
+# like); -noI takes -noId with it and is then the only flag.  A name and a
+# run of the data must then be in the image as they are, and the kernel's
+# mount reads the whole tree back.
+flags() { unsquashfs -s "$1" | grep -E 'uncompressed|compressed$|^Fragments|^Xattrs|^Always'; }
+export -f flags
+NAME=a-name-that-gzip-would-otherwise-shrink-$$
+mkdir -p "$W/src/d" && echo x >"$W/src/d/$NAME"
+for opts in "-noI" "-noId" "-noD" "-noF" "-noX" "-noI -noId" \
+	    "-noInodeCompression -noIdTableCompression -noDataCompression -noFragmentCompression -noXattrCompression"; do
+	# shellcheck disable=SC2086  # the options are words
+	same "$opts: the same tree and flags as mksquashfs's" $opts
+	check "... the same uncompressed flags" diff <(flags "$W/m.sqfs") <(flags "$W/q.sqfs")
+done
+rm -f "$W/q.sqfs" "$W/m.sqfs"
+"$QM" "$W/src" "$W/q.sqfs" -noappend -quiet -no-compression >/dev/null 2>"$W/err"
+"$REAL" "$W/src" "$W/m.sqfs" -noappend -quiet -no-progress -noI -noD -noF -noX >/dev/null 2>&1
+check "-no-compression (4.6: -noI -noD -noF -noX): mksquashfs's flags for those four" \
+	diff <(flags "$W/m.sqfs") <(flags "$W/q.sqfs")
+# holds IMAGE FILE: are FILE's bytes in IMAGE as they are?
+holds() { python3 -c 'import sys; sys.exit(open(sys.argv[1], "rb").read().find(open(sys.argv[2], "rb").read()) < 0)' "$@"; }
+printf %s "$NAME" >"$W/name"
+head -c 4000 "$W/src/a/b/nums" | tail -c 2000 >"$W/run"
+export -f holds
+check "... a name and a run of the data stored as they are" bash -c "holds '$W/q.sqfs' '$W/name' && holds '$W/q.sqfs' '$W/run'"
+"$QM" "$W/src" "$W/c.sqfs" -noappend -quiet >/dev/null 2>&1
+check "... and not without it (gzip shrinks both)" bash -c "! holds '$W/c.sqfs' '$W/name' && ! holds '$W/c.sqfs' '$W/run'"
+mount -t squashfs -o loop,ro "$W/q.sqfs" "$W/mnt"
+check "... the kernel's mount reads it all back" bash -c \
+	"diff -r --no-dereference '$W/src' '$W/mnt' >/dev/null 2>&1 || diff -r --no-dereference '$W/src' '$W/mnt' 2>&1 | grep -v '^File .* is a \(fifo\|character special file\)' | grep -q . && exit 1; exit 0"
+umount "$W/mnt"
+# Appending keeps the image's uncompressed parts, as mksquashfs does.
+rm -f "$W/q.sqfs" "$W/m.sqfs"
+"$QM" "$W/src" "$W/q.sqfs" -noappend -quiet -noI -noD >/dev/null 2>&1
+"$QM" "$W/new" "$W/q.sqfs" -quiet >/dev/null 2>"$W/err"
+"$REAL" "$W/src" "$W/m.sqfs" -noappend -quiet -no-progress -noI -noD >/dev/null 2>&1
+"$REAL" "$W/new" "$W/m.sqfs" -quiet -no-progress >/dev/null 2>&1
+check "appending to a -noI -noD image: still -noI -noD, the new files readable" bash -c \
+	"diff <(flags '$W/m.sqfs') <(flags '$W/q.sqfs') && unsquashfs -s '$W/q.sqfs' | grep -q '^Inodes are uncompressed' &&
+	 unsquashfs -cat '$W/q.sqfs' z/f | grep -qx z"
+rm -rf "$W/src/d"
+# The report says which parts are stored uncompressed, in mksquashfs's words.
+"$QM" "$W/src" "$W/q.sqfs" -noappend -no-progress -noD -noX >"$W/report" 2>&1
+"$REAL" "$W/src" "$W/m.sqfs" -noappend -no-progress -noD -noX >"$W/mreport" 2>&1
+check "the report: 'uncompressed data, compressed metadata ... uncompressed xattrs', as mksquashfs's" \
+	diff <(sed -n '/^\t.*data, /,/ ids$/p' "$W/mreport") <(sed -n '/^\t.*data, /,/ ids$/p' "$W/report")
+
+# The reproducibility options.  4.5's -reproducible and -not-reproducible
+# change nothing here (the image is reproducible anyway); 4.7's -repro is
+# -mkfs-time inode (the newest inode's time), -inode-time is -all-time, and
+# -repro-time T is both -mkfs-time T and -inode-time T.
+mktime() { unsquashfs -s "$1" | sed -n 's/^Creation or last append time //p'; }
+export -f mktime
+"$QM" "$W/src" "$W/r1.sqfs" -noappend -quiet -mkfs-time 9 -all-time 5 >/dev/null 2>&1
+for o in -reproducible -not-reproducible; do
+	"$QM" "$W/src" "$W/r2.sqfs" -noappend -quiet -mkfs-time 9 -all-time 5 $o >/dev/null 2>&1
+	check "$o: accepted, the same image" cmp -s "$W/r1.sqfs" "$W/r2.sqfs"
+done
+"$QM" "$W/src" "$W/r2.sqfs" -noappend -quiet -mkfs-time 9 -inode-time 5 >/dev/null 2>&1
+check "-inode-time 5: the image -all-time 5 makes" cmp -s "$W/r1.sqfs" "$W/r2.sqfs"
+"$QM" "$W/src" "$W/r2.sqfs" -noappend -quiet -repro-time 5 >/dev/null 2>&1
+check "-repro-time 5: every time 5, the image's too" bash -c \
+	"! unsquashfs -lln '$W/r2.sqfs' | grep -v ' 1970-01-01 00:00 ' &&
+	 unsquashfs -s '$W/r2.sqfs' | grep -q '^Creation or last append time Thu Jan  1 00:00:05 1970'"
+touch -d @1600000000 "$W/src/c/small"
+for o in -repro "-mkfs-time inode"; do
+	# shellcheck disable=SC2086
+	"$QM" "$W/src" "$W/r2.sqfs" -noappend -quiet $o >/dev/null 2>&1
+	"$QM" "$W/src" "$W/r3.sqfs" -noappend -quiet -mkfs-time 0 >/dev/null 2>&1
+	newest=$(find "$W/src" -printf '%T@\n' | sort -n | tail -1 | cut -d. -f1)
+	check "$o: the image's time is the newest inode's ($newest)" bash -c \
+		"[ \"\$(mktime '$W/r2.sqfs')\" = \"\$(TZ=GMT date -d @$newest '+%a %b %e %H:%M:%S %Y')\" ] ||
+		 [ \"\$(mktime '$W/r2.sqfs')\" = \"\$(date -d @$newest '+%a %b %e %H:%M:%S %Y')\" ]"
+done
+
 # Bad values: one line naming the option and the value, exit 1, no image.
 refused() {
 	local name=$1 want=$2 st; shift 2
@@ -316,3 +395,6 @@ refused "-xattrs-add in no namespace squashfs stores" "-xattrs-add other.x=1: th
 refused "-xattrs-add bad base64" "-xattrs-add user.x=0s@@@@: bad base64 value" -xattrs-add user.x=0s@@@@
 refused "-xattrs-add bad hex" "-xattrs-add user.x=0x4: bad hexadecimal value" -xattrs-add user.x=0x4
 refused "-xattrs-add bad 0t escape" "-xattrs-add user.x=0ta\\\\9: bad 0t text value" -xattrs-add 'user.x=0ta\9'
+refused "-max-depth (4.6): named, not unknown" "-max-depth: not supported" -max-depth 2
+refused "-action (4.5.1): named, not unknown" "-action: not supported: actions are not implemented" -action 'prune@name(x)'
+refused "-repro-time x" "-repro-time: bad value 'x'" -repro-time x
