@@ -41,6 +41,7 @@ struct data_writer {
 	struct xattr_scratch *xattr_buf;
 	uint8_t *buf_a, *buf_b;     /* for hashing and comparing */
 	uint64_t dedup_bytes, dedup_files;
+	uint64_t empty_files;
 	int error;
 };
 
@@ -509,9 +510,13 @@ int data_write_file(struct data_writer *w, struct pack_inode *file)
 	struct current cur = { .w = w, .c = &c };
 	int err;
 
-	if (file->data_done || size == 0)
+	if (file->data_done)
 		return 0;
 	file->data_done = true;
+	if (size == 0) {
+		w->empty_files++;
+		return 0;
+	}
 	if (!scan_size_fits(size, w->cfg.block_size)) {
 		pack_error("%s: %llu bytes is more than a squashfs file of %u-byte blocks can hold",
 			   file->srcdir ? tree_file_name(file) : "archive entry",
@@ -581,6 +586,11 @@ uint64_t data_dedup_bytes(const struct data_writer *w)
 uint64_t data_dedup_files(const struct data_writer *w)
 {
 	return w->dedup_files;
+}
+
+uint64_t data_empty_files(const struct data_writer *w)
+{
+	return w->empty_files;
 }
 
 void data_writer_free(struct data_writer *w)

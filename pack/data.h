@@ -66,6 +66,8 @@ const struct sqfs_fragment_entry *data_fragments(const struct data_writer *w);
 uint64_t data_dedup_bytes(const struct data_writer *w);
 /* Files whose contents were found already written. */
 uint64_t data_dedup_files(const struct data_writer *w);
+/* Empty regular files met (each once, however many names it has). */
+uint64_t data_empty_files(const struct data_writer *w);
 
 void data_writer_free(struct data_writer *w);
 

@@ -220,6 +220,8 @@ struct pack_stats {
 	uint64_t dedup_files, dedup_bytes;
 	uint32_t fragments, ids;
 	uint64_t inode_bytes, inode_raw, dir_bytes, dir_raw;    /* the two tables, compressed and not */
+	uint64_t xattr_bytes, xattr_raw;    /* the pairs: as stored, and their sets' sizes uncompressed */
+	uint64_t empty_files;       /* mksquashfs's report counts them among the duplicates */
 	uint64_t bytes_used;        /* the superblock's: the image without its padding */
 };
 
@@ -306,6 +308,7 @@ static int write_data(const struct pack_options *o, struct pack_tree *t, struct 
 	}
 	sb->fragment_count = *frag_count;
 	stats->dedup_files = data_dedup_files(dp.w);
+	stats->empty_files = data_empty_files(dp.w);
 	stats->dedup_bytes = data_dedup_bytes(dp.w);
 	data_writer_free(dp.w);
 	free(files.files);
@@ -458,6 +461,9 @@ static int write_tables(const struct pack_options *o, struct pack_tree *t, struc
 		err = id_table_write(&iw, sink, &sb->id_table_start);
 	if (!err)
 		err = xattr_table_write(&iw, sink, &sb->xattr_id_table_start);
+	stats->xattr_bytes = iw.xattrs.kv.out_len;
+	for (uint32_t i = 0; i < iw.xattrs.count; i++)
+		stats->xattr_raw += sqfs_le32(iw.xattrs.ids + (size_t)i * SQFS_XATTR_ID_SIZE + 12);
 	sb->inode_count = iw.inode_count;
 	sb->id_count = (uint16_t)iw.ids.count;
 	sb->root_inode_ref = iw.root_ref;
@@ -582,10 +588,21 @@ static void print_report(const struct pack_options *o, const struct pack_tree *t
 	       (double)s->dir_bytes / 1024);
 	printf("\t%.2f%% of uncompressed directory table size (%llu bytes)\n", percent(s->dir_bytes, s->dir_raw),
 	       (unsigned long long)s->dir_raw);
-	printf("Number of duplicate files found %llu\n", (unsigned long long)s->dedup_files);
+	if (s->xattr_raw) {
+		printf("Xattr table size %llu bytes (%.2f Kbytes)\n", (unsigned long long)s->xattr_bytes,
+		       (double)s->xattr_bytes / 1024);
+		printf("\t%.2f%% of uncompressed xattr table size (%llu bytes)\n", percent(s->xattr_bytes, s->xattr_raw),
+		       (unsigned long long)s->xattr_raw);
+	}
+	/* mksquashfs counts files it did not look for duplicates of, the empty ones, as duplicates. */
+	if (o->dedup)
+		printf("Number of duplicate files found %llu\n", (unsigned long long)(s->dedup_files + s->empty_files));
+	else
+		printf("No duplicate files removed\n");
 	printf("Number of inodes %llu\n", (unsigned long long)t->inode_count);
 	printf("Number of files %llu\n", (unsigned long long)t->file_count);
-	printf("Number of fragments %u\n", s->fragments);
+	if (o->fragments)
+		printf("Number of fragments %u\n", s->fragments);
 	printf("Number of symbolic links %llu\n", (unsigned long long)t->symlink_count);
 	printf("Number of device nodes %llu\n", (unsigned long long)t->device_count);
 	printf("Number of fifo nodes %llu\n", (unsigned long long)t->fifo_count);

@@ -133,6 +133,23 @@ check "the report: the counts by type, duplicates, hard links and owners mksquas
 check "the report: sizes of the image and its tables" bash -c \
 	"(cd '$W' && '$QM' src q.sqfs -noappend -no-progress) | grep -q '^Filesystem size .* Kbytes' &&
 	 (cd '$W' && '$QM' src q.sqfs -noappend -no-progress) | grep -q '^Inode table size '"
+# Empty files: mksquashfs counts each among the duplicates (it never looks
+# for a duplicate of one), once however many names it has.  With
+# -no-duplicates and -no-fragments it says "No duplicate files removed" and
+# gives no fragment count; the first lines name what is stored how.
+mkdir -p "$W/e" && : >"$W/e/empty1" && : >"$W/e/empty2" && ln "$W/e/empty1" "$W/e/empty3" && cp -a "$W/src/c" "$W/e/c"
+for opts in "" "-no-duplicates -no-fragments -no-xattrs"; do
+	# shellcheck disable=SC2086  # the options are words
+	(cd "$W" && "$REAL" e m.sqfs -noappend -no-progress $opts 2>&1 | grep -v '^Parallel\|^Creating' |
+		grep -v '% of\|size\|^$' >m.report)
+	# shellcheck disable=SC2086
+	(cd "$W" && "$QM" e q.sqfs -noappend -no-progress $opts 2>&1 | grep -v '% of\|size\|^$' >q.report)
+	check "the report ${opts:-(defaults)}, empty files and a hard link to one: mksquashfs's lines and counts" \
+		diff "$W/m.report" "$W/q.report"
+done
+(cd "$W" && "$QM" e q.sqfs -noappend -no-progress >q.report 2>&1)
+check "the report: xattrs, their table's size, as mksquashfs reports it" bash -c \
+	"grep -q '^Xattr table size [0-9]* bytes' '$W/q.report' && grep -q '% of uncompressed xattr table size' '$W/q.report'"
 check "-quiet: no report" bash -c "[ -z \"\$(cd '$W' && '$QM' src q.sqfs -noappend -quiet)\" ]"
 
 # -xattrs-include / -xattrs-exclude (4.6; Debian's 4.5.1 has neither): the
