@@ -17,6 +17,7 @@
  * -xattrs-add, -percentage, -uid-gid-offset...) follow their USAGE text.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,7 +88,6 @@ static const struct {
 	/* 4.6 and 4.7's, named so that a script using one learns why it stops */
 	{ "-max-depth", 1, NULL },
 	{ "-exit-on-error", 0, NULL },
-	{ "-info-file", 1, "not supported: -info prints the same lines on stdout" },
 	{ "-mem-default", 0, NULL },
 	{ "-pseudo-override", 0, NULL },
 	{ "-force-file-mode", 1, NULL },
@@ -137,7 +137,8 @@ static void usage(FILE *f)
 		"long names), -no-compression (4.6),\n"
 		"-no-hardlinks, -nopad, -default-mode, -default-uid, -default-gid (4.6),\n"
 		"-uid-gid-offset (4.7), -xattrs-add NAME=VALUE (4.6), -ignore-zeros (4.6),\n"
-		"-no-strip/-tarstyle, -cpiostyle, -cpiostyle0, -info, -percentage (4.6),\n"
+		"-no-strip/-tarstyle, -cpiostyle, -cpiostyle0, -info, -info-file, -percentage\n"
+		"(4.6),\n"
 		"-quiet, -progress, -no-progress, -version, -help.\n"
 		"Without -noappend an existing DEST is appended to, as mksquashfs does: the\n"
 		"sources go into its root (a name it has becomes NAME_1, NAME_2, ...; with\n"
@@ -645,6 +646,25 @@ static int parse_dict_size(const char *s, uint32_t block_size, uint32_t *out)
 	return 0;
 }
 
+/*
+ * mksquashfs -info-file: a new file for -info's lines, refused if the name
+ * is taken (as mksquashfs refuses it: "already exists"), never followed
+ * through a symbolic link.
+ */
+static int open_info_file(const char *path, FILE **out)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+
+	if (fd < 0 || !(*out = fdopen(fd, "w"))) {
+		fprintf(stderr, "quash: mksquashfs: -info-file %s: %s\n", path,
+			errno == EEXIST ? "already exists" : strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return 0;
+}
+
 /* The options after SOURCE... DEST; 0, or the exit status. */
 static int parse_options(int argc, char **argv, int first, struct pack_options *o, struct excludes *ex,
 			 struct pseudo_args *ps, bool *noappend, bool *keep_as_dir, bool *tar)
@@ -653,6 +673,7 @@ static int parse_options(int argc, char **argv, int first, struct pack_options *
 	const char *epoch = getenv("SOURCE_DATE_EPOCH");
 	const char *dict_size = NULL, *xz_opt = NULL, *gzip_opt = NULL, *lzo_opt = NULL;
 	bool progress_given = false, repro = false;
+	const char *info_file = NULL;
 	int64_t v;
 
 	for (int i = first; i < argc; i++) {
@@ -823,6 +844,10 @@ static int parse_options(int argc, char **argv, int first, struct pack_options *
 			o->root_becomes = val;
 		} else if (strcmp(a, "-info") == 0) {
 			o->info = true;
+		} else if (strcmp(a, "-info-file") == 0) {
+			NEED_VALUE();
+			o->info = true;
+			info_file = val;
 		} else if (strcmp(a, "-percentage") == 0) {
 			/* mksquashfs 4.6: the percentage alone, one number a line, and no -info. */
 			o->percentage = true;
@@ -922,8 +947,8 @@ static int parse_options(int argc, char **argv, int first, struct pack_options *
 		}
 #undef NEED_VALUE
 	}
-	/* mksquashfs: -info's lines take the bar's place, unless -progress asks for both. */
-	if (o->info && !progress_given)
+	/* mksquashfs: -info's lines take the bar's place, unless -progress asks for both or they go to a file. */
+	if (o->info && !progress_given && !info_file)
 		o->progress = false;
 	if (epoch && *epoch) {
 		/* mksquashfs: SOURCE_DATE_EPOCH is the image's time, and later file times become it. */
@@ -962,6 +987,9 @@ static int parse_options(int argc, char **argv, int first, struct pack_options *
 		o->params.gzip_strategies = 0;
 	if (dict_size && parse_dict_size(dict_size, o->block_size, &o->params.xz_dict_size))
 		return MKSQ_EXIT_ERROR;
+	/* Last: nothing is created for a command line refused. */
+	if (info_file && open_info_file(info_file, &o->info_out))
+		return MKSQ_EXIT_ERROR;
 	return 0;
 }
 
@@ -983,7 +1011,7 @@ static bool takes_value(const char *opt)
 		"-xattrs-include", "-xattrs-exclude",
 		"-force-uid",
 		"-force-gid", "-root-mode", "-root-uid", "-root-gid", "-root-time", "-mkfs-time", "-all-time",
-		"-inode-time", "-repro-time", "-processors",
+		"-inode-time", "-repro-time", "-processors", "-info-file",
 		"-default-mode", "-default-uid", "-default-gid", "-uid-gid-offset", "-xattrs-add", "-root-becomes",
 		"-Xwindow-size", "-Xstrategy", "-Xalgorithm", NULL,
 	};
@@ -1192,6 +1220,8 @@ int mksquashfs_main(int argc, char **argv)
 	o.source_names = names;
 	status = pack_run(&o) ? MKSQ_EXIT_ERROR : MKSQ_EXIT_OK;
 out:
+	if (o.info_out && fclose(o.info_out) != 0 && status == MKSQ_EXIT_OK)
+		status = refuse("-info-file", strerror(errno));
 	excludes_free(&ex);
 	if (ps.have_include)
 		regfree(&ps.xattrs_include);

@@ -322,6 +322,7 @@ static int write_data(const struct pack_options *o, struct pack_tree *t, struct 
  */
 struct info_walk {
 	const struct image_writer *iw;
+	FILE *out;
 	uint8_t *told;              /* by inode number - 1 */
 	char *path;
 	size_t cap;
@@ -365,26 +366,26 @@ static int info_dir(struct info_walk *w, const struct pack_inode *dir, size_t le
 				return err;
 			w->path[len] = '/';
 			memcpy(w->path + len + 1, tree_child_name(d), name_len + 1);
-			printf("directory %s inode 0x%llx\n", w->path, (unsigned long long)ref);
+			fprintf(w->out, "directory %s inode 0x%llx\n", w->path, (unsigned long long)ref);
 		} else if (tree_is_reg(inode)) {
-			printf("file %s, uncompressed size %llu bytes %s\n", w->path,
+			fprintf(w->out, "file %s, uncompressed size %llu bytes %s\n", w->path,
 			       (unsigned long long)inode->u.file.size,
 			       link ? "LINK" : inode->is_dup ? "DUPLICATE" : "");
 		} else {
-			printf("%s %s inode 0x%llx%s\n", info_kind(inode), w->path, (unsigned long long)ref,
+			fprintf(w->out, "%s %s inode 0x%llx%s\n", info_kind(inode), w->path, (unsigned long long)ref,
 			       link ? " LINK" : "");
 		}
 	}
 	return 0;
 }
 
-static int print_info(const struct image_writer *iw, const struct pack_tree *t)
+static int print_info(const struct image_writer *iw, const struct pack_tree *t, FILE *out)
 {
-	struct info_walk w = { .iw = iw, .told = calloc(iw->inode_count + 1, 1), .path = malloc(256), .cap = 256 };
+	struct info_walk w = { .iw = iw, .out = out, .told = calloc(iw->inode_count + 1, 1), .path = malloc(256), .cap = 256 };
 	int err = w.told && w.path ? info_dir(&w, t->root, 0) : -ENOMEM;
 
 	if (!err)
-		printf("directory / inode 0x%llx\n", (unsigned long long)iw->root_ref);
+		fprintf(out, "directory / inode 0x%llx\n", (unsigned long long)iw->root_ref);
 	free(w.told);
 	free(w.path);
 	return err;
@@ -432,7 +433,7 @@ static int write_tables(const struct pack_options *o, struct pack_tree *t, struc
 	if (!err)
 		err = inode_compress_tables(&iw);
 	if (!err && o->info)
-		err = print_info(&iw, t);
+		err = print_info(&iw, t, o->info_out ? o->info_out : stdout);
 	if (!err) {
 		sb->inode_table_start = sink->written;
 		err = sink_append(sink, iw.inodes.out, iw.inodes.out_len);

@@ -5,6 +5,7 @@
 #define QUASH_PACK_WRITER_H
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include "compressor.h"
@@ -62,6 +63,7 @@ struct pack_options {
 	bool report;                /* mksquashfs form: its end-of-run report instead of the summary line */
 	bool nopad;                 /* mksquashfs -nopad: no zeros up to a 4 KiB multiple */
 	bool info;                  /* mksquashfs -info: each file written, a line on stdout */
+	FILE *info_out;             /* mksquashfs -info-file: those lines go here instead (NULL: stdout) */
 	bool percentage;            /* mksquashfs -percentage: the progress as one number a line, on stdout */
 	bool no_hardlinks;          /* mksquashfs -no-hardlinks: each name of a file a file of its own */
 	bool ignore_zeros;          /* mksquashfs -ignore-zeros: concatenated tars read as one */

@@ -97,6 +97,20 @@ check "-info: the same lines as mksquashfs ($(wc -l <"$W/q.info") lines: files, 
 root_ref=$(od -An -t u8 -j 32 -N 8 "$W/q.sqfs" | tr -d ' ')
 check "-info: the root's inode is the superblock's root inode reference ($(printf 0x%x "$root_ref"))" \
 	grep -qx "directory / inode $(printf 0x%x "$root_ref")" "$W/q.out"
+# -info-file (4.6: "print files written to filesystem to file <file>.  This
+# does not disable the progress bar"): -info's lines, in a new file only.
+rm -f "$W/q.infofile"
+"$QM" "$W/src" "$W/q.sqfs" -noappend -quiet -info-file "$W/q.infofile" >"$W/q.stdout" 2>&1
+check "-info-file: -info's lines in the file, nothing on stdout" bash -c \
+	"diff '$W/q.out' '$W/q.infofile' && [ ! -s '$W/q.stdout' ]"
+"$QM" "$W/src" "$W/q2.sqfs" -noappend -quiet -info-file "$W/q.infofile" >/dev/null 2>"$W/err"; st=$?
+check "-info-file naming a file there already: one line, exit 1, the file and no image left" bash -c \
+	"[ $st = 1 ] && [ \"\$(cat '$W/err')\" = 'quash: mksquashfs: -info-file $W/q.infofile: already exists' ] &&
+	 diff -q '$W/q.out' '$W/q.infofile' && [ ! -e '$W/q2.sqfs' ]"
+ln -sfn "$W/elsewhere" "$W/info-link"
+"$QM" "$W/src" "$W/q2.sqfs" -noappend -quiet -info-file "$W/info-link" >/dev/null 2>"$W/err"; st=$?
+check "-info-file naming a dangling symbolic link: refused, nothing made through it" bash -c \
+	"[ $st = 1 ] && [ ! -e '$W/elsewhere' ] && [ \$(wc -l <'$W/err') = 1 ]"
 
 # -percentage (4.6: "display a percentage rather than the full progress
 # bar"): numbers alone, one a line, rising to 100.
