@@ -86,7 +86,6 @@ static const struct {
 	{ "-single-reader", 0, NULL },
 	{ "-log", 1, "not supported" },
 	/* 4.6 and 4.7's, named so that a script using one learns why it stops */
-	{ "-max-depth", 1, NULL },
 	{ "-exit-on-error", 0, NULL },
 	{ "-mem-default", 0, NULL },
 	{ "-pseudo-override", 0, NULL },
@@ -124,7 +123,8 @@ static void usage(FILE *f)
 		"-noappend (sqfstar: -force), -all-root/-root-owned, -force-uid, -force-gid,\n"
 		"-root-mode, -root-uid, -root-gid, -root-time, -e, -ef, -tar (and the sqfstar\n"
 		"form: sqfstar [OPTIONS] IMAGE),\n"
-		"-wildcards, -regex, -one-file-system, -one-file-system-x, -keep-as-directory,\n"
+		"-wildcards, -regex, -one-file-system, -one-file-system-x, -max-depth (4.6),\n"
+		"-keep-as-directory,\n"
 		"-xattrs-include, -xattrs-exclude (POSIX extended regular expressions),\n"
 		"-p, -pf, -pd (pseudo files: d, m, b, c, f, s, i, l and D, M, B, C, F, S, I),\n"
 		"-sort FILE (PATH PRIORITY lines: the data of higher priorities first),\n"
@@ -863,6 +863,12 @@ static int parse_options(int argc, char **argv, int first, struct pack_options *
 			o->ignore_zeros = true;
 		} else if (strcmp(a, "-nopad") == 0) {
 			o->nopad = true;
+		} else if (strcmp(a, "-max-depth") == 0) {
+			NEED_VALUE();
+			if (parse_uint(a, val, UINT32_MAX, &v))
+				return MKSQ_EXIT_ERROR;
+			o->limit_depth = true;
+			o->max_depth = (uint32_t)v;
 		} else if (strcmp(a, "-one-file-system") == 0) {
 			o->one_file_system = true;
 		} else if (strcmp(a, "-one-file-system-x") == 0) {
@@ -1011,7 +1017,7 @@ static bool takes_value(const char *opt)
 		"-xattrs-include", "-xattrs-exclude",
 		"-force-uid",
 		"-force-gid", "-root-mode", "-root-uid", "-root-gid", "-root-time", "-mkfs-time", "-all-time",
-		"-inode-time", "-repro-time", "-processors", "-info-file",
+		"-inode-time", "-repro-time", "-processors", "-info-file", "-max-depth",
 		"-default-mode", "-default-uid", "-default-gid", "-uid-gid-offset", "-xattrs-add", "-root-becomes",
 		"-Xwindow-size", "-Xstrategy", "-Xalgorithm", NULL,
 	};
@@ -1157,6 +1163,10 @@ int mksquashfs_main(int argc, char **argv)
 		.block_size = o.block_size,
 	};
 	if (o.no_strip || o.cpio_style) {
+		if (o.limit_depth) {
+			status = refuse("-max-depth", "not with -no-strip or -cpiostyle");
+			goto out;
+		}
 		if (o.append) {
 			status = refuse(o.image, "exists; appending with -no-strip or -cpiostyle is not supported "
 						 "yet: give -noappend to replace it");
@@ -1182,6 +1192,11 @@ int mksquashfs_main(int argc, char **argv)
 		goto out;
 	}
 	if (tar) {
+		if (o.limit_depth) {
+			/* mksquashfs: "-max-depth is not supported reading tar files". */
+			status = refuse("-max-depth", "not reading a tar (as in mksquashfs)");
+			goto out;
+		}
 		/* mksquashfs - DEST -tar: a tar on standard input, in a root of its own. */
 		if (nsrc != 1 || strcmp(o.sources[0], "-") != 0) {
 			status = refuse("-tar", "the source must be - (the tar comes on standard input)");

@@ -56,6 +56,14 @@ struct scan_options {
 	 * empty directory (or, with one_file_system_x, not at all).
 	 */
 	bool one_file_system, one_file_system_x;
+	/*
+	 * mksquashfs's -max-depth: with limit_depth, a directory more than
+	 * max_depth levels below a source's root is kept empty (as find's
+	 * -maxdepth: 0, the root alone; 1, its entries, their directories
+	 * empty).
+	 */
+	bool limit_depth;
+	uint32_t max_depth;
 	bool ignore_archive_root;   /* an archive's "./" entry does not set the root (mksquashfs -tar) */
 	unsigned threads;           /* a directory's scan lists ahead on this many (scan_pool.h; 0, 1: none) */
 };
@@ -96,6 +104,16 @@ struct xattr_scratch {
  * 'x' (unsorted); 0 (also where the file system has none) or -errno.
  */
 int scan_fd_xattrs(struct xattr_scratch *scratch, int fd, struct pack_xattrs *x);
+
+/*
+ * Levels below the image's root of a directory 'depth' levels below a
+ * source's root, as -max-depth counts them: a source nested by its name
+ * is one level down itself, as in mksquashfs.
+ */
+static inline uint32_t scan_levels(const struct scan_options *o, uint32_t depth)
+{
+	return depth + (o->as_name != NULL);
+}
 
 /* Create the spool file (once); 0 or -errno with a message. */
 int spool_open(struct spool *s);

@@ -465,6 +465,10 @@ static int scan_root(struct dir_scan *s, const char *source, char *path, size_t 
 		pack_error("out of memory");
 		return -ENOMEM;
 	}
+	if (o->as_name && o->limit_depth && o->max_depth == 0) {
+		tree_drop_xattrs(&root_meta);
+		return 0;       /* -max-depth 0, sources nested by name: the image's root alone */
+	}
 	dir = t->root;
 	if (o->as_name) {
 		/* mksquashfs's nesting: the source becomes a directory of the root. */
@@ -478,6 +482,8 @@ static int scan_root(struct dir_scan *s, const char *source, char *path, size_t 
 		}
 	}
 	tree_take_metadata(dir, &root_meta);
+	if (o->limit_depth && scan_levels(o, 0) >= o->max_depth)
+		return 0;       /* -max-depth: the source's root alone */
 
 	/* Exclude patterns see paths relative to the source: "sub/file", without the leading '/'. */
 	d = scan_pool_add(s->pool, NULL, fd, false, path, len, len + 1, s->root_dev, &st);

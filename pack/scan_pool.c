@@ -34,6 +34,7 @@ struct listed_dir {
 	char *path;                 /* for excludes, and its name at the end */
 	size_t path_len, rel;
 	dev_t root_dev;             /* the source's filesystem, for -one-file-system */
+	uint32_t depth;             /* levels below the source's root, for -max-depth */
 	struct dir_batch *first;    /* listed or to be, not yet taken; then first->after... */
 	struct listed_dir *prev, *next;     /* every one the pool holds, for stopping */
 };
@@ -292,6 +293,7 @@ static struct listed_dir *dir_new(struct listed_dir *parent, int fd, bool own_fd
 	d->fd = fd;
 	d->own_fd = own_fd;
 	d->parent = parent;
+	d->depth = parent ? parent->depth + 1 : 0;
 	d->dev = st->st_dev;
 	d->ino = st->st_ino;
 	return d;
@@ -392,6 +394,12 @@ static void batch_list(const struct scan_options *o, struct entry_reader *r, str
 		e->name_len = strlen(e->name);
 		b->count++;
 		read_entry(o, r, d->fd, d->path, d->path_len, d->rel, d->root_dev, e);
+		if (e->walk && o->limit_depth && scan_levels(o, d->depth + 1) >= o->max_depth) {
+			/* -max-depth: kept, as an empty directory, as a mount point is. */
+			e->walk = false;
+			close(e->fd);
+			e->fd = -1;
+		}
 		if (!e->walk)
 			continue;
 		/* Its own listing opens it again: a descriptor per directory queued would be too many. */

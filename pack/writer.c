@@ -70,6 +70,8 @@ static int read_sources(const struct pack_options *o, struct pack_tree *t, struc
 		.spool = spool,
 		.one_file_system = o->one_file_system,
 		.one_file_system_x = o->one_file_system_x,
+		.limit_depth = o->limit_depth,
+		.max_depth = o->max_depth,
 		.ignore_archive_root = o->fake_root,
 		.threads = o->jobs,
 	};

@@ -23,6 +23,8 @@ struct pack_options {
 	uint64_t offset;            /* mksquashfs -offset: the image starts this far into IMAGE */
 	bool fake_root;             /* mksquashfs form: a root no source gives (0777, the caller's, now) */
 	bool one_file_system, one_file_system_x;
+	bool limit_depth;           /* mksquashfs -max-depth (scan.h) */
+	uint32_t max_depth;
 	struct pseudo_options pseudo;           /* mksquashfs form: -p, -pf, -pd */
 	const char *sort_file;                  /* mksquashfs form: -sort FILE, the data's order */
 	const char *order_file;                 /* --order FILE: paths whose data comes first, in order */

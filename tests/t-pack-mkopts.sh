@@ -3,6 +3,7 @@
 # beyond t-pack-mksquashfs's: -root-becomes, -info, -percentage,
 # -no-hardlinks, -nopad, -default-mode/-uid/-gid, -uid-gid-offset,
 # -noI/-noId/-noD/-noF/-noX and -no-compression, the reproducibility options,
+# -info-file, -max-depth,
 # -xattrs-add, lzo's -Xalgorithm and gzip's -Xwindow-size and -Xstrategy.
 # What Debian's mksquashfs 4.5.1 knows is run by both tools on the same
 # source and compared (unsquashfs -lln and -s, extracted trees, -info's
@@ -385,6 +386,41 @@ for o in -repro "-mkfs-time inode"; do
 		 [ \"\$(mktime '$W/r2.sqfs')\" = \"\$(date -d @$newest '+%a %b %e %H:%M:%S %Y')\" ]"
 done
 
+# -max-depth N (4.6: "descend at most <levels> of directories when scanning
+# filesystem"): what find -mindepth 1 -maxdepth N lists, the directories at
+# the last level kept empty; sources nested by name (several, or
+# -keep-as-directory) are a level down themselves, as mksquashfs scans them.
+names() { unsquashfs -l "$1" | grep -v '^squashfs-root$' | sed 's|^squashfs-root/||' | sort; }
+export -f names
+rm -rf "$W/md" && mkdir -p "$W/md/one/a/b/c" "$W/md/one/x" "$W/md/two/y" "$W/md/nest"
+echo 1 >"$W/md/one/f" && echo 2 >"$W/md/one/a/f" && echo 3 >"$W/md/one/a/b/f" && echo 4 >"$W/md/one/a/b/c/f"
+ln -s a "$W/md/one/l" && echo 5 >"$W/md/two/y/f"
+cp -a "$W/md/one" "$W/md/two" "$W/md/nest/"
+for n in 0 1 2 3 9; do
+	rm -f "$W/q.sqfs"
+	"$QM" "$W/md/one" "$W/q.sqfs" -noappend -quiet -max-depth $n >/dev/null 2>"$W/err"
+	check "-max-depth $n: what find -maxdepth $n lists" bash -c \
+		"diff <(cd '$W/md/one' && find . -mindepth 1 -maxdepth $n | sed 's|^\./||' | sort) <(names '$W/q.sqfs')"
+	rm -f "$W/q.sqfs"
+	"$QM" "$W/md/one" "$W/md/two" "$W/q.sqfs" -noappend -quiet -max-depth $n >/dev/null 2>"$W/err"
+	check "-max-depth $n, two sources nested by name: a level down" bash -c \
+		"diff <(cd '$W/md/nest' && find . -mindepth 1 -maxdepth $n | sed 's|^\./||' | sort) <(names '$W/q.sqfs')"
+done
+rm -f "$W/q.sqfs"
+"$QM" "$W/md/one" "$W/q.sqfs" -noappend -quiet -keep-as-directory -max-depth 2 >/dev/null 2>&1
+check "-max-depth 2 -keep-as-directory: the source a level down" bash -c \
+	"diff <(cd '$W/md/nest' && find ./one -maxdepth 1 | sed 's|^\./||' | sort) <(names '$W/q.sqfs')"
+rm -f "$W/q.sqfs"
+"$QM" "$W/md/one" "$W/q.sqfs" -noappend -quiet -max-depth 2 >/dev/null 2>&1
+mount -t squashfs -o loop,ro "$W/q.sqfs" "$W/mnt"
+check "... the kernel's mount: a/b there and empty, a/f read, the link kept" bash -c \
+	"[ -d '$W/mnt/a/b' ] && [ -z \"\$(ls -A '$W/mnt/a/b')\" ] && [ \"\$(cat '$W/mnt/a/f')\" = 2 ] && [ \"\$(readlink '$W/mnt/l')\" = a ]"
+umount "$W/mnt"
+tar -C "$W/md/one" -cf "$W/md.tar" .
+"$QM" - "$W/q2.sqfs" -tar -noappend -quiet -max-depth 1 <"$W/md.tar" >/dev/null 2>"$W/err"; st=$?
+check "-max-depth reading a tar: refused in one line, as mksquashfs refuses it" bash -c \
+	"[ $st = 1 ] && [ \"\$(cat '$W/err')\" = 'quash: mksquashfs: -max-depth: not reading a tar (as in mksquashfs)' ] && [ ! -e '$W/q2.sqfs' ]"
+
 # Bad values: one line naming the option and the value, exit 1, no image.
 refused() {
 	local name=$1 want=$2 st; shift 2
@@ -409,6 +445,7 @@ refused "-xattrs-add in no namespace squashfs stores" "-xattrs-add other.x=1: th
 refused "-xattrs-add bad base64" "-xattrs-add user.x=0s@@@@: bad base64 value" -xattrs-add user.x=0s@@@@
 refused "-xattrs-add bad hex" "-xattrs-add user.x=0x4: bad hexadecimal value" -xattrs-add user.x=0x4
 refused "-xattrs-add bad 0t escape" "-xattrs-add user.x=0ta\\\\9: bad 0t text value" -xattrs-add 'user.x=0ta\9'
-refused "-max-depth (4.6): named, not unknown" "-max-depth: not supported" -max-depth 2
+refused "-max-depth x" "-max-depth: bad value 'x'" -max-depth x
+refused "-exit-on-error (4.6): named, not unknown" "-exit-on-error: not supported" -exit-on-error
 refused "-action (4.5.1): named, not unknown" "-action: not supported: actions are not implemented" -action 'prune@name(x)'
 refused "-repro-time x" "-repro-time: bad value 'x'" -repro-time x
