@@ -86,7 +86,6 @@ static const struct {
 	{ "-single-reader", 0, NULL },
 	{ "-log", 1, "not supported" },
 	/* 4.6 and 4.7's, named so that a script using one learns why it stops */
-	{ "-exit-on-error", 0, NULL },
 	{ "-mem-default", 0, NULL },
 	{ "-pseudo-override", 0, NULL },
 	{ "-force-file-mode", 1, NULL },
@@ -123,7 +122,8 @@ static void usage(FILE *f)
 		"-noappend (sqfstar: -force), -all-root/-root-owned, -force-uid, -force-gid,\n"
 		"-root-mode, -root-uid, -root-gid, -root-time, -e, -ef, -tar (and the sqfstar\n"
 		"form: sqfstar [OPTIONS] IMAGE),\n"
-		"-wildcards, -regex, -one-file-system, -one-file-system-x, -max-depth (4.6),\n"
+		"-wildcards, -regex, -one-file-system, -one-file-system-x, -max-depth,\n"
+		"-exit-on-error (4.6),\n"
 		"-keep-as-directory,\n"
 		"-xattrs-include, -xattrs-exclude (POSIX extended regular expressions),\n"
 		"-p, -pf, -pd (pseudo files: d, m, b, c, f, s, i, l and D, M, B, C, F, S, I),\n"
@@ -863,6 +863,8 @@ static int parse_options(int argc, char **argv, int first, struct pack_options *
 			o->ignore_zeros = true;
 		} else if (strcmp(a, "-nopad") == 0) {
 			o->nopad = true;
+		} else if (strcmp(a, "-exit-on-error") == 0) {
+			o->exit_on_error = true;
 		} else if (strcmp(a, "-max-depth") == 0) {
 			NEED_VALUE();
 			if (parse_uint(a, val, UINT32_MAX, &v))

@@ -17,6 +17,8 @@
 /* "quash: ..." on stderr, clearing the progress bar first; pack_warn adds "warning: ". */
 void pack_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void pack_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* How many warnings pack_warn() has given (mksquashfs -exit-on-error makes any fatal). */
+uint64_t pack_warnings(void);
 
 /*
  * Test hook: with QUASH_TEST_PACK_PAUSE=FIFO in the environment, the first

@@ -30,17 +30,31 @@ void pack_error(const char *fmt, ...)
 	progress_unlock();
 }
 
+/* Warnings given so far (under the progress lock: any thread may warn). */
+static uint64_t warnings;
+
 void pack_warn(const char *fmt, ...)
 {
 	va_list ap;
 
 	progress_lock();
+	warnings++;
 	va_start(ap, fmt);
 	fputs("quash: pack: warning: ", stderr);
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
 	va_end(ap);
 	progress_unlock();
+}
+
+uint64_t pack_warnings(void)
+{
+	uint64_t n;
+
+	progress_lock();
+	n = warnings;
+	progress_unlock();
+	return n;
 }
 
 bool pack_parse_owner(const char *s, bool group, uint32_t *out)

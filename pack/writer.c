@@ -760,6 +760,11 @@ int pack_run(const struct pack_options *given)
 			progress_done();
 		progress_end();
 		stats.image_size = sink->written;
+		if (!err && o->exit_on_error && pack_warnings()) {
+			pack_error("-exit-on-error: %llu warning%s above, so no image is written",
+				   (unsigned long long)pack_warnings(), pack_warnings() == 1 ? "" : "s");
+			err = -ECANCELED;
+		}
 		if (err)
 			sink->ops->abort(sink);
 		else

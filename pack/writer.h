@@ -69,6 +69,7 @@ struct pack_options {
 	bool percentage;            /* mksquashfs -percentage: the progress as one number a line, on stdout */
 	bool no_hardlinks;          /* mksquashfs -no-hardlinks: each name of a file a file of its own */
 	bool ignore_zeros;          /* mksquashfs -ignore-zeros: concatenated tars read as one */
+	bool exit_on_error;         /* mksquashfs -exit-on-error: after any warning, no image */
 	/* mksquashfs -no-strip / -cpiostyle: the sources are paths kept whole (scan_paths) */
 	bool no_strip, cpio_style;
 	const char *root_becomes;   /* mksquashfs -root-becomes: appending, the old root becomes this directory */

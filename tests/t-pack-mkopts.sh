@@ -3,7 +3,7 @@
 # beyond t-pack-mksquashfs's: -root-becomes, -info, -percentage,
 # -no-hardlinks, -nopad, -default-mode/-uid/-gid, -uid-gid-offset,
 # -noI/-noId/-noD/-noF/-noX and -no-compression, the reproducibility options,
-# -info-file, -max-depth,
+# -info-file, -max-depth, -exit-on-error,
 # -xattrs-add, lzo's -Xalgorithm and gzip's -Xwindow-size and -Xstrategy.
 # What Debian's mksquashfs 4.5.1 knows is run by both tools on the same
 # source and compared (unsquashfs -lln and -s, extracted trees, -info's
@@ -421,6 +421,26 @@ tar -C "$W/md/one" -cf "$W/md.tar" .
 check "-max-depth reading a tar: refused in one line, as mksquashfs refuses it" bash -c \
 	"[ $st = 1 ] && [ \"\$(cat '$W/err')\" = 'quash: mksquashfs: -max-depth: not reading a tar (as in mksquashfs)' ] && [ ! -e '$W/q2.sqfs' ]"
 
+# -exit-on-error (4.6: "treat normally ignored errors as fatal"): what is
+# otherwise a warning and skipped (here a tar's hard link to a name it does
+# not hold) fails the pack, and no image is left.
+python3 - "$W/warn.tar" <<'EOF'
+import io, sys, tarfile
+t = tarfile.open(sys.argv[1], "w", format=tarfile.GNU_FORMAT)
+ti = tarfile.TarInfo("f"); ti.size = 2; t.addfile(ti, io.BytesIO(b"hi"))
+ti = tarfile.TarInfo("h"); ti.type = tarfile.LNKTYPE; ti.linkname = "missing"; t.addfile(ti)
+t.close()
+EOF
+rm -f "$W/q.sqfs"
+"$QM" - "$W/q.sqfs" -tar -noappend -quiet <"$W/warn.tar" >/dev/null 2>"$W/err"; st=$?
+check "a tar's hard link to a missing name: a warning, skipped, the image made" bash -c \
+	"[ $st = 0 ] && grep -q 'hard link to missing' '$W/err' && unsquashfs -cat '$W/q.sqfs' f | grep -qx hi"
+rm -f "$W/q.sqfs"
+"$QM" - "$W/q.sqfs" -tar -noappend -quiet -exit-on-error <"$W/warn.tar" >/dev/null 2>"$W/err"; st=$?
+check "... with -exit-on-error: exit 1, said why, no image" bash -c \
+	"[ $st = 1 ] && grep -q '^quash: pack: -exit-on-error: 1 warning above, so no image is written' '$W/err' &&
+	 [ ! -e '$W/q.sqfs' ]"
+
 # Bad values: one line naming the option and the value, exit 1, no image.
 refused() {
 	local name=$1 want=$2 st; shift 2
@@ -446,6 +466,6 @@ refused "-xattrs-add bad base64" "-xattrs-add user.x=0s@@@@: bad base64 value" -
 refused "-xattrs-add bad hex" "-xattrs-add user.x=0x4: bad hexadecimal value" -xattrs-add user.x=0x4
 refused "-xattrs-add bad 0t escape" "-xattrs-add user.x=0ta\\\\9: bad 0t text value" -xattrs-add 'user.x=0ta\9'
 refused "-max-depth x" "-max-depth: bad value 'x'" -max-depth x
-refused "-exit-on-error (4.6): named, not unknown" "-exit-on-error: not supported" -exit-on-error
+refused "-pseudo-override (4.6): named, not unknown" "-pseudo-override: not supported" -pseudo-override
 refused "-action (4.5.1): named, not unknown" "-action: not supported: actions are not implemented" -action 'prune@name(x)'
 refused "-repro-time x" "-repro-time: bad value 'x'" -repro-time x
