@@ -77,7 +77,6 @@ static const struct {
 	int args;
 	const char *why;
 } refused[] = {
-	{ "-mem-percent", 1, "not supported: give the bound as -mem SIZE" },
 	{ "-throttle", 1, "not supported" },
 	{ "-limit", 1, "not supported" },
 	{ "-read-queue", 1, NULL },
@@ -130,6 +129,7 @@ static void usage(FILE *f)
 		"-sort FILE (PATH PRIORITY lines: the data of higher priorities first),\n"
 		"-offset/-o N (the image N bytes into DEST, after zeros),\n"
 		"-mem SIZE (bounds the buffers and tables being built, as quash pack --memory),\n"
+		"-mem-percent N (4.6: -mem of N%% of the machine's memory),\n"
 		"-no-xattrs, -xattrs, -no-fragments, -always-use-fragments, -no-duplicates,\n"
 		"-no-exports, -exports, -mkfs-time (4.7: or inode), -all-time, -inode-time,\n"
 		"-repro, -repro-time (4.7), -reproducible, -not-reproducible (4.5),\n"
@@ -720,6 +720,16 @@ static int parse_options(int argc, char **argv, int first, struct pack_options *
 			NEED_VALUE();
 			if (!pack_parse_memory(val, &o->memory))
 				return refuse(a, "bad size (K, M or G; at least 1M)");
+		} else if (strcmp(a, "-mem-percent") == 0) {
+			/* 4.6: "use <percent> physical memory"; here as -mem, of that much. */
+			uint64_t phys = (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
+
+			NEED_VALUE();
+			if (parse_uint(a, val, 100, &v))
+				return MKSQ_EXIT_ERROR;
+			if (phys / 100 * (uint64_t)v < (1u << 20))
+				return refuse(a, "less than 1M of memory");
+			o->memory = phys / 100 * (uint64_t)v;
 		} else if (strcmp(a, "-sort") == 0) {
 			NEED_VALUE();
 			o->sort_file = val;
@@ -1019,7 +1029,7 @@ static bool takes_value(const char *opt)
 		"-xattrs-include", "-xattrs-exclude",
 		"-force-uid",
 		"-force-gid", "-root-mode", "-root-uid", "-root-gid", "-root-time", "-mkfs-time", "-all-time",
-		"-inode-time", "-repro-time", "-processors", "-info-file", "-max-depth",
+		"-inode-time", "-repro-time", "-processors", "-info-file", "-max-depth", "-mem-percent",
 		"-default-mode", "-default-uid", "-default-gid", "-uid-gid-offset", "-xattrs-add", "-root-becomes",
 		"-Xwindow-size", "-Xstrategy", "-Xalgorithm", NULL,
 	};

@@ -441,6 +441,13 @@ check "... with -exit-on-error: exit 1, said why, no image" bash -c \
 	"[ $st = 1 ] && grep -q '^quash: pack: -exit-on-error: 1 warning above, so no image is written' '$W/err' &&
 	 [ ! -e '$W/q.sqfs' ]"
 
+# -mem-percent (4.6: "use <percent> physical memory"): -mem of that share of
+# the machine's memory; as with -mem, the image is the same bytes.
+rm -f "$W/r1.sqfs" "$W/r2.sqfs"
+"$QM" "$W/src" "$W/r1.sqfs" -noappend -quiet -mkfs-time 9 >/dev/null 2>&1
+"$QM" "$W/src" "$W/r2.sqfs" -noappend -quiet -mkfs-time 9 -mem-percent 1 >/dev/null 2>"$W/err"
+check "-mem-percent 1: accepted, the same image" cmp -s "$W/r1.sqfs" "$W/r2.sqfs"
+
 # Bad values: one line naming the option and the value, exit 1, no image.
 refused() {
 	local name=$1 want=$2 st; shift 2
@@ -466,6 +473,8 @@ refused "-xattrs-add bad base64" "-xattrs-add user.x=0s@@@@: bad base64 value" -
 refused "-xattrs-add bad hex" "-xattrs-add user.x=0x4: bad hexadecimal value" -xattrs-add user.x=0x4
 refused "-xattrs-add bad 0t escape" "-xattrs-add user.x=0ta\\\\9: bad 0t text value" -xattrs-add 'user.x=0ta\9'
 refused "-max-depth x" "-max-depth: bad value 'x'" -max-depth x
+refused "-mem-percent 101" "-mem-percent: bad value '101'" -mem-percent 101
+refused "-mem-percent 0" "-mem-percent: less than 1M of memory" -mem-percent 0
 refused "-pseudo-override (4.6): named, not unknown" "-pseudo-override: not supported" -pseudo-override
 refused "-action (4.5.1): named, not unknown" "-action: not supported: actions are not implemented" -action 'prune@name(x)'
 refused "-repro-time x" "-repro-time: bad value 'x'" -repro-time x
