@@ -87,8 +87,6 @@ static const struct {
 	/* 4.6 and 4.7's, named so that a script using one learns why it stops */
 	{ "-mem-default", 0, NULL },
 	{ "-pseudo-override", 0, NULL },
-	{ "-force-file-mode", 1, NULL },
-	{ "-force-dir-mode", 1, NULL },
 	{ "-action", 1, "not supported: actions are not implemented" },
 	{ "-log-action", 1, "not supported: actions are not implemented" },
 	{ "-true-action", 1, "not supported: actions are not implemented" },
@@ -119,7 +117,8 @@ static void usage(FILE *f)
 		"Honoured as mksquashfs does: -comp, -b, -Xcompression-level, -Xhc, -Xbcj,\n"
 		"-Xdict-size, -Xalgorithm (lzo), -Xwindow-size, -Xstrategy (gzip),\n"
 		"-noappend (sqfstar: -force), -all-root/-root-owned, -force-uid, -force-gid,\n"
-		"-root-mode, -root-uid, -root-gid, -root-time, -e, -ef, -tar (and the sqfstar\n"
+		"-root-mode, -root-uid, -root-gid, -root-time, -force-file-mode, -force-dir-mode\n"
+		"(4.7: octal or symbolic), -e, -ef, -tar (and the sqfstar\n"
 		"form: sqfstar [OPTIONS] IMAGE),\n"
 		"-wildcards, -regex, -one-file-system, -one-file-system-x, -max-depth,\n"
 		"-exit-on-error (4.6),\n"
@@ -359,6 +358,7 @@ struct pseudo_args {
 	struct pack_xattr *xattrs_add;              /* -xattrs-add, room for every argument */
 	size_t xattrs_add_count;
 	char cpio_terminator;                       /* -cpiostyle '\n', -cpiostyle0 '\0' */
+	struct mode_spec file_mode, dir_mode;       /* -force-file-mode, -force-dir-mode */
 };
 
 /* -cpiostyle: the names on standard input, each ended by 'end'. */
@@ -801,6 +801,16 @@ static int parse_options(int argc, char **argv, int first, struct pack_options *
 			NEED_VALUE();
 			if (parse_owner(a, val, true, &o->overrides.gid))
 				return MKSQ_EXIT_ERROR;
+		} else if (strcmp(a, "-force-file-mode") == 0 || strcmp(a, "-force-dir-mode") == 0) {
+			struct mode_spec *m = a[7] == 'f' ? &ps->file_mode : &ps->dir_mode;
+			const char *why;
+
+			NEED_VALUE();
+			if (mode_parse(val, m, &why)) {
+				fprintf(stderr, "quash: mksquashfs: %s %s: %s\n", a, val, why);
+				return MKSQ_EXIT_ERROR;
+			}
+			*(a[7] == 'f' ? &o->overrides.file_mode : &o->overrides.dir_mode) = m;
 		} else if (strcmp(a, "-root-mode") == 0) {
 			char *end;
 
@@ -1030,6 +1040,7 @@ static bool takes_value(const char *opt)
 		"-force-uid",
 		"-force-gid", "-root-mode", "-root-uid", "-root-gid", "-root-time", "-mkfs-time", "-all-time",
 		"-inode-time", "-repro-time", "-processors", "-info-file", "-max-depth", "-mem-percent",
+		"-force-file-mode", "-force-dir-mode",
 		"-default-mode", "-default-uid", "-default-gid", "-uid-gid-offset", "-xattrs-add", "-root-becomes",
 		"-Xwindow-size", "-Xstrategy", "-Xalgorithm", NULL,
 	};

@@ -783,6 +783,8 @@ static int apply_overrides(struct pack_tree *t, struct pack_inode *inode, const 
 		return err;
 	if (o->mode >= 0)
 		inode->mode = (inode->mode & 0170000) | ((uint32_t)o->mode & 07777);
+	if (tree_is_dir(inode) ? o->dir_mode : o->file_mode)
+		inode->mode = mode_apply(tree_is_dir(inode) ? o->dir_mode : o->file_mode, inode->mode);
 	if (o->mtime >= 0)
 		inode->mtime = tree_time(o->mtime);
 	else if (o->mtime_max >= 0 && inode->mtime > o->mtime_max)

@@ -17,6 +17,8 @@
 #include <string.h>
 #include <sys/types.h>
 
+#include "mode.h"
+
 /*
  * A directory of a source tree, as the scan saw it.  The data phase never
  * opens a file by its path: it walks down from the source's root
@@ -212,6 +214,8 @@ struct pack_overrides {
 	bool all_root;
 	int64_t uid, gid;           /* -1: keep */
 	int64_t mode;               /* -1: keep; else permission bits for every inode */
+	/* mksquashfs -force-file-mode, -force-dir-mode: changes to every non-directory's, directory's mode, or NULL */
+	const struct mode_spec *file_mode, *dir_mode;
 	int64_t mtime;              /* -1: keep; else every inode's time */
 	int64_t mtime_max;          /* -1: keep; else later times become this (mksquashfs's SOURCE_DATE_EPOCH) */
 	bool no_xattrs;

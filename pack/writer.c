@@ -741,7 +741,8 @@ int pack_run(const struct pack_options *given)
 		err = append_merge(&base, &tree, o->root_becomes);
 	if (!err)
 		err = tree_finish(&tree, &o->overrides);
-	if (!err && o->root_mode >= 0)
+	/* As mksquashfs: -force-dir-mode, which the root had with every directory, outranks -root-mode. */
+	if (!err && o->root_mode >= 0 && !o->overrides.dir_mode)
 		tree.root->mode = (tree.root->mode & 0170000) | ((uint32_t)o->root_mode & 07777);
 	if (!err && o->root_uid >= 0)
 		err = tree_id(&tree, (uint32_t)o->root_uid, &tree.root->uid);

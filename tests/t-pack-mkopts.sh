@@ -3,7 +3,8 @@
 # beyond t-pack-mksquashfs's: -root-becomes, -info, -percentage,
 # -no-hardlinks, -nopad, -default-mode/-uid/-gid, -uid-gid-offset,
 # -noI/-noId/-noD/-noF/-noX and -no-compression, the reproducibility options,
-# -info-file, -max-depth, -exit-on-error,
+# -info-file, -max-depth, -exit-on-error, -mem-percent, -force-file-mode,
+# -force-dir-mode,
 # -xattrs-add, lzo's -Xalgorithm and gzip's -Xwindow-size and -Xstrategy.
 # What Debian's mksquashfs 4.5.1 knows is run by both tools on the same
 # source and compared (unsquashfs -lln and -s, extracted trees, -info's
@@ -448,6 +449,33 @@ rm -f "$W/r1.sqfs" "$W/r2.sqfs"
 "$QM" "$W/src" "$W/r2.sqfs" -noappend -quiet -mkfs-time 9 -mem-percent 1 >/dev/null 2>"$W/err"
 check "-mem-percent 1: accepted, the same image" cmp -s "$W/r1.sqfs" "$W/r2.sqfs"
 
+# -force-file-mode, -force-dir-mode (4.7: "set all file (non-directory)
+# [directory] permissions to <mode>.  <Mode> can be symbolic or octal"):
+# what chmod makes of the same modes, read back through the kernel's mount.
+# (A clause without u, g, o or a changes rwx alone, as in mksquashfs: "+t"
+# there sets nothing, where chmod would set the sticky bit.)
+rm -rf "$W/fm" "$W/fmx" && mkdir -p "$W/fm/d/e" "$W/fmx"
+echo x >"$W/fm/f" && chmod 640 "$W/fm/f" && echo y >"$W/fm/x" && chmod 4751 "$W/fm/x" && chmod 700 "$W/fm/d"
+modes() { (cd "$1" && find . ! -type l -printf '%m %y %p\n' | sort); }
+export -f modes
+for spec in 0644 ugo+r,go-w,u+w a=rX u=g,o= +x go-rwx g+s,o+t a-s; do
+	rm -rf "$W/fmx/fm" && cp -a "$W/fm" "$W/fmx/" && find "$W/fmx/fm" ! -type l -exec chmod "$spec" {} +
+	rm -f "$W/q.sqfs"
+	"$QM" "$W/fm" "$W/q.sqfs" -noappend -quiet -force-file-mode "$spec" -force-dir-mode "$spec" >/dev/null 2>"$W/err"
+	mount -t squashfs -o loop,ro "$W/q.sqfs" "$W/mnt"
+	check "-force-file-mode $spec -force-dir-mode $spec: chmod's modes" diff <(modes "$W/fmx/fm") <(modes "$W/mnt")
+	umount "$W/mnt"
+done
+rm -f "$W/q.sqfs"
+"$QM" "$W/fm" "$W/q.sqfs" -noappend -quiet -force-file-mode 600 -root-mode 700 >/dev/null 2>&1
+check "-force-file-mode alone: directories as they were, -root-mode still the root's" bash -c \
+	"unsquashfs -lln '$W/q.sqfs' | grep -q '^drwx------ .* squashfs-root\$' &&
+	 unsquashfs -lln '$W/q.sqfs' | grep -q '^drwx------ .* squashfs-root/d\$' &&
+	 unsquashfs -lln '$W/q.sqfs' | grep -q '^-rw------- .* squashfs-root/x\$'"
+"$QM" "$W/fm" "$W/q.sqfs" -noappend -quiet -force-dir-mode 555 -root-mode 700 >/dev/null 2>&1
+check "-force-dir-mode outranks -root-mode for the root, as in mksquashfs" bash -c \
+	"unsquashfs -lln '$W/q.sqfs' | grep -q '^dr-xr-xr-x .* squashfs-root\$'"
+
 # Bad values: one line naming the option and the value, exit 1, no image.
 refused() {
 	local name=$1 want=$2 st; shift 2
@@ -475,6 +503,10 @@ refused "-xattrs-add bad 0t escape" "-xattrs-add user.x=0ta\\\\9: bad 0t text va
 refused "-max-depth x" "-max-depth: bad value 'x'" -max-depth x
 refused "-mem-percent 101" "-mem-percent: bad value '101'" -mem-percent 101
 refused "-mem-percent 0" "-mem-percent: less than 1M of memory" -mem-percent 0
+refused "-force-file-mode 8" "-force-file-mode 8: expected u, g, o, a or an operator" -force-file-mode 8
+refused "-force-file-mode 17777" "-force-file-mode 17777: an octal mode is at most 7777, and alone" -force-file-mode 17777
+refused "-force-dir-mode u+q" "-force-dir-mode u+q: expected permissions" -force-dir-mode u+q
+refused "-force-dir-mode ug" "-force-dir-mode ug: expected u, g, o, a or an operator" -force-dir-mode ug
 refused "-pseudo-override (4.6): named, not unknown" "-pseudo-override: not supported" -pseudo-override
 refused "-action (4.5.1): named, not unknown" "-action: not supported: actions are not implemented" -action 'prune@name(x)'
 refused "-repro-time x" "-repro-time: bad value 'x'" -repro-time x
