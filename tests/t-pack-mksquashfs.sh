@@ -259,7 +259,7 @@ refused() {
 	then ok "$name"
 	else not_ok "$name" "exit $st: $(head -c 300 "$W/err")"; fi
 }
-refused "-mem-percent is refused, not ignored" "-mem-percent: " -mem-percent 50
+refused "-throttle is refused, not ignored" "-throttle: not supported" -throttle 50
 refused "-regex with a bad expression is refused" "-e a(: not a regular expression" -regex -e 'a('
 refused "an unknown option is refused" "-bogus: unknown option" -bogus
 refused "an unknown compressor" "-comp: unknown compressor" -comp nope
