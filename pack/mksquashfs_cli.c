@@ -802,7 +802,8 @@ static int parse_options(int argc, char **argv, int first, struct pack_options *
 			if (parse_owner(a, val, true, &o->overrides.gid))
 				return MKSQ_EXIT_ERROR;
 		} else if (strcmp(a, "-force-file-mode") == 0 || strcmp(a, "-force-dir-mode") == 0) {
-			struct mode_spec *m = a[7] == 'f' ? &ps->file_mode : &ps->dir_mode;
+			bool files = strcmp(a, "-force-file-mode") == 0;
+			struct mode_spec *m = files ? &ps->file_mode : &ps->dir_mode;
 			const char *why;
 
 			NEED_VALUE();
@@ -810,7 +811,10 @@ static int parse_options(int argc, char **argv, int first, struct pack_options *
 				fprintf(stderr, "quash: mksquashfs: %s %s: %s\n", a, val, why);
 				return MKSQ_EXIT_ERROR;
 			}
-			*(a[7] == 'f' ? &o->overrides.file_mode : &o->overrides.dir_mode) = m;
+			if (files)
+				o->overrides.file_mode = m;
+			else
+				o->overrides.dir_mode = m;
 		} else if (strcmp(a, "-root-mode") == 0) {
 			char *end;
 

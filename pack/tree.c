@@ -769,6 +769,7 @@ static int add_xattrs(struct pack_inode *inode, const struct pack_overrides *o)
 
 static int apply_overrides(struct pack_tree *t, struct pack_inode *inode, const struct pack_overrides *o)
 {
+	const struct mode_spec *forced;
 	int err = 0;
 
 	if (inode->stored)
@@ -783,8 +784,8 @@ static int apply_overrides(struct pack_tree *t, struct pack_inode *inode, const 
 		return err;
 	if (o->mode >= 0)
 		inode->mode = (inode->mode & 0170000) | ((uint32_t)o->mode & 07777);
-	if (tree_is_dir(inode) ? o->dir_mode : o->file_mode)
-		inode->mode = mode_apply(tree_is_dir(inode) ? o->dir_mode : o->file_mode, inode->mode);
+	if ((forced = tree_is_dir(inode) ? o->dir_mode : o->file_mode) != NULL)
+		inode->mode = mode_apply(forced, inode->mode);
 	if (o->mtime >= 0)
 		inode->mtime = tree_time(o->mtime);
 	else if (o->mtime_max >= 0 && inode->mtime > o->mtime_max)
