@@ -401,22 +401,19 @@ static int write_blocks(struct data_writer *w, struct pack_inode *file, struct c
 		uint64_t off = (uint64_t)i * bs;
 		uint32_t len = size - off < bs ? (uint32_t)(size - off) : bs;
 		struct pipeline_job *job;
+		uint64_t next;
 		int err;
 
-		if (data < off)
-			data = w->cfg.sparse ? next_data(c, off, size) : off;
-		if (data >= off + len) {
+		if (w->cfg.sparse && in_hole(c, off, len, size, bs, &data, &next)) {
 			/*
-			 * Every block before the one the next data is in is a hole:
-			 * skip them at once.  No data to the end: every block (the
-			 * last may be short, and data / bs then names it again).
+			 * Every block before the one the next data is in (or to
+			 * the end) is a hole; a tail in a fragment is not a block.
 			 */
-			uint32_t next = data < size && data / bs < count ? (uint32_t)(data / bs) : count;
-			uint64_t end = (uint64_t)next * bs < size ? (uint64_t)next * bs : size;
+			uint64_t end = next < (uint64_t)count * bs ? next : (uint64_t)count * bs;
 
 			b->sparse += end - off;
 			progress_add(end - off, 0);
-			i = next - 1;
+			i = next < size ? (uint32_t)(next / bs) - 1 : count - 1;
 			continue;
 		}
 		job = pipeline_get(w->pipe);

@@ -451,8 +451,8 @@ static int write_tables(const struct pack_options *o, struct pack_tree *t, struc
 	}
 	sb->fragment_table_start = SQFS_INVALID_TABLE;
 	if (!err && frag_count)
-		err = meta_write_table(sink, o->uncompressed & SQFS_FLAG_UNCOMPRESSED_FRAGMENTS ? NULL : o->comp,
-				       &meta_params, o->jobs, frag_table,
+		err = meta_write_table(sink, image_comp(&iw, SQFS_FLAG_UNCOMPRESSED_FRAGMENTS), &meta_params, o->jobs,
+				       frag_table,
 				       (size_t)frag_count * SQFS_FRAGMENT_ENTRY_SIZE,
 				       &sb->fragment_table_start);
 	sb->export_table_start = SQFS_INVALID_TABLE;
