@@ -52,15 +52,21 @@ size=$(stat -c %s "$small")
 cp "$small" "$out/magic.sqfs" && printf 'XXXX' | dd of="$out/magic.sqfs" conv=notrunc status=none
 head -c 200 "$small" >"$out/truncated.sqfs"
 : >"$out/empty.sqfs"
-cp "$small" "$out/bytes-used.sqfs"
-python3 - "$out/bytes-used.sqfs" <<'EOF'
+# superblock_field FILE OFFSET FORMAT EXPR: the field at OFFSET (a struct
+# format, "<Q", "<H") set to EXPR of its value v.
+superblock_field() {
+	python3 - "$@" <<'EOF'
 import struct, sys
-with open(sys.argv[1], "r+b") as f:
-    f.seek(40)
-    used = struct.unpack("<Q", f.read(8))[0]
-    f.seek(40)
-    f.write(struct.pack("<Q", used + (1 << 20)))
+path, off, fmt, expr = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+with open(path, "r+b") as f:
+    f.seek(off)
+    v = struct.unpack(fmt, f.read(struct.calcsize(fmt)))[0]
+    f.seek(off)
+    f.write(struct.pack(fmt, eval(expr, {"v": v})))
 EOF
+}
+cp "$small" "$out/bytes-used.sqfs"
+superblock_field "$out/bytes-used.sqfs" 40 "<Q" "v + (1 << 20)"
 for tool in info "ls -lR" "stat" "cat" "extract"; do
 	case $tool in
 	stat|cat) args=(/dir/tiny) ;;
@@ -89,14 +95,7 @@ fails_cleanly "info of a missing file fails cleanly" "$out/missing.sqfs" "$QUASH
 # unsquashfs refuse it, and so must every tool here, and append (found by
 # fuzzing append: quash read it and wrote another like it).
 cp "$FIX_DIR/img/small-lz4-noI.sqfs" "$out/lz4-noopts.sqfs"
-python3 - "$out/lz4-noopts.sqfs" <<'EOF'
-import struct, sys
-with open(sys.argv[1], "r+b") as f:
-    f.seek(24)
-    flags = struct.unpack("<H", f.read(2))[0]
-    f.seek(24)
-    f.write(struct.pack("<H", flags & ~0x0400))
-EOF
+superblock_field "$out/lz4-noopts.sqfs" 24 "<H" "v & ~0x0400"     # the flags, less COMPRESSOR_OPTIONS
 for tool in info "ls -lR" extract; do
 	args=(); [ "$tool" = extract ] && args=(-C "$out/x")
 	rm -rf "$out/x"
