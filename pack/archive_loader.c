@@ -47,6 +47,8 @@
 	X(__LA_MODE_T, archive_entry_mode, (struct archive_entry *e), (e), 0) \
 	X(la_int64_t, archive_entry_uid, (struct archive_entry *e), (e), 0) \
 	X(la_int64_t, archive_entry_gid, (struct archive_entry *e), (e), 0) \
+	X(const char *, archive_entry_uname, (struct archive_entry *e), (e), NULL) \
+	X(const char *, archive_entry_gname, (struct archive_entry *e), (e), NULL) \
 	X(time_t, archive_entry_mtime, (struct archive_entry *e), (e), 0) \
 	X(la_int64_t, archive_entry_size, (struct archive_entry *e), (e), 0) \
 	X(int, archive_entry_size_is_set, (struct archive_entry *e), (e), 0) \

@@ -18,6 +18,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +51,7 @@ static const char *const accepted_noops[] = {
 	"-no-tailends",             /* the default of this form */
 	"-reproducible",            /* 4.5: always so */
 	"-not-reproducible",        /* 4.5: permission, not a request: the image is reproducible anyway */
+	"-no-pager",                /* 4.7: quash's help is one page, never paged */
 	NULL,
 };
 
@@ -85,7 +87,8 @@ static const struct {
 	{ "-single-reader", 0, NULL },
 	{ "-log", 1, "not supported" },
 	/* 4.6 and 4.7's, named so that a script using one learns why it stops */
-	{ "-mem-default", 0, NULL },
+	{ "-mem-default", 0, "not supported: without -mem quash's memory follows the blocks in flight, "
+			     "with no default figure to print" },
 	{ "-pseudo-override", 0, NULL },
 	{ "-action", 1, "not supported: actions are not implemented" },
 	{ "-log-action", 1, "not supported: actions are not implemented" },
@@ -95,7 +98,19 @@ static const struct {
 	{ "-log-action-file", 1, "not supported: actions are not implemented" },
 	{ "-true-action-file", 1, "not supported: actions are not implemented" },
 	{ "-false-action-file", 1, "not supported: actions are not implemented" },
+	/* 4.7's short names for the action options */
+	{ "-a", 1, "not supported: actions are not implemented" },
+	{ "-va", 1, "not supported: actions are not implemented" },
+	{ "-ta", 1, "not supported: actions are not implemented" },
+	{ "-fa", 1, "not supported: actions are not implemented" },
+	{ "-af", 1, "not supported: actions are not implemented" },
+	{ "-vaf", 1, "not supported: actions are not implemented" },
+	{ "-taf", 1, "not supported: actions are not implemented" },
+	{ "-faf", 1, "not supported: actions are not implemented" },
 	{ "-recover", 1, "not supported: quash writes beside DEST and renames, so there is nothing to recover" },
+	/* 4.7.3: a filesystem streamed to standard output, then fixed up */
+	{ "-stream", 0, "not supported: quash writes an image file (or an s3:// object)" },
+	{ "-fix", 1, "not supported: quash never streams an image (-stream)" },
 	{ "-recovery-path", 1, NULL },
 	{ "-small-readers", 1, NULL },
 	{ "-block-readers", 1, NULL },
@@ -138,7 +153,12 @@ static void usage(FILE *f)
 		"-uid-gid-offset (4.7), -xattrs-add NAME=VALUE (4.6), -ignore-zeros (4.6),\n"
 		"-no-strip/-tarstyle, -cpiostyle, -cpiostyle0, -info, -info-file, -percentage\n"
 		"(4.6),\n"
-		"-quiet, -progress, -no-progress, -version, -help.\n"
+		"-numeric-owner (4.7.5; without it, with -tar, a tar's user and group names\n"
+		"give the owners where this system knows them, as in mksquashfs),\n"
+		"-fstime, -pseudo-dir (4.7's other names of -mkfs-time and -pd),\n"
+		"-quiet, -progress, -no-progress, -version, -help, -help-all/-ha,\n"
+		"-help-option/-ho REGEX (this help's lines matching it), -help-section/-hs\n"
+		"(all of this help), -help-comp COMP|list|all, -Xhelp, -no-pager, -cols.\n"
 		"Without -noappend an existing DEST is appended to, as mksquashfs does: the\n"
 		"sources go into its root (a name it has becomes NAME_1, NAME_2, ...; with\n"
 		"-root-becomes NAME the old root becomes the directory NAME instead), and its\n"
@@ -148,6 +168,95 @@ static void usage(FILE *f)
 		"Any other option is refused with one line (exit 1), never ignored.\n"
 		"'quash pack --help' lists quash's own command line.\n",
 		QUASH_VERSION, MKSQ_COMPAT_VERSION);
+}
+
+/* An option by its other name, as 4.7 lists them ("Miscellaneous options"). */
+static const char *canonical(const char *opt)
+{
+	static const char *const aliases[][2] = {
+		{ "-fstime", "-mkfs-time" },
+		{ "-pseudo-dir", "-pd" },
+	};
+
+	for (size_t i = 0; i < sizeof(aliases) / sizeof(aliases[0]); i++)
+		if (strcmp(opt, aliases[i][0]) == 0)
+			return aliases[i][1];
+	return opt;
+}
+
+/* 4.7's compressor help (-help-comp COMP, -Xhelp): the -X options this form takes for each. */
+static const struct {
+	const char *comp, *text;
+} comp_help[] = {
+	{ "gzip", "\t-Xcompression-level N\t1 to 9 (default 9)\n"
+		  "\t-Xwindow-size N\t\t8 to 15 (default 15)\n"
+		  "\t-Xstrategy S[,S...]\tdefault, filtered, huffman_only, run_length_encoded, fixed\n" },
+	{ "lzo", "\t-Xalgorithm A\t\tlzo1x_1, lzo1x_1_11, lzo1x_1_12, lzo1x_1_15, lzo1x_999 (default)\n"
+		 "\t-Xcompression-level N\t1 to 9, lzo1x_999 only (default 8)\n" },
+	{ "lz4", "\t-Xhc\t\t\thigh compression\n" },
+	{ "xz", "\t-Xbcj F[,F...]\t\tx86, arm, armthumb, arm64, powerpc, sparc, ia64, riscv\n"
+		"\t-Xdict-size N[K|M|%]\t8K up to the block size (default the block size)\n" },
+	{ "zstd", "\t-Xcompression-level N\t1 to 22 (default 15)\n" },
+};
+
+/* -help-comp COMP: "list" names them, "all" gives every one's options. */
+static int help_comp(const char *comp)
+{
+	bool all = strcmp(comp, "all") == 0, found = false;
+
+	for (size_t i = 0; i < sizeof(comp_help) / sizeof(comp_help[0]); i++) {
+		if (strcmp(comp, "list") == 0) {
+			printf("%s%s", i ? ", " : "Compressors: ", comp_help[i].comp);
+			found = true;
+		} else if (all || strcmp(comp, comp_help[i].comp) == 0) {
+			printf("%s%s:\n%s", found ? "\n" : "", comp_help[i].comp, comp_help[i].text);
+			found = true;
+		}
+	}
+	if (strcmp(comp, "list") == 0)
+		printf(" (default %s)\n", MKSQ_DEFAULT_COMPRESSOR);
+	return found ? -1 : refuse(comp, "unknown compressor (gzip, xz, lz4, lzo or zstd)");
+}
+
+/*
+ * -help-option REGEX: the help's lines that match it (POSIX extended, as
+ * mksquashfs compiles it).  quash's help is one page of options, not
+ * mksquashfs's one paragraph each, so a line is what is shown.
+ */
+static int help_option(const char *opt, const char *pattern)
+{
+	char *text = NULL, *line, *save = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	regex_t re;
+	int err, shown = 0;
+
+	if (!f)
+		return refuse(opt, "out of memory");
+	usage(f);
+	if (fclose(f) != 0) {
+		free(text);
+		return refuse(opt, "out of memory");
+	}
+	err = regcomp(&re, pattern, REG_EXTENDED | REG_NOSUB);
+	if (err) {
+		char why[128];
+
+		regerror(err, &re, why, sizeof(why));
+		free(text);
+		fprintf(stderr, "quash: mksquashfs: %s %s: %s\n", opt, pattern, why);
+		return MKSQ_EXIT_ERROR;
+	}
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+		if (regexec(&re, line, 0, NULL, 0) == 0 && ++shown)
+			puts(line);
+	regfree(&re);
+	free(text);
+	if (!shown) {
+		fprintf(stderr, "quash: mksquashfs: %s %s: no option matches\n", opt, pattern);
+		return MKSQ_EXIT_ERROR;
+	}
+	return -1;
 }
 
 static bool is_noop(const char *arg)
@@ -677,7 +786,7 @@ static int parse_options(int argc, char **argv, int first, struct pack_options *
 	int64_t v;
 
 	for (int i = first; i < argc; i++) {
-		const char *a = argv[i];
+		const char *a = canonical(argv[i]);
 		const char *val = i + 1 < argc ? argv[i + 1] : NULL;
 
 #define NEED_VALUE() do { if (!val) return refuse(a, "needs a value"); i++; } while (0)
@@ -885,6 +994,12 @@ static int parse_options(int argc, char **argv, int first, struct pack_options *
 			ps->cpio_terminator = a[10] == '0' ? '\0' : '\n';
 		} else if (strcmp(a, "-ignore-zeros") == 0) {
 			o->ignore_zeros = true;
+		} else if (strcmp(a, "-numeric-owner") == 0) {
+			o->owner_names = false;     /* 4.7.5: a tar's numbers, not its names (scan.h) */
+		} else if (strcmp(a, "-cols") == 0) {
+			NEED_VALUE();               /* 4.7: the help's width; quash's is not wrapped */
+			if (parse_uint(a, val, INT32_MAX, &v))
+				return MKSQ_EXIT_ERROR;
 		} else if (strcmp(a, "-nopad") == 0) {
 			o->nopad = true;
 		} else if (strcmp(a, "-exit-on-error") == 0) {
@@ -966,9 +1081,22 @@ static int parse_options(int argc, char **argv, int first, struct pack_options *
 		} else if (strcmp(a, "-version") == 0) {
 			printf("mksquashfs version %s (compatible; quash %s)\n", MKSQ_COMPAT_VERSION, QUASH_VERSION);
 			return -1;
-		} else if (strcmp(a, "-help") == 0 || strcmp(a, "-h") == 0) {
+		} else if (strcmp(a, "-help") == 0 || strcmp(a, "-h") == 0 || strcmp(a, "-help-all") == 0 ||
+			   strcmp(a, "-ha") == 0) {
 			usage(stdout);
 			return -1;
+		} else if (strcmp(a, "-help-section") == 0 || strcmp(a, "-hs") == 0) {
+			NEED_VALUE();               /* quash's help has no sections: all of it */
+			usage(stdout);
+			return -1;
+		} else if (strcmp(a, "-help-option") == 0 || strcmp(a, "-ho") == 0) {
+			NEED_VALUE();
+			return help_option(a, val);
+		} else if (strcmp(a, "-help-comp") == 0) {
+			NEED_VALUE();
+			return help_comp(val);
+		} else if (strcmp(a, "-Xhelp") == 0) {
+			return help_comp(comp_name);
 		} else if (is_noop(a)) {
 			continue;
 		} else {
@@ -1046,7 +1174,8 @@ static bool takes_value(const char *opt)
 		"-inode-time", "-repro-time", "-processors", "-info-file", "-max-depth", "-mem-percent",
 		"-force-file-mode", "-force-dir-mode",
 		"-default-mode", "-default-uid", "-default-gid", "-uid-gid-offset", "-xattrs-add", "-root-becomes",
-		"-Xwindow-size", "-Xstrategy", "-Xalgorithm", NULL,
+		"-Xwindow-size", "-Xstrategy", "-Xalgorithm", "-mem", "-fstime", "-pseudo-dir", "-cols",
+		"-help-option", "-ho", "-help-section", "-hs", "-help-comp", NULL,
 	};
 
 	for (size_t i = 0; with_value[i]; i++)
@@ -1055,6 +1184,20 @@ static bool takes_value(const char *opt)
 	for (size_t r = 0; r < sizeof(refused) / sizeof(refused[0]); r++)
 		if (strcmp(opt, refused[r].name) == 0)
 			return refused[r].args > 0;
+	return false;
+}
+
+/* Is 'opt' one asking for the version or help, that needs no SOURCE or DEST? */
+static bool asks_help(const char *opt)
+{
+	static const char *const help[] = {
+		"-version", "-help", "-h", "-help-all", "-ha", "-help-option", "-ho", "-help-section", "-hs",
+		"-help-comp", "-Xhelp", NULL,
+	};
+
+	for (size_t i = 0; help[i]; i++)
+		if (strcmp(opt, help[i]) == 0)
+			return true;
 	return false;
 }
 
@@ -1077,7 +1220,7 @@ int sqfstar_main(int argc, char **argv)
 	}
 	if (!image) {
 		free(args);
-		if (argc > 1 && (strcmp(argv[1], "-version") == 0 || strcmp(argv[1], "-help") == 0))
+		if (argc > 1 && asks_help(argv[1]))
 			return mksquashfs_main(argc, argv);
 		fprintf(stderr, "quash: sqfstar: need IMAGE (the tar comes on standard input)\n"
 				"Try 'sqfstar -help' for more information.\n");
@@ -1108,6 +1251,8 @@ int mksquashfs_main(int argc, char **argv)
 		.mkfs_time = -1, .root_mode = -1, .root_uid = -1, .root_gid = -1, .root_time = -1, .progress = true,
 		/* mksquashfs: directories a tar implies are 0755, the caller's (tar.c, fixup_tree). */
 		.implicit_mode = 0755, .implicit_uid = getuid(), .implicit_gid = getgid(),
+		/* mksquashfs -tar: a tar's owner names, where this system knows them (-numeric-owner: not). */
+		.owner_names = true,
 	};
 	struct excludes ex = { 0 };
 	struct pseudo_args ps = {
@@ -1131,8 +1276,7 @@ int mksquashfs_main(int argc, char **argv)
 	/* The operands come first; "-" (standard input, with -tar) is one. */
 	while (first_opt < argc && (argv[first_opt][0] != '-' || argv[first_opt][1] == '\0'))
 		first_opt++;
-	if (first_opt == 1 && argc > 1 && (strcmp(argv[1], "-version") == 0 || strcmp(argv[1], "-help") == 0 ||
-					   strcmp(argv[1], "-h") == 0)) {
+	if (first_opt == 1 && argc > 1 && asks_help(argv[1])) {
 		status = parse_options(argc, argv, 1, &o, &ex, &ps, &noappend, &keep_as_dir, &tar);
 		goto out;
 	}

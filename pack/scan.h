@@ -47,6 +47,12 @@ struct scan_options {
 	uint32_t implicit_uid, implicit_gid;
 	bool no_hardlinks;          /* mksquashfs -no-hardlinks: every name of a file a file of its own */
 	bool ignore_zeros;          /* mksquashfs -ignore-zeros: tars one after another, read as one */
+	/*
+	 * mksquashfs -tar without -numeric-owner: an archive entry's user and
+	 * group names give its owner where this system knows them, as GNU tar
+	 * extracting as root; else, and always in quash pack, the numbers.
+	 */
+	bool owner_names;
 	uint32_t block_size;        /* of the image: bounds the file size it can hold */
 	struct spool *spool;
 	const char *as_name;        /* scan_dir: nest the source under this name (NULL: merge at the root) */

@@ -13,7 +13,9 @@
 #include <archive_entry.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <locale.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +28,24 @@
 #define ARCHIVE_XATTRS_MAX 1024u        /* per entry */
 /* libarchive's warnings shown for one archive: a hostile one can earn one an entry. */
 #define ARCHIVE_WARNINGS_MAX 10u
+/*
+ * Owner names looked up once each (scan_options.owner_names): a tar holds
+ * few, and every getpwnam() reads /etc/passwd again, or asks NSS's
+ * daemons.  A hostile tar's thousand names past these are looked up each
+ * time they are met: slower, never wrong, and the memory stays bounded.
+ */
+#define OWNER_NAMES_MAX 64u
+
+struct owner_name {
+	char *name;
+	int64_t id;                     /* -1: not known on this system */
+};
+
+struct owner_names {
+	struct owner_name list[OWNER_NAMES_MAX];
+	unsigned count;
+	bool group;
+};
 
 struct archive_scan {
 	struct pack_tree *tree;
@@ -33,6 +53,7 @@ struct archive_scan {
 	const char *name;               /* for messages */
 	struct archive *a;
 	uint64_t warnings;
+	struct owner_names users, groups;
 };
 
 void spool_close(struct spool *s)
@@ -243,6 +264,61 @@ static int add_hardlink(struct archive_scan *s, struct archive_entry *e, const c
 	return err;
 }
 
+/* The id this system's user (or group) database gives 'name', else -1. */
+static int64_t owner_by_name(struct owner_names *c, const char *name)
+{
+	int64_t id = -1;
+
+	for (unsigned i = 0; i < c->count; i++)
+		if (strcmp(c->list[i].name, name) == 0)
+			return c->list[i].id;
+	for (;;) {
+		errno = 0;
+		if (c->group) {
+			struct group *g = getgrnam(name);
+
+			if (g)
+				id = g->gr_gid;
+		} else {
+			struct passwd *pw = getpwnam(name);
+
+			if (pw)
+				id = pw->pw_uid;
+		}
+		if (id >= 0 || errno != EINTR)
+			break;
+	}
+	if (c->count < OWNER_NAMES_MAX && (c->list[c->count].name = strdup(name)))
+		c->list[c->count++].id = id;
+	return id;
+}
+
+static void owner_names_free(struct owner_names *c)
+{
+	for (unsigned i = 0; i < c->count; i++)
+		free(c->list[i].name);
+	c->count = 0;
+}
+
+/*
+ * Entry 'e''s owner: its numbers, or with owner_names, what its user and
+ * group names are on this system where it knows them (as mksquashfs -tar
+ * and GNU tar extracting as root do; an empty name is no name).
+ */
+static void entry_owner(struct archive_scan *s, struct archive_entry *e, uint32_t *uid, uint32_t *gid)
+{
+	const char *uname = s->opt->owner_names ? archive_entry_uname(e) : NULL;
+	const char *gname = s->opt->owner_names ? archive_entry_gname(e) : NULL;
+	int64_t id;
+
+	*uid = (uint32_t)archive_entry_uid(e);
+	*gid = (uint32_t)archive_entry_gid(e);
+	if (uname && *uname && (id = owner_by_name(&s->users, uname)) >= 0)
+		*uid = (uint32_t)id;
+	if (gname && *gname && (id = owner_by_name(&s->groups, gname)) >= 0)
+		*gid = (uint32_t)id;
+}
+
 /*
  * The inode of entry 'e', to be put at 'leaf' (NULL: the root's metadata);
  * a regular file keeps that name (tree_file_new()).
@@ -252,6 +328,7 @@ static int make_inode(struct archive_scan *s, struct archive_entry *e, const cha
 {
 	uint32_t mode = archive_entry_mode(e);
 	struct pack_inode *inode;
+	uint32_t uid, gid;
 	int err = 0;
 
 	switch (mode & AE_IFMT) {
@@ -268,7 +345,8 @@ static int make_inode(struct archive_scan *s, struct archive_entry *e, const cha
 	if (!inode)
 		return -ENOMEM;
 	inode->mtime = tree_time(archive_entry_mtime(e));
-	err = tree_set_owner(s->tree, inode, (uint32_t)archive_entry_uid(e), (uint32_t)archive_entry_gid(e));
+	entry_owner(s, e, &uid, &gid);
+	err = tree_set_owner(s->tree, inode, uid, gid);
 	if (err) {
 		/* said, or out of memory */
 	} else if ((mode & AE_IFMT) == AE_IFLNK) {
@@ -400,7 +478,8 @@ out:
 
 int scan_archive(struct pack_tree *t, const char *path, const struct scan_options *o)
 {
-	struct archive_scan s = { .tree = t, .opt = o, .name = strcmp(path, "-") ? path : "(stdin)" };
+	struct archive_scan s = { .tree = t, .opt = o, .name = strcmp(path, "-") ? path : "(stdin)",
+				  .groups.group = true };
 	struct archive_entry *e;
 	/* Names are bytes to squashfs; read them as UTF-8, whatever the user's locale. */
 	locale_t utf8 = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
@@ -462,6 +541,8 @@ out:
 			  (unsigned long long)(s.warnings - ARCHIVE_WARNINGS_MAX));
 	if (s.a)
 		archive_read_free(s.a);
+	owner_names_free(&s.users);
+	owner_names_free(&s.groups);
 	if (utf8) {
 		uselocale(old);
 		freelocale(utf8);

@@ -66,6 +66,7 @@ static int read_sources(const struct pack_options *o, struct pack_tree *t, struc
 		.implicit_gid = o->implicit_gid >= 0 ? (uint32_t)o->implicit_gid : 0,
 		.no_hardlinks = o->no_hardlinks,
 		.ignore_zeros = o->ignore_zeros,
+		.owner_names = o->owner_names,
 		.block_size = o->block_size,
 		.spool = spool,
 		.one_file_system = o->one_file_system,

@@ -69,6 +69,7 @@ struct pack_options {
 	bool percentage;            /* mksquashfs -percentage: the progress as one number a line, on stdout */
 	bool no_hardlinks;          /* mksquashfs -no-hardlinks: each name of a file a file of its own */
 	bool ignore_zeros;          /* mksquashfs -ignore-zeros: concatenated tars read as one */
+	bool owner_names;           /* mksquashfs -tar: owners by an entry's user and group names (scan.h) */
 	bool exit_on_error;         /* mksquashfs -exit-on-error: after any warning, no image */
 	/* mksquashfs -no-strip / -cpiostyle: the sources are paths kept whole (scan_paths) */
 	bool no_strip, cpio_style;

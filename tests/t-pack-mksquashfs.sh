@@ -185,12 +185,12 @@ tar_same() {   # tar_same NAME REAL-COMMAND... -- QUASH-COMMAND...: both read sr
 	# six here, with nothing on stderr): the peer gets three tries.
 	for try in 1 2 3; do
 		rm -f "$W/m.sqfs"
-		(cd "$W" && "${real[@]}" <src.tar >/dev/null 2>"$W/m.err") && [ -s "$W/m.sqfs" ] && break
+		(cd "$W" && "${real[@]}" <"${TAR:-src.tar}" >/dev/null 2>"$W/m.err") && [ -s "$W/m.sqfs" ] && break
 	done
 	if [ ! -s "$W/m.sqfs" ]; then
 		not_ok "$name" "the peer failed three times: $(grep -v 'Empty tar filename' "$W/m.err" | head -c 300)"; return
 	fi
-	if ! (cd "$W" && "${quash[@]}" <src.tar >/dev/null 2>"$W/q.err"); then
+	if ! (cd "$W" && "${quash[@]}" <"${TAR:-src.tar}" >/dev/null 2>"$W/q.err"); then
 		not_ok "$name" "quash failed: $(head -c 300 "$W/q.err")"; return
 	fi
 	# The root is made "now" by both: its time may differ by the minute.
@@ -210,6 +210,51 @@ check "sqfstar [OPTIONS] IMAGE EXCLUDES: mksquashfs -tar's tree less a directory
 	"diff <(unsquashfs -lln '$W/m.sqfs' | grep -v ' squashfs-root/a\$\| squashfs-root/a/\| squashfs-root/c/link ' |
 		awk '{ if (\$1 ~ /^d/) { \$3 = \$4 = \$5 = \"\" }; print }') \
 	      <(unsquashfs -lln '$W/q.sqfs' | awk '{ if (\$1 ~ /^d/) { \$3 = \$4 = \$5 = \"\" }; print }')"
+# Owners by name (mksquashfs -tar, as GNU tar extracting as root): a tar's
+# user and group names give the owner where this system knows them, the
+# numbers stored beside them otherwise; -numeric-owner (4.7.5) and quash
+# pack take the numbers.  The oracles: mksquashfs 4.5.1's own -tar, and GNU
+# tar's extraction with and without --numeric-owner.
+python3 - "$W/own.tar" <<'PY'
+import io, sys, tarfile
+with tarfile.open(sys.argv[1], "w", format=tarfile.PAX_FORMAT) as t:
+    for name, uname, uid, gname, gid in [
+        ("d", "daemon", 4200, "adm", 4300), ("d/known", "daemon", 4201, "adm", 4301),
+        ("unknown", "nosuchuser-q", 4202, "nosuchgroup-q", 4302), ("empty", "", 4203, "", 4303),
+        ("long", "u" * 40, 4204, "g" * 40, 4304), ("root", "root", 4205, "root", 4305)]:
+        ti = tarfile.TarInfo(name)
+        ti.uname, ti.uid, ti.gname, ti.gid, ti.mtime = uname, uid, gname, gid, 1700000000
+        if name == "d":
+            ti.type, ti.mode = tarfile.DIRTYPE, 0o755
+            t.addfile(ti)
+        else:
+            ti.size, ti.mode = 1, 0o644
+            t.addfile(ti, io.BytesIO(b"x"))
+PY
+TAR=own.tar tar_same "-tar: owners by the tar's names where this system knows them, as mksquashfs" \
+	"$REAL" - m.sqfs -tar -noappend -quiet -no-progress -- "$QM" - q.sqfs -tar -noappend -quiet -no-progress
+owners_of() {   # owners_of IMAGE: "path uid gid" lines, from unsquashfs
+	unsquashfs -lln "$1" | awk '$NF != "squashfs-root" { split($2, o, "/"); sub("squashfs-root/", "", $NF); print $NF, o[1], o[2] }' | sort
+}
+tar_owners() {  # tar_owners TAR-OPTION...: "path uid gid" lines of GNU tar's extraction as root
+	rm -rf "$W/gx" && mkdir "$W/gx" && tar -xpf "$W/own.tar" -C "$W/gx" --same-owner "$@" &&
+		(cd "$W/gx" && find . -mindepth 1 -printf '%P %U %G\n' | sort)
+}
+tar_owners >"$W/gnu.own"; tar_owners --numeric-owner >"$W/gnu-numeric.own"
+rm -f "$W/q.own"
+(cd "$W" && "$W/bin/sqfstar" -force -quiet own.sqfs <own.tar >/dev/null 2>&1) && owners_of "$W/own.sqfs" >"$W/q.own"
+check "sqfstar: the owners GNU tar gives extracting as root (daemon and adm by name, unknown names by number)" \
+	bash -c "diff '$W/gnu.own' '$W/q.own' && grep -qx 'd/known 1 4' '$W/q.own'"
+rm -f "$W/q.own"
+(cd "$W" && "$W/bin/sqfstar" -force -quiet -numeric-owner own.sqfs <own.tar >/dev/null 2>&1) &&
+	owners_of "$W/own.sqfs" >"$W/q.own"
+check "sqfstar -numeric-owner: the numbers, as GNU tar --numeric-owner" \
+	bash -c "diff '$W/gnu-numeric.own' '$W/q.own' && grep -qx 'd/known 4201 4301' '$W/q.own'"
+rm -f "$W/q.own"
+"$QUASH_ASAN" pack -q "$W/own.tar" "$W/own.sqfs" >/dev/null 2>&1 && owners_of "$W/own.sqfs" >"$W/q.own"
+check "quash pack of the same tar keeps the numbers (an image independent of this system's users)" \
+	diff "$W/gnu-numeric.own" "$W/q.own"
+
 "$QUASH_ASAN" pack -q --exclude /a --exclude 'li*' "$W/src.tar" "$W/x.sqfs" >/dev/null 2>&1
 check "quash pack --exclude of a directory leaves out what an archive lists below it" bash -c \
 	"! unsquashfs -lln '$W/x.sqfs' | grep -q 'squashfs-root/a' && ! unsquashfs -lln '$W/x.sqfs' | grep -q 'c/link' &&
@@ -266,6 +311,23 @@ refused "an unknown compressor" "-comp: unknown compressor" -comp nope
 refused "-Xbcj without -comp xz" "-Xbcj: an xz option" -Xbcj x86
 refused "-Xdict-size not 2^n or 2^n+2^(n-1)" "-Xdict-size 3K: must be" -comp xz -Xdict-size 3K
 refused "an unknown BCJ filter" "-Xbcj: unknown filter 'foo'" -comp xz -Xbcj foo
+refused "-stream (4.7.3) is refused, not ignored" "-stream: not supported" -stream
+refused "an action by its short name (4.7's -a) is refused as actions are" "-a: not supported: actions" -a 'exclude@name(big)'
+
+# 4.7's other names and help options.
+rm -f "$W/q.sqfs"
+"$QM" "$W/src" "$W/q.sqfs" -noappend -quiet -fstime 12345 -pseudo-dir "d 700 4321 0" -p "made/deep d 755 0 0" >/dev/null 2>&1
+check "-fstime is -mkfs-time, -pseudo-dir is -pd" bash -c \
+	"unsquashfs -s '$W/q.sqfs' | grep -q 'Creation or last append time Thu Jan  1 03:25:45 1970' &&
+	 unsquashfs -lln '$W/q.sqfs' | grep -q '^drwx------ 4321/0 .* squashfs-root/made\$'"
+check "-help-comp list, -help-comp xz, and -comp zstd -Xhelp name the compressors and their options" bash -c \
+	"'$QM' -help-comp list | grep -q 'gzip, lzo, lz4, xz, zstd' && '$QM' -help-comp xz | grep -q -- '-Xdict-size' &&
+	 '$QM' '$W/src' '$W/q.sqfs' -comp zstd -Xhelp | grep -q 'Xcompression-level.*22'"
+check "-help-option REGEX: the help's lines about it; none: one line, exit 1" bash -c \
+	"'$QM' -help-option 'Xbcj' | grep -q -- '-Xbcj' && ! '$QM' -ho 'no-such-thing' 2>'$W/err' && [ \$(wc -l <'$W/err') = 1 ]"
+rm -f "$W/mem.sqfs"
+check "sqfstar -mem 64M IMAGE: -mem's value is not taken for IMAGE" bash -c \
+	"cd '$W' && '$W/bin/sqfstar' -quiet -mem 64M mem.sqfs <src.tar >/dev/null && unsquashfs -lln mem.sqfs | grep -q c/small"
 "$QM" "$W/src" "$W/ap.sqfs" -noappend -quiet >/dev/null 2>&1
 check "without -noappend an existing image is appended to, a name it has renamed NAME_1" bash -c \
 	"'$QM' '$W/src' '$W/ap.sqfs' -quiet >/dev/null 2>&1 && unsquashfs -lln '$W/ap.sqfs' | grep -q ' squashfs-root/a_1/big\$'"
