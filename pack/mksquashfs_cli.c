@@ -89,7 +89,6 @@ static const struct {
 	/* 4.6 and 4.7's, named so that a script using one learns why it stops */
 	{ "-mem-default", 0, "not supported: without -mem quash's memory follows the blocks in flight, "
 			     "with no default figure to print" },
-	{ "-pseudo-override", 0, NULL },
 	{ "-action", 1, "not supported: actions are not implemented" },
 	{ "-log-action", 1, "not supported: actions are not implemented" },
 	{ "-true-action", 1, "not supported: actions are not implemented" },
@@ -140,6 +139,8 @@ static void usage(FILE *f)
 		"-keep-as-directory,\n"
 		"-xattrs-include, -xattrs-exclude (POSIX extended regular expressions),\n"
 		"-p, -pf, -pd (pseudo files: d, m, b, c, f, s, i, l and D, M, B, C, F, S, I),\n"
+		"-pseudo-override (4.6: the pseudo files keep their owners and modes over\n"
+		"-all-root, -force-uid, -force-gid, -force-file-mode, -force-dir-mode),\n"
 		"-sort FILE (PATH PRIORITY lines: the data of higher priorities first),\n"
 		"-offset/-o N (the image N bytes into DEST, after zeros),\n"
 		"-mem SIZE (bounds the buffers and tables being built, as quash pack --memory),\n"
@@ -994,6 +995,8 @@ static int parse_options(int argc, char **argv, int first, struct pack_options *
 			ps->cpio_terminator = a[10] == '0' ? '\0' : '\n';
 		} else if (strcmp(a, "-ignore-zeros") == 0) {
 			o->ignore_zeros = true;
+		} else if (strcmp(a, "-pseudo-override") == 0) {
+			o->pseudo_override = true;  /* 4.6: pseudo definitions keep their owners and modes */
 		} else if (strcmp(a, "-numeric-owner") == 0) {
 			o->owner_names = false;     /* 4.7.5: a tar's numbers, not its names (scan.h) */
 		} else if (strcmp(a, "-cols") == 0) {

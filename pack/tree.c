@@ -884,6 +884,55 @@ int tree_finish(struct pack_tree *t, const struct pack_overrides *o)
 	return 0;
 }
 
+struct force_walk {
+	struct pack_tree *tree;
+	const struct pack_overrides *o;
+	bool mark;                  /* the pass: apply and set 'counted', or clear it */
+};
+
+/*
+ * A hard link is met once a name: 'counted' (free until tree_finish())
+ * keeps a second meeting from changing its mode again, for a mode change
+ * such as "o=u,u=g" is not the same done twice.
+ */
+static int force_one(struct pack_inode *inode, void *arg)
+{
+	struct force_walk *w = arg;
+	const struct pack_overrides *o = w->o;
+	const struct mode_spec *forced;
+	int err = 0;
+
+	if (!w->mark) {
+		inode->counted = false;
+		return 0;
+	}
+	if (inode->counted || inode->stored)
+		return 0;
+	inode->counted = true;
+	if (o->all_root)
+		err = tree_set_owner(w->tree, inode, 0, 0);
+	if (!err && o->uid >= 0)
+		err = tree_id(w->tree, (uint32_t)o->uid, &inode->uid);
+	if (!err && o->gid >= 0)
+		err = tree_id(w->tree, (uint32_t)o->gid, &inode->gid);
+	if (!err && (forced = tree_is_dir(inode) ? o->dir_mode : o->file_mode) != NULL)
+		inode->mode = mode_apply(forced, inode->mode);
+	return err;
+}
+
+int tree_force_owners_modes(struct pack_tree *t, const struct pack_overrides *o)
+{
+	struct force_walk w = { .tree = t, .o = o, .mark = true };
+	int err = force_one(t->root, &w);
+
+	if (!err)
+		err = tree_walk_files(t->root, force_one, &w);
+	w.mark = false;
+	force_one(t->root, &w);
+	tree_walk_files(t->root, force_one, &w);
+	return err;
+}
+
 static int walk(struct pack_inode *dir, tree_visit_fn fn, void *arg)
 {
 	for (size_t i = 0; i < dir->u.dir.count; i++) {

@@ -436,6 +436,13 @@ void tree_drop_index(struct pack_tree *t);
 
 /* Sort, count links, apply overrides, gather totals. */
 int tree_finish(struct pack_tree *t, const struct pack_overrides *o);
+/*
+ * The owner and mode overrides of 'o' (all_root, uid, gid, file_mode,
+ * dir_mode) applied now, once to every inode the tree holds, for
+ * mksquashfs's -pseudo-override: what is added after keeps its own, and
+ * tree_finish() is then given overrides without them.
+ */
+int tree_force_owners_modes(struct pack_tree *t, const struct pack_overrides *o);
 
 /* Depth-first, children in sorted order; directories before their contents. */
 typedef int (*tree_visit_fn)(struct pack_inode *inode, void *arg);

@@ -706,6 +706,7 @@ int pack_run(const struct pack_options *given)
 	uint8_t head[HEAD_MAX];
 	size_t head_len = 0;
 	struct pack_stats stats = { 0 };
+	struct pack_overrides finish_overrides;
 	bool is_s3 = strncmp(o->image, "s3://", 5) == 0;
 	int err;
 
@@ -736,12 +737,20 @@ int pack_run(const struct pack_options *given)
 	tree.forced_gid = o->overrides.gid >= 0 ? o->overrides.gid : o->overrides.all_root ? 0 : -1;
 	if (!err)
 		err = read_sources(o, &tree, &spool);
+	finish_overrides = o->overrides;
+	if (!err && o->pseudo_override) {
+		err = tree_force_owners_modes(&tree, &o->overrides);
+		finish_overrides.all_root = false;
+		finish_overrides.uid = finish_overrides.gid = -1;
+		finish_overrides.file_mode = finish_overrides.dir_mode = NULL;
+		tree.forced_uid = tree.forced_gid = -1;
+	}
 	if (!err && o->pseudo.count)
 		err = pseudo_apply(&tree, &o->pseudo, &spool);
 	if (!err && appending)
 		err = append_merge(&base, &tree, o->root_becomes);
 	if (!err)
-		err = tree_finish(&tree, &o->overrides);
+		err = tree_finish(&tree, &finish_overrides);
 	/* As mksquashfs: -force-dir-mode, which the root had with every directory, outranks -root-mode. */
 	if (!err && o->root_mode >= 0 && !o->overrides.dir_mode)
 		tree.root->mode = (tree.root->mode & 0170000) | ((uint32_t)o->root_mode & 07777);

@@ -26,6 +26,12 @@ struct pack_options {
 	bool limit_depth;           /* mksquashfs -max-depth (scan.h) */
 	uint32_t max_depth;
 	struct pseudo_options pseudo;           /* mksquashfs form: -p, -pf, -pd */
+	/*
+	 * mksquashfs -pseudo-override: the owner and mode overrides (-all-root,
+	 * -force-uid, -force-gid, -force-file-mode, -force-dir-mode) apply to
+	 * what the sources gave, and the pseudo definitions keep their own.
+	 */
+	bool pseudo_override;
 	const char *sort_file;                  /* mksquashfs form: -sort FILE, the data's order */
 	const char *order_file;                 /* --order FILE: paths whose data comes first, in order */
 	const char *image;          /* a path, or s3://BUCKET/KEY */

@@ -476,6 +476,42 @@ check "-force-file-mode alone: directories as they were, -root-mode still the ro
 check "-force-dir-mode outranks -root-mode for the root, as in mksquashfs" bash -c \
 	"unsquashfs -lln '$W/q.sqfs' | grep -q '^dr-xr-xr-x .* squashfs-root\$'"
 
+# -pseudo-override (4.6: "allow pseudo file definitions to override
+# -force-uid, -force-gid, -force-file-mode and -force-dir-mode"): the
+# overrides apply to what the source gave, the pseudo entries (and an 'm'
+# change of a source's file) keep their own.  Without it the overrides win
+# over both.  The oracle: chmod of the same mode on a copy of the source and
+# on files made with the definitions' modes, read back through the kernel's
+# mount.  "o=u,u=g" done twice is not done once: a hard link must meet it
+# once.
+rm -rf "$W/po" "$W/pox" && mkdir -p "$W/po/d" "$W/pox"
+echo x >"$W/po/f" && chmod 640 "$W/po/f" && ln "$W/po/f" "$W/po/h" && echo y >"$W/po/g" && chmod 604 "$W/po/g" &&
+	chmod 750 "$W/po/d" && chmod 755 "$W/po"
+owners_modes() { (cd "$1" && find . -printf '%m %U %G %y %p\n' | sort); }
+pseudo_override_case() {   # NAME OVERRIDE(yes|no): build the oracle in pox, the image's listing in q.om
+	local spec='o=u,u=g'
+	rm -rf "$W/pox/po" && cp -a "$W/po" "$W/pox/" && chmod "$spec" "$W/pox/po" "$W/pox/po/d" "$W/pox/po/f" &&
+		chown -R 1000:2000 "$W/pox/po"
+	mkdir "$W/pox/po/pd" && chmod 751 "$W/pox/po/pd" && echo hi >"$W/pox/po/pf" && chmod 444 "$W/pox/po/pf"
+	if [ "$2" = yes ]; then
+		chown 9:9 "$W/pox/po/pd" && chown 7:8 "$W/pox/po/pf" && chmod 600 "$W/pox/po/g" && chown 5:5 "$W/pox/po/g"
+	else
+		chmod 600 "$W/pox/po/g" && chmod "$spec" "$W/pox/po/pd" "$W/pox/po/pf" "$W/pox/po/g" &&
+			chown 1000:2000 "$W/pox/po/pd" "$W/pox/po/pf"
+	fi
+	touch -r "$W/po" "$W/pox/po"
+	rm -f "$W/q.sqfs" "$W/q.om"
+	"$QM" "$W/po" "$W/q.sqfs" -noappend -quiet -force-uid 1000 -force-gid 2000 -force-file-mode "$spec" \
+		-force-dir-mode "$spec" -p "pf f 444 7 8 echo hi" -p "pd d 751 9 9" -p "g m 600 5 5" \
+		$([ "$2" = yes ] && echo -pseudo-override) >/dev/null 2>"$W/err" &&
+		mount -t squashfs -o loop,ro "$W/q.sqfs" "$W/mnt" && owners_modes "$W/mnt" >"$W/q.om"
+	umount "$W/mnt" 2>/dev/null
+	owners_modes "$W/pox/po" >"$W/x.om"
+	check "$1" diff "$W/x.om" "$W/q.om"
+}
+pseudo_override_case "-pseudo-override: the overrides on the source's entries, the pseudo entries their own" yes
+pseudo_override_case "without it: the overrides on the pseudo entries too" no
+
 # Bad values: one line naming the option and the value, exit 1, no image.
 refused() {
 	local name=$1 want=$2 st; shift 2
@@ -507,6 +543,6 @@ refused "-force-file-mode 8" "-force-file-mode 8: expected u, g, o, a or an oper
 refused "-force-file-mode 17777" "-force-file-mode 17777: an octal mode is at most 7777, and alone" -force-file-mode 17777
 refused "-force-dir-mode u+q" "-force-dir-mode u+q: expected permissions" -force-dir-mode u+q
 refused "-force-dir-mode ug" "-force-dir-mode ug: expected u, g, o, a or an operator" -force-dir-mode ug
-refused "-pseudo-override (4.6): named, not unknown" "-pseudo-override: not supported" -pseudo-override
+refused "-mem-default (4.6): named, not unknown" "-mem-default: not supported" -mem-default
 refused "-action (4.5.1): named, not unknown" "-action: not supported: actions are not implemented" -action 'prune@name(x)'
 refused "-repro-time x" "-repro-time: bad value 'x'" -repro-time x
