@@ -16,6 +16,7 @@
  * Options of mksquashfs 4.6 and 4.7 that Debian's 4.5.1 lacks (-default-*,
  * -xattrs-add, -percentage, -uid-gid-offset...) follow their USAGE text.
  */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <regex.h>
@@ -775,6 +776,8 @@ static int open_info_file(const char *path, FILE **out)
 	return 0;
 }
 
+static bool takes_value(const char *opt);
+
 /* The options after SOURCE... DEST; 0, or the exit status. */
 static int parse_options(int argc, char **argv, int first, struct pack_options *o, struct excludes *ex,
 			 struct pseudo_args *ps, bool *noappend, bool *keep_as_dir, bool *tar)
@@ -790,7 +793,12 @@ static int parse_options(int argc, char **argv, int first, struct pack_options *
 		const char *a = canonical(argv[i]);
 		const char *val = i + 1 < argc ? argv[i + 1] : NULL;
 
-#define NEED_VALUE() do { if (!val) return refuse(a, "needs a value"); i++; } while (0)
+/*
+ * takes_value() finds sqfstar's IMAGE among the options by the same
+ * list: an option taking a value that it does not know would have its
+ * value taken for IMAGE (as -mem's was), so the sanitizer build checks.
+ */
+#define NEED_VALUE() do { assert(takes_value(a)); if (!val) return refuse(a, "needs a value"); i++; } while (0)
 		if (strcmp(a, "-e") == 0) {
 			/* Everything after -e is an exclude. */
 			for (i++; i < argc; i++)

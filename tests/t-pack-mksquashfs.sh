@@ -325,6 +325,9 @@ check "-help-comp list, -help-comp xz, and -comp zstd -Xhelp name the compressor
 	 '$QM' '$W/src' '$W/q.sqfs' -comp zstd -Xhelp | grep -q 'Xcompression-level.*22'"
 check "-help-option REGEX: the help's lines about it; none: one line, exit 1" bash -c \
 	"'$QM' -help-option 'Xbcj' | grep -q -- '-Xbcj' && ! '$QM' -ho 'no-such-thing' 2>'$W/err' && [ \$(wc -l <'$W/err') = 1 ]"
+check "-help-section S prints the help (quash's has no sections), -cols N and -no-pager are taken" bash -c \
+	"'$QM' -help-section compression | grep -q 'Usage: mksquashfs' &&
+	 '$QM' '$W/src' '$W/q.sqfs' -noappend -quiet -cols 80 -no-pager && unsquashfs -lln '$W/q.sqfs' | grep -q c/small"
 rm -f "$W/mem.sqfs"
 check "sqfstar -mem 64M IMAGE: -mem's value is not taken for IMAGE" bash -c \
 	"cd '$W' && '$W/bin/sqfstar' -quiet -mem 64M mem.sqfs <src.tar >/dev/null && unsquashfs -lln mem.sqfs | grep -q c/small"
