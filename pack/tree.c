@@ -767,25 +767,34 @@ static int add_xattrs(struct pack_inode *inode, const struct pack_overrides *o)
 	return err;
 }
 
-static int apply_overrides(struct pack_tree *t, struct pack_inode *inode, const struct pack_overrides *o)
+/* The owner overrides, and mksquashfs's -force-file-mode and -force-dir-mode. */
+static int force_owner_mode(struct pack_tree *t, struct pack_inode *inode, const struct pack_overrides *o)
 {
 	const struct mode_spec *forced;
 	int err = 0;
 
-	if (inode->stored)
-		return 0;   /* appended to: kept as the image has it, as mksquashfs keeps it */
 	if (o->all_root)
 		err = tree_set_owner(t, inode, 0, 0);
 	if (!err && o->uid >= 0)
 		err = tree_id(t, (uint32_t)o->uid, &inode->uid);
 	if (!err && o->gid >= 0)
 		err = tree_id(t, (uint32_t)o->gid, &inode->gid);
-	if (err)
-		return err;
+	if (!err && (forced = tree_is_dir(inode) ? o->dir_mode : o->file_mode) != NULL)
+		inode->mode = mode_apply(forced, inode->mode);
+	return err;
+}
+
+static int apply_overrides(struct pack_tree *t, struct pack_inode *inode, const struct pack_overrides *o)
+{
+	int err;
+
+	if (inode->stored)
+		return 0;   /* appended to: kept as the image has it, as mksquashfs keeps it */
 	if (o->mode >= 0)
 		inode->mode = (inode->mode & 0170000) | ((uint32_t)o->mode & 07777);
-	if ((forced = tree_is_dir(inode) ? o->dir_mode : o->file_mode) != NULL)
-		inode->mode = mode_apply(forced, inode->mode);
+	err = force_owner_mode(t, inode, o);
+	if (err)
+		return err;
 	if (o->mtime >= 0)
 		inode->mtime = tree_time(o->mtime);
 	else if (o->mtime_max >= 0 && inode->mtime > o->mtime_max)
@@ -898,9 +907,6 @@ struct force_walk {
 static int force_one(struct pack_inode *inode, void *arg)
 {
 	struct force_walk *w = arg;
-	const struct pack_overrides *o = w->o;
-	const struct mode_spec *forced;
-	int err = 0;
 
 	if (!w->mark) {
 		inode->counted = false;
@@ -909,15 +915,7 @@ static int force_one(struct pack_inode *inode, void *arg)
 	if (inode->counted || inode->stored)
 		return 0;
 	inode->counted = true;
-	if (o->all_root)
-		err = tree_set_owner(w->tree, inode, 0, 0);
-	if (!err && o->uid >= 0)
-		err = tree_id(w->tree, (uint32_t)o->uid, &inode->uid);
-	if (!err && o->gid >= 0)
-		err = tree_id(w->tree, (uint32_t)o->gid, &inode->gid);
-	if (!err && (forced = tree_is_dir(inode) ? o->dir_mode : o->file_mode) != NULL)
-		inode->mode = mode_apply(forced, inode->mode);
-	return err;
+	return force_owner_mode(w->tree, inode, w->o);
 }
 
 int tree_force_owners_modes(struct pack_tree *t, const struct pack_overrides *o)
