@@ -31,6 +31,22 @@
 #include "srcdir.h"
 #include "prefetch.h"
 
+/*
+ * The archive spool's bytes around the last small read.  An archive's
+ * small files lie side by side in the spool, a directory's together, and
+ * the data phase reads them in the tree's order: one read of this much
+ * serves the next hundreds.  A tar of 500,000 files of 5-10 bytes was
+ * 500,000 pread()s.  Reads of SPOOL_WINDOW_READ_MAX or more bypass it.
+ */
+#define SPOOL_WINDOW (64u << 10)
+#define SPOOL_WINDOW_READ_MAX (4u << 10)
+
+struct spool_window {
+	uint8_t *buf;               /* SPOOL_WINDOW bytes, or NULL: not used */
+	uint64_t pos;               /* the spool offset of buf[0] */
+	size_t len;
+};
+
 struct data_writer {
 	struct data_config cfg;
 	struct srcdir_cache dirs;   /* source directories, reopened safely */
@@ -40,6 +56,7 @@ struct data_writer {
 	struct prefetch *prefetch;  /* opens source files ahead, or NULL */
 	struct xattr_scratch *xattr_buf;
 	uint8_t *buf_a, *buf_b;     /* for hashing and comparing */
+	struct spool_window window;
 	uint64_t dedup_bytes, dedup_files;
 	uint64_t empty_files;
 	int error;
@@ -51,6 +68,7 @@ struct content {
 	int fd;
 	uint64_t base;
 	bool owned;
+	struct spool_window *window; /* the spool's, for its bytes; else NULL */
 	const uint8_t *cache;       /* bytes [0, cache_len) already read, or NULL */
 	uint64_t cache_len;
 	char name[PATH_MAX];        /* for messages */
@@ -65,6 +83,7 @@ bool data_has_fragment(const struct data_config *cfg, uint64_t size)
 static int content_open(struct data_writer *w, struct pack_inode *file, struct content *c, bool ahead)
 {
 	c->stored = NULL;
+	c->window = NULL;
 	c->cache = NULL;
 	c->cache_len = 0;
 	if (file->stored) {
@@ -85,6 +104,7 @@ static int content_open(struct data_writer *w, struct pack_inode *file, struct c
 		snprintf(c->name, sizeof(c->name), "archive spool");
 		c->fd = w->cfg.spool_fd;
 		c->base = file->u.file.content.spool_offset;
+		c->window = w->window.buf ? &w->window : NULL;
 		return 0;
 	}
 	snprintf(c->name, sizeof(c->name), "%s/%s", tree_srcdir(w->dirs.tree, file)->path, tree_file_name(file));
@@ -114,10 +134,35 @@ static void content_close(struct content *c)
 		close(c->fd);
 }
 
+/* A small read of the spool through its window; false if it must be read as it is. */
+static bool window_read(struct content *c, void *buf, size_t len, uint64_t off)
+{
+	struct spool_window *sw = c->window;
+	uint64_t at = c->base + off;
+
+	if (!sw || len >= SPOOL_WINDOW_READ_MAX)
+		return false;
+	if (at < sw->pos || at + len > sw->pos + sw->len) {
+		ssize_t n;
+
+		do
+			n = pread(c->fd, sw->buf, SPOOL_WINDOW, (off_t)at);
+		while (n < 0 && errno == EINTR);
+		sw->pos = at;
+		sw->len = n > 0 ? (size_t)n : 0;
+		if (len > sw->len)
+			return false;       /* the plain read says what is wrong */
+	}
+	memcpy(buf, sw->buf + (at - sw->pos), len);
+	return true;
+}
+
 static int content_read(struct content *c, void *buf, size_t len, uint64_t off)
 {
 	uint8_t *p = buf;
 
+	if (window_read(c, buf, len, off))
+		return 0;
 	if (c->cache && off + len <= c->cache_len) {
 		if (p != c->cache + off)
 			memcpy(p, c->cache + off, len);
@@ -355,6 +400,8 @@ int data_writer_start(const struct data_config *cfg, struct pack_sink *sink, str
 	srcdir_cache_init(&w->dirs, tree);
 	w->buf_a = malloc(cfg->block_size);
 	w->buf_b = malloc(cfg->block_size);
+	if (cfg->spool_fd >= 0)
+		w->window.buf = malloc(SPOOL_WINDOW);   /* none: each read its own */
 	w->xattr_buf = malloc(sizeof(*w->xattr_buf));
 	err = (!w->buf_a || !w->buf_b || !w->xattr_buf) ? -ENOMEM : 0;
 	if (!err && cfg->dedup)
@@ -601,6 +648,7 @@ void data_writer_free(struct data_writer *w)
 	dedup_free(w->dedup);
 	free(w->buf_a);
 	free(w->buf_b);
+	free(w->window.buf);
 	free(w->xattr_buf);
 	free(w);
 }

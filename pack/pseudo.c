@@ -157,6 +157,7 @@ static int run_command(const struct pseudo_ctx *c, const char *command, struct p
 	struct spool *sp = c->spool;
 	uint64_t base, size = 0;
 	int p[2], status, err;
+	bool said = false;          /* by spool_write() */
 	char buf[65536];
 	ssize_t n;
 	pid_t pid;
@@ -182,8 +183,12 @@ static int run_command(const struct pseudo_ctx *c, const char *command, struct p
 	while ((n = read(p[0], buf, sizeof(buf))) != 0) {
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n < 0 || pwrite(sp->fd, buf, (size_t)n, (off_t)(base + size)) != n) {
+		if (n < 0) {
 			err = -errno;
+			break;
+		}
+		if ((err = spool_write(sp, buf, (size_t)n, base + size)) != 0) {
+			said = true;
 			break;
 		}
 		size += (uint64_t)n;
@@ -192,7 +197,7 @@ static int run_command(const struct pseudo_ctx *c, const char *command, struct p
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
 	if (err)
-		return bad(c, "'%s': %s", command, strerror(-err));
+		return said ? err : bad(c, "'%s': %s", command, strerror(-err));
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
 		return bad(c, "'%s' failed (exit status %d)", command,
 			   WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));

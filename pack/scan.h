@@ -12,10 +12,20 @@
 #include "pack_util.h"
 
 /* Archive contents are copied here so that the data phase can read every source alike. */
+/*
+ * Small files' bytes are gathered into writes of up to this: a tar of
+ * 500,000 files of 5-10 bytes was 500,000 pwrite()s and as many
+ * ftruncate()s, 5.2 s of which 3.0 s in the kernel.
+ */
+#define SPOOL_BUFFER (1u << 20)
+
 struct spool {
 	int fd;                     /* -1 until the first archive needs it */
-	uint64_t end;
+	uint64_t end;               /* its size, holes at the end included */
 	const char *dir;            /* created in this directory (beside the image) */
+	uint8_t *buf;               /* bytes not yet written: SPOOL_BUFFER of them at most */
+	uint64_t buf_pos;           /* where buf[0] goes */
+	size_t buf_len;
 };
 
 /* A file by identity, for mksquashfs's excludes. */
@@ -123,6 +133,10 @@ static inline uint32_t scan_levels(const struct scan_options *o, uint32_t depth)
 
 /* Create the spool file (once); 0 or -errno with a message. */
 int spool_open(struct spool *s);
+/* 'len' bytes for offset 'pos' (buffered: read them only after spool_flush()); 0 or -errno, said. */
+int spool_write(struct spool *s, const void *p, size_t len, uint64_t pos);
+/* Everything written, and the size 'end' (a hole at the end); 0 or -errno, said. */
+int spool_flush(struct spool *s);
 void spool_close(struct spool *s);
 
 /* libarchive is opened on first use (archive_loader.c, lib/io/lazy_lib.h):

@@ -61,6 +61,65 @@ void spool_close(struct spool *s)
 	if (s->fd >= 0)
 		close(s->fd);
 	s->fd = -1;
+	free(s->buf);
+	s->buf = NULL;
+	s->buf_len = 0;
+}
+
+static int spool_pwrite(struct spool *s, const uint8_t *p, size_t len, uint64_t pos)
+{
+	while (len > 0) {
+		ssize_t n = pwrite(s->fd, p, len, (off_t)pos);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int err = -errno;
+
+			pack_error("spool: %s", strerror(errno));
+			return err;
+		}
+		p += n;
+		len -= (size_t)n;
+		pos += (uint64_t)n;
+	}
+	return 0;
+}
+
+int spool_write(struct spool *s, const void *p, size_t len, uint64_t pos)
+{
+	int err;
+
+	if (s->buf && pos == s->buf_pos + s->buf_len && len <= SPOOL_BUFFER - s->buf_len) {
+		memcpy(s->buf + s->buf_len, p, len);
+		s->buf_len += len;
+		return 0;
+	}
+	err = spool_pwrite(s, s->buf, s->buf_len, s->buf_pos);
+	s->buf_len = 0;
+	if (err || len >= SPOOL_BUFFER / 2)
+		return err ? err : spool_pwrite(s, p, len, pos);
+	if (!s->buf && !(s->buf = malloc(SPOOL_BUFFER)))
+		return spool_pwrite(s, p, len, pos);    /* no buffer: each write its own */
+	memcpy(s->buf, p, len);
+	s->buf_pos = pos;
+	s->buf_len = len;
+	return 0;
+}
+
+int spool_flush(struct spool *s)
+{
+	int err;
+
+	if (s->fd < 0)
+		return 0;
+	err = spool_pwrite(s, s->buf, s->buf_len, s->buf_pos);
+	s->buf_len = 0;
+	if (!err && ftruncate(s->fd, (off_t)s->end) < 0) {
+		err = -errno;
+		pack_error("spool: %s", strerror(errno));
+	}
+	return err;
 }
 
 int spool_open(struct spool *s)
@@ -178,27 +237,11 @@ static int spool_data(struct archive_scan *s, struct pack_inode *inode, int64_t 
 			pack_error("%s: %s: data beyond the entry's size", s->name, entry);
 			return -EIO;
 		}
-		for (const uint8_t *p = buf; len > 0;) {
-			ssize_t n = pwrite(sp->fd, p, len, (off_t)(base + (uint64_t)off));
-
-			if (n < 0) {
-				if (errno == EINTR)
-					continue;
-				err = -errno;
-				pack_error("spool: %s", strerror(errno));
-				return err;
-			}
-			p += n;
-			len -= (size_t)n;
-			off += n;
-		}
+		err = spool_write(sp, buf, len, base + (uint64_t)off);
+		if (err)
+			return err;
 	}
-	sp->end = base + (uint64_t)size;
-	if (ftruncate(sp->fd, (off_t)sp->end) < 0) {
-		err = -errno;
-		pack_error("spool: %s", strerror(errno));
-		return err;
-	}
+	sp->end = base + (uint64_t)size;    /* a hole at its end: spool_flush() sets the size */
 	return 0;
 }
 

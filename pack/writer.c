@@ -747,6 +747,8 @@ int pack_run(const struct pack_options *given)
 	}
 	if (!err && o->pseudo.count)
 		err = pseudo_apply(&tree, &o->pseudo, &spool);
+	if (!err)
+		err = spool_flush(&spool);     /* the data phase reads it */
 	if (!err && appending)
 		err = append_merge(&base, &tree, o->root_becomes);
 	if (!err)
