@@ -74,6 +74,8 @@ static const struct {
 				   SQFS_FLAG_UNCOMPRESSED_FRAGMENTS | SQFS_FLAG_UNCOMPRESSED_XATTRS },
 };
 
+#define NO_ACTIONS "not supported: actions are not implemented"
+
 /* Options known to mksquashfs that quash refuses, with how many arguments each takes. */
 static const struct {
 	const char *name;
@@ -90,23 +92,23 @@ static const struct {
 	/* 4.6 and 4.7's, named so that a script using one learns why it stops */
 	{ "-mem-default", 0, "not supported: without -mem quash's memory follows the blocks in flight, "
 			     "with no default figure to print" },
-	{ "-action", 1, "not supported: actions are not implemented" },
-	{ "-log-action", 1, "not supported: actions are not implemented" },
-	{ "-true-action", 1, "not supported: actions are not implemented" },
-	{ "-false-action", 1, "not supported: actions are not implemented" },
-	{ "-action-file", 1, "not supported: actions are not implemented" },
-	{ "-log-action-file", 1, "not supported: actions are not implemented" },
-	{ "-true-action-file", 1, "not supported: actions are not implemented" },
-	{ "-false-action-file", 1, "not supported: actions are not implemented" },
+	{ "-action", 1, NO_ACTIONS },
+	{ "-log-action", 1, NO_ACTIONS },
+	{ "-true-action", 1, NO_ACTIONS },
+	{ "-false-action", 1, NO_ACTIONS },
+	{ "-action-file", 1, NO_ACTIONS },
+	{ "-log-action-file", 1, NO_ACTIONS },
+	{ "-true-action-file", 1, NO_ACTIONS },
+	{ "-false-action-file", 1, NO_ACTIONS },
 	/* 4.7's short names for the action options */
-	{ "-a", 1, "not supported: actions are not implemented" },
-	{ "-va", 1, "not supported: actions are not implemented" },
-	{ "-ta", 1, "not supported: actions are not implemented" },
-	{ "-fa", 1, "not supported: actions are not implemented" },
-	{ "-af", 1, "not supported: actions are not implemented" },
-	{ "-vaf", 1, "not supported: actions are not implemented" },
-	{ "-taf", 1, "not supported: actions are not implemented" },
-	{ "-faf", 1, "not supported: actions are not implemented" },
+	{ "-a", 1, NO_ACTIONS },
+	{ "-va", 1, NO_ACTIONS },
+	{ "-ta", 1, NO_ACTIONS },
+	{ "-fa", 1, NO_ACTIONS },
+	{ "-af", 1, NO_ACTIONS },
+	{ "-vaf", 1, NO_ACTIONS },
+	{ "-taf", 1, NO_ACTIONS },
+	{ "-faf", 1, NO_ACTIONS },
 	{ "-recover", 1, "not supported: quash writes beside DEST and renames, so there is nothing to recover" },
 	/* 4.7.3: a filesystem streamed to standard output, then fixed up */
 	{ "-stream", 0, "not supported: quash writes an image file (or an s3:// object)" },
