@@ -41,7 +41,7 @@ serve() {   # serve NAME OPTIONS...: quash mount -f of $img at $M/NAME, its log 
 	wait_mounted "$M/$name"
 }
 
-counters() {   # counters NAME: "RING DEV IOCTL" from the daemon's latest report (SIGUSR1)
+counters() {   # counters NAME: "RING DEV IOCTL READ" from the daemon's latest report (SIGUSR1)
 	local n
 	n=$(grep -c 'requests: ' "$M/$1.log")
 	kill -USR1 "$(cat "$M/$1.pid")"
@@ -54,7 +54,8 @@ import re, sys
 l = sys.stdin.read()
 m = re.search(r"requests: (\d+) over io_uring, (\d+) over /dev/fuse", l)
 i = re.search(r" IOCTL (\d+)", l)
-print(m.group(1), m.group(2), i.group(1) if i else 0)'
+r = re.search(r" READ (\d+)", l)
+print(m.group(1), m.group(2), i.group(1) if i else 0, r.group(1) if r else 0)'
 }
 
 # 2. Requests are served from the queues, and the answers are right.
@@ -104,11 +105,16 @@ for tr in dev uring; do
 		continue
 	fi
 	startup "$M/py-$tr" || not_ok "$tr: Python starts from the image"
-	read -r r0 d0 i0 < <(counters "py-$tr")
+	read -r r0 d0 i0 rd0 < <(counters "py-$tr")
 	for _ in 1 2 3; do startup "$M/py-$tr"; done
-	read -r r1 d1 i1 < <(counters "py-$tr")
-	others=$(( (r1 + d1) - (r0 + d0) - (i1 - i0) ))
-	check "$tr: three warm start-ups send no request but IOCTL ($((i1 - i0)) IOCTL, $others others)" \
-		test "$others" -le 3
+	read -r r1 d1 i1 rd1 < <(counters "py-$tr")
+	# A warm start-up may still fault in a page of a mapped library that the
+	# cold one did not touch, a READ the kernel's cache could not answer:
+	# 0-4 in three start-ups were seen, against 137 cold (one CI run failed
+	# when this allowed 3 requests of any kind).  Everything else is cached.
+	reads=$((rd1 - rd0))
+	others=$(( (r1 + d1) - (r0 + d0) - (i1 - i0) - reads ))
+	check "$tr: three warm start-ups send no request but IOCTL, and READs for at most 5% of the cold one's ($((i1 - i0)) IOCTL, $reads of $rd0 READs, $others others)" \
+		test "$others" -le 3 -a $((reads * 20)) -le "$rd0"
 	fusermount3 -u "$M/py-$tr"
 done
