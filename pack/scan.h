@@ -11,7 +11,6 @@
 #include "tree.h"
 #include "pack_util.h"
 
-/* Archive contents are copied here so that the data phase can read every source alike. */
 /*
  * Small files' bytes are gathered into writes of up to this: a tar of
  * 500,000 files of 5-10 bytes was 500,000 pwrite()s and as many
@@ -19,6 +18,7 @@
  */
 #define SPOOL_BUFFER (1u << 20)
 
+/* Archive contents are copied here so that the data phase can read every source alike. */
 struct spool {
 	int fd;                     /* -1 until the first archive needs it */
 	uint64_t end;               /* its size, holes at the end included */
