@@ -523,8 +523,8 @@ static int read_names(char end, struct name_list *l)
 	return 0;
 }
 
-/* -pd "d MODE UID GID" or "D TIME MODE UID GID": the metadata of directories pseudo files imply. */
-static int parse_default_dir(const char *s, struct pack_meta *d)
+/* -pd (opt: as given) "d MODE UID GID" or "D TIME MODE UID GID": the metadata of directories pseudo files imply. */
+static int parse_default_dir(const char *opt, const char *s, struct pack_meta *d)
 {
 	char type, w[3][256];
 	unsigned long t = 0;
@@ -534,21 +534,21 @@ static int parse_default_dir(const char *s, struct pack_meta *d)
 	int n;
 
 	if (sscanf(s, " %c%n", &type, &n) != 1 || (type != 'd' && type != 'D'))
-		return refuse("-pd", "expected \"d MODE UID GID\" or \"D TIME MODE UID GID\"");
+		return refuse(opt, "expected \"d MODE UID GID\" or \"D TIME MODE UID GID\"");
 	s += n;
 	if (type == 'D') {
 		errno = 0;
 		t = strtoul(s, &end, 10);
 		if (errno || end == s || t > UINT32_MAX)
-			return refuse("-pd", "bad time");
+			return refuse(opt, "bad time");
 		s = end;
 	}
 	if (sscanf(s, " %255s %255s %255s", w[0], w[1], w[2]) != 3)
-		return refuse("-pd", "expected MODE UID GID");
+		return refuse(opt, "expected MODE UID GID");
 	mode = strtol(w[0], &end, 8);
 	if (*end || mode < 0 || mode > 07777)
-		return refuse("-pd", "bad mode (octal, at most 7777)");
-	if (parse_owner("-pd", w[1], false, &uid) || parse_owner("-pd", w[2], true, &gid))
+		return refuse(opt, "bad mode (octal, at most 7777)");
+	if (parse_owner(opt, w[1], false, &uid) || parse_owner(opt, w[2], true, &gid))
 		return MKSQ_EXIT_ERROR;
 	memset(d, 0, sizeof(*d));
 	d->mode = S_IFDIR | (uint32_t)mode;
@@ -792,7 +792,8 @@ static int parse_options(int argc, char **argv, int first, struct pack_options *
 	int64_t v;
 
 	for (int i = first; i < argc; i++) {
-		const char *a = canonical(argv[i]);
+		/* Matched by its canonical name, named in messages as given. */
+		const char *given = argv[i], *a = canonical(given);
 		const char *val = i + 1 < argc ? argv[i + 1] : NULL;
 
 /*
@@ -800,7 +801,7 @@ static int parse_options(int argc, char **argv, int first, struct pack_options *
  * list: an option taking a value that it does not know would have its
  * value taken for IMAGE (as -mem's was), so the sanitizer build checks.
  */
-#define NEED_VALUE() do { assert(takes_value(a)); if (!val) return refuse(a, "needs a value"); i++; } while (0)
+#define NEED_VALUE() do { assert(takes_value(a)); if (!val) return refuse(given, "needs a value"); i++; } while (0)
 		if (strcmp(a, "-e") == 0) {
 			/* Everything after -e is an exclude. */
 			for (i++; i < argc; i++)
@@ -816,7 +817,7 @@ static int parse_options(int argc, char **argv, int first, struct pack_options *
 			ps->defs[ps->count++] = (struct pseudo_def){ .text = val, .is_file = a[2] == 'f' };
 		} else if (strcmp(a, "-pd") == 0) {
 			NEED_VALUE();
-			if (parse_default_dir(val, &ps->default_dir))
+			if (parse_default_dir(given, val, &ps->default_dir))
 				return MKSQ_EXIT_ERROR;
 			ps->have_default_dir = true;
 		} else if (strcmp(a, "-offset") == 0 || strcmp(a, "-o") == 0) {
@@ -1069,7 +1070,7 @@ static int parse_options(int argc, char **argv, int first, struct pack_options *
 		} else if (strcmp(a, "-mkfs-time") == 0 || strcmp(a, "-all-time") == 0 ||
 			   strcmp(a, "-inode-time") == 0 || strcmp(a, "-repro-time") == 0) {
 			NEED_VALUE();
-			if (parse_uint(a, val, UINT32_MAX, &v))
+			if (parse_uint(given, val, UINT32_MAX, &v))
 				return MKSQ_EXIT_ERROR;
 			/* 4.7: -inode-time is -all-time; -repro-time is both it and -mkfs-time. */
 			if (strcmp(a, "-all-time") != 0 && strcmp(a, "-inode-time") != 0)

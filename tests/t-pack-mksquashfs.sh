@@ -320,6 +320,9 @@ rm -f "$W/q.sqfs"
 check "-fstime is -mkfs-time, -pseudo-dir is -pd" bash -c \
 	"unsquashfs -s '$W/q.sqfs' | grep -q 'Creation or last append time Thu Jan  1 03:25:45 1970' &&
 	 unsquashfs -lln '$W/q.sqfs' | grep -q '^drwx------ 4321/0 .* squashfs-root/made\$'"
+refused "a bad value is named by the option's name as given (-fstime)" "-fstime: bad value 'x'" -fstime x
+refused "a missing value too (-fstime)" "-fstime: needs a value" -fstime
+refused "a bad default directory too (-pseudo-dir)" "-pseudo-dir: expected" -pseudo-dir q
 check "-help-comp list, -help-comp xz, and -comp zstd -Xhelp name the compressors and their options" bash -c \
 	"'$QM' -help-comp list | grep -q 'gzip, lzo, lz4, xz, zstd' && '$QM' -help-comp xz | grep -q -- '-Xdict-size' &&
 	 '$QM' '$W/src' '$W/q.sqfs' -comp zstd -Xhelp | grep -q 'Xcompression-level.*22'"
