@@ -144,6 +144,38 @@ resumed=$(echo "$first" | awk '{ printf "bytes=%d-%d", $1 + ($2 - $1 + 1) / 2, $
 check "streamed, cut half way: the file right; the rest asked from where it broke off ($resumed)" \
 	bash -c "[ $st = 0 ] && [ -n '$first' ] && grep -q '^GET $resumed pass' '$W/trunc.log'"
 
+# A run read out of its bytes' order is fetched in 256 KiB requests, each in
+# the turn of the earliest touch it holds: the same 5 MB file's profile, its
+# ranges given again as 64 KiB read from the end backwards.  The first 8
+# requests out (8 replay threads) are the file's last 2 MiB, so the first
+# to come back is one of them.
+# (the file: the ranges that adjoin its largest one)
+read -r big_off big_end < <(awk 'NR > 2 { print $1, $1 + $2 }' "$W/big.profile" | sort -n | awk '
+	{ off[NR] = $1; end[NR] = $2; if ($2 - $1 > end[big] - off[big]) big = NR }
+	END { lo = big; hi = big
+	      while (lo > 1 && end[lo - 1] == off[lo]) lo--
+	      while (hi < NR && off[hi + 1] == end[hi]) hi++
+	      print off[lo], end[hi] }')
+{
+	head -2 "$W/big.profile"
+	awk -v lo="$big_off" -v hi="$big_end" 'NR > 2 && ($1 + $2 <= lo || $1 >= hi)' "$W/big.profile"
+	for ((o = big_end - 65536; o >= big_off; o -= 65536)); do echo "$o 65536"; done
+	[ $(((big_end - big_off) % 65536)) = 0 ] || echo "$big_off $(((big_end - big_off) % 65536))"
+} >"$W/backwards.profile"
+: >"$W/requests.log"
+qmount "$W/m" "$QUASH_ASAN" mount -o "prefetch=$W/backwards.profile,$CS" "$BASE/a.sqfs" "$W/m" 2>"$W/err"
+settled
+cmp -s "$W/m/sub/deeper/big" "$W/tree/sub/deeper/big"; st=$?
+fusermount3 -u -z "$W/m"
+awk -v lo="$big_off" -v hi="$big_end" '{ split($2, r, "[=-]") } r[2] >= lo && r[2] < hi { print r[2], r[3] - r[2] + 1 }' \
+	"$W/requests.log" >"$W/backwards.got"
+pieces=$(wc -l <"$W/backwards.got")
+largest=$(sort -k2n "$W/backwards.got" | tail -1 | cut -d' ' -f2)
+first_off=$(head -1 "$W/backwards.got" | cut -d' ' -f1)
+check "read backwards: the file right, in $pieces requests of at most 256 KiB ($largest), the end's first" \
+	test "$st" = 0 -a "$pieces" -ge 19 -a "${largest:-0}" -le 262144 -a "${first_off:-0}" -ge $((big_end - 8 * 262144))
+check "read backwards: nothing said" test ! -s "$W/err"
+
 # URL.profile beside the image is fetched once and replayed.
 cp "$W/a.profile" "$W/www/a.sqfs.profile"
 : >"$W/requests.log"
