@@ -706,7 +706,7 @@ static int make_plan(struct profiled *p, const struct qs_profile *prof, uint64_t
 	struct plan_entry *e = calloc(prof->count ? prof->count : 1, sizeof(*e));
 	struct plan_entry *run = NULL, *r = NULL;      /* merged runs; the requests they are cut into */
 	struct plan_turn *t = NULL;
-	uint64_t total = 0, size = p->base->size;
+	uint64_t total = 0, cut_bytes = 0, size = p->base->size;
 	size_t n = 0, nrun = 0, nr = 0, m = 0;
 	int ret = -ENOMEM;
 
@@ -755,6 +755,10 @@ static int make_plan(struct profiled *p, const struct qs_profile *prof, uint64_t
 			if (e[k].first > latest)
 				latest = e[k].first;
 		}
+		/* Only as many bytes as a replay fetches are cut: a hostile profile's plan stays small. */
+		cut = cut && cut_bytes + (run[i].end - run[i].off) <= PROFILE_PREFETCH_MAX;
+		if (cut)
+			cut_bytes += run[i].end - run[i].off;
 		nr += cut ? (run[i].end - run[i].off + PROFILE_CUT_SIZE - 1) / PROFILE_CUT_SIZE : 1;
 		run[i].first |= cut ? RUN_CUT : 0;
 	}
@@ -769,13 +773,29 @@ static int make_plan(struct profiled *p, const struct qs_profile *prof, uint64_t
 		size_t last = i + 1 < nrun ? run[i + 1].first & ~RUN_CUT : n;
 		uint64_t step = run[i].first & RUN_CUT ? PROFILE_CUT_SIZE : run[i].end - run[i].off;
 
+		uint64_t covered = run[i].off;
+
 		for (uint64_t o = run[i].off; o < run[i].end; o += step)
 			r[m++] = (struct plan_entry){ o, run[i].end - o <= step ? run[i].end : o + step, SIZE_MAX };
-		/* Each request in the turn of the earliest range it overlaps. */
-		for (size_t k = k0; k < last; k++)
-			for (size_t q = from + (e[k].off - run[i].off) / step; q < m && r[q].off < e[k].end; q++)
+		/*
+		 * Each request in the turn of the earliest range it overlaps.  A
+		 * range marks the requests it adds to what the ranges before it
+		 * covered, and the one it starts in: overlapping ranges cost no
+		 * more than one pass over the requests.
+		 */
+		for (size_t k = k0; k < last; k++) {
+			size_t q = from + (e[k].off - run[i].off) / step;
+
+			if (e[k].first < r[q].first)
+				r[q].first = e[k].first;
+			if (e[k].end <= covered)
+				continue;
+			for (q = from + ((e[k].off > covered ? e[k].off : covered) - run[i].off) / step;
+			     q < m && r[q].off < e[k].end; q++)
 				if (e[k].first < r[q].first)
 					r[q].first = e[k].first;
+			covered = e[k].end;
+		}
 	}
 	for (size_t i = 0; i < m; i++)
 		t[i] = (struct plan_turn){ r[i].off < meta, r[i].first, i };
