@@ -81,11 +81,11 @@
 #define PROFILE_CLAIM_MAX      (256u << 10)
 /*
  * A merged run read out of its bytes' order is cut into requests of this
- * (make_plan()).  On the fleet bench's start-up (20 ms, 200
- * Mbit/s): 64 KiB took 1.76-1.97 s, its requests paying the round trips;
- * 128, 256 and 512 KiB 1.31-1.48 s; uncut, 1.75-1.77 s.  256 KiB is also
- * the most a read ahead of the replay claims (PROFILE_CLAIM_MAX), at 8 in
- * flight 2 MiB on their way, 4x the link's bandwidth-delay product.
+ * (make_plan()).  On the fleet bench's start-up (20 ms, 200 Mbit/s), with
+ * every run cut: 64 KiB took 1.76-1.97 s, its requests paying the round
+ * trips; 128, 256 and 512 KiB 1.31-1.48 s; uncut, 1.73-2.00 s.  256 KiB
+ * is also the most a read ahead of the replay claims (PROFILE_CLAIM_MAX),
+ * at 8 in flight 2 MiB on their way, 4x the link's bandwidth-delay product.
  */
 #define PROFILE_CUT_SIZE       PROFILE_CLAIM_MAX
 /*
@@ -772,7 +772,6 @@ static int make_plan(struct profiled *p, const struct qs_profile *prof, uint64_t
 		size_t k0 = run[i].first & ~RUN_CUT, from = m;
 		size_t last = i + 1 < nrun ? run[i + 1].first & ~RUN_CUT : n;
 		uint64_t step = run[i].first & RUN_CUT ? PROFILE_CUT_SIZE : run[i].end - run[i].off;
-
 		uint64_t covered = run[i].off;
 
 		for (uint64_t o = run[i].off; o < run[i].end; o += step)
