@@ -18,6 +18,7 @@
 #ifndef QUASH_SOURCE_H
 #define QUASH_SOURCE_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -65,14 +66,21 @@ struct qs_source {
 
 /*
  * A bound on memory that several sources' caches share (the images of a
- * catalog mount): each source still evicts its own least recently used
- * chunks, but while the sum of all of them is over 'limit'.  'used' is
- * updated atomically by the sources; the caller zeroes it and sets 'limit'.
+ * catalog mount).  A source that goes over it evicts its own least recently
+ * used chunks first, then the others' (an idle image's chunks would
+ * otherwise stay while the busy one evicts all of its own).  'used' is
+ * updated atomically by the sources; set up with qs_memory_budget_init(),
+ * and destroyed once no source uses it.
  */
+struct chunk_cache;
 struct qs_memory_budget {
 	uint64_t used;              /* bytes held by all the sources together */
 	uint64_t limit;
+	pthread_mutex_t lock;       /* over the list of members */
+	struct chunk_cache *members;    /* the caches sharing it (chunk_cache.c's) */
 };
+void qs_memory_budget_init(struct qs_memory_budget *budget, uint64_t limit);
+void qs_memory_budget_destroy(struct qs_memory_budget *budget);
 
 /* Options for qs_source_open(); zero-initialised means defaults. */
 struct qs_source_options {

@@ -1497,7 +1497,8 @@ int qc_create(struct qm_fs *fs, struct qm_catalog **out)
 	c->dirs = calloc(c->dirs_cap, sizeof(*c->dirs));
 	c->slots = calloc((size_t)QC_SLOTS_MAX + 1, sizeof(*c->slots));
 	c->cache = qs_cache_create(opt->cache_bytes ? opt->cache_bytes : QS_DEFAULT_CACHE_BYTES);
-	c->remote_memory.limit = opt->source.memory_cache ? opt->source.memory_cache : QC_DEFAULT_REMOTE_MEMORY;
+	qs_memory_budget_init(&c->remote_memory,
+			      opt->source.memory_cache ? opt->source.memory_cache : QC_DEFAULT_REMOTE_MEMORY);
 	atomic_init(&c->nslots, 1);
 	c->changed = time(NULL);
 	if (!c->dirs || !c->slots || !c->cache || pipe2(c->wake, O_CLOEXEC | O_NONBLOCK) != 0) {
@@ -1585,6 +1586,7 @@ void qc_destroy(struct qm_catalog *c)
 	pthread_mutex_destroy(&c->list_lock);
 	pthread_mutex_destroy(&c->nlock);
 	pthread_cond_destroy(&c->nsent);
+	qs_memory_budget_destroy(&c->remote_memory);
 	free(c);
 }
 

@@ -36,8 +36,8 @@ M=$W/mp-http
 qmount "$M" "$QUASH_ASAN" mount --catalog -o cache_dir="$W/cache-http" "http://127.0.0.1:$HTTP/images/" "$M" \
 	2>"$W/http.err"
 check "http: the catalog mounts from nginx's JSON listing" is_mounted "$M"
-check "http: every image is listed, subdirectories nested ($(ls "$M" | tr '\n' ' '))" \
-	[ "$(ls "$M" | tr '\n' ' ')" = "img1 img2 img3 team " ] && [ "$(ls "$M/team")" = img4 ]
+listed_nested() { [ "$(ls "$M" | tr '\n' ' ')" = "img1 img2 img3 team " ] && [ "$(ls "$M/team")" = img4 ]; }
+check "http: every image is listed, subdirectories nested ($(ls "$M" | tr '\n' ' '))" listed_nested
 stat "$M/img2" "$M/team/img4" >/dev/null
 check "http: listing opens nothing" [ "$(open_images "$M")" = 0 ]
 check "http: an image's file reads right" cmp -s "$M/img2/data" "$W/src/t2/data"
@@ -63,10 +63,11 @@ qmount "$M" "$QUASH" mount --catalog -o chunk_size=64K,remote_cache=256K \
 check "index: the names of the index file ($(ls -R "$M" | tr '\n' ' '))" \
 	[ "$(ls "$M" | tr '\n' ' ')" = "img1 img3 team " ]
 check "index: an image reads right" cmp -s "$M/team/img4/data" "$W/src/t4/data"
-check "index: and the others" cmp -s "$M/img3/data" "$W/src/t3/data" && cmp -s "$M/img1/data" "$W/src/t1/data"
+others_right() { cmp -s "$M/img3/data" "$W/src/t3/data" && cmp -s "$M/img1/data" "$W/src/t1/data"; }
+check "index: and the others" others_right
 read -r used limit < <(status "$M" | sed -n 's/.*remote chunks \([0-9]*\) of \([0-9]*\) bytes.*/\1 \2/p')
-check "index: the images' chunks in memory share one bound ($used of $limit bytes after 1.6 MB read)" \
-	[ -n "$used" ] && [ "$limit" = 262144 ] && [ "$used" -le "$limit" ] && [ "$used" -gt 0 ]
+one_bound() { [ -n "$used" ] && [ "$limit" = 262144 ] && [ "$used" -le "$limit" ] && [ "$used" -gt 0 ]; }
+check "index: the images' chunks in memory share one bound ($used of $limit bytes after 1.6 MB read)" one_bound
 fusermount3 -u "$M"
 
 # An S3 prefix, listed with ListObjectsV2.

@@ -112,6 +112,8 @@ struct chunk_cache {
 	struct chunk lru;               /* list head */
 	size_t lru_bytes, memory_limit;
 	struct qs_memory_budget *budget;    /* shared with other caches, or NULL */
+	struct chunk_cache *budget_next, *budget_prev;  /* its members, under budget->lock */
+	bool budget_joined;
 	uint64_t pinned_bytes;
 	uint64_t warmed_bytes;          /* asked for by warm(), against its budget */
 	struct piece **pieces;          /* sorted by offset, disjoint */
@@ -218,6 +220,73 @@ static void evict_locked(struct chunk_cache *cc)
 	}
 }
 
+void qs_memory_budget_init(struct qs_memory_budget *budget, uint64_t limit)
+{
+	memset(budget, 0, sizeof(*budget));
+	budget->limit = limit;
+	pthread_mutex_init(&budget->lock, NULL);
+}
+
+void qs_memory_budget_destroy(struct qs_memory_budget *budget)
+{
+	pthread_mutex_destroy(&budget->lock);
+}
+
+static void budget_join(struct chunk_cache *cc)
+{
+	struct qs_memory_budget *b = cc->budget;
+
+	pthread_mutex_lock(&b->lock);
+	cc->budget_prev = NULL;
+	cc->budget_next = b->members;
+	if (b->members)
+		b->members->budget_prev = cc;
+	b->members = cc;
+	pthread_mutex_unlock(&b->lock);
+}
+
+static void budget_leave(struct chunk_cache *cc)
+{
+	struct qs_memory_budget *b = cc->budget;
+
+	pthread_mutex_lock(&b->lock);
+	if (cc->budget_prev)
+		cc->budget_prev->budget_next = cc->budget_next;
+	else if (b->members == cc)
+		b->members = cc->budget_next;
+	if (cc->budget_next)
+		cc->budget_next->budget_prev = cc->budget_prev;
+	cc->budget_next = cc->budget_prev = NULL;
+	pthread_mutex_unlock(&b->lock);
+}
+
+static bool budget_over(const struct qs_memory_budget *b)
+{
+	return __atomic_load_n(&b->used, __ATOMIC_RELAXED) > b->limit;
+}
+
+/*
+ * Still over the shared budget once this cache has evicted what it can:
+ * evict the other members' chunks nobody is copying from.  Called with
+ * cc->lock held, so the others' locks are only tried (two caches doing
+ * this at once must not wait on each other); one busy now is skipped.
+ */
+static void budget_evict_others(struct chunk_cache *cc)
+{
+	struct qs_memory_budget *b = cc->budget;
+
+	if (!b || !budget_over(b))
+		return;
+	pthread_mutex_lock(&b->lock);
+	for (struct chunk_cache *m = b->members; m && budget_over(b); m = m->budget_next) {
+		if (m == cc || pthread_mutex_trylock(&m->lock) != 0)
+			continue;
+		evict_locked(m);
+		pthread_mutex_unlock(&m->lock);
+	}
+	pthread_mutex_unlock(&b->lock);
+}
+
 static struct chunk *chunk_new_locked(struct chunk_cache *cc, uint32_t idx, bool pinned)
 {
 	struct chunk *c = calloc(1, sizeof(*c));
@@ -267,6 +336,7 @@ static void chunk_finish_locked(struct chunk_cache *cc, struct chunk *c, int err
 		else
 			lru_push(cc, c);
 		evict_locked(cc);
+		budget_evict_others(cc);
 	}
 	pthread_cond_broadcast(&cc->loaded);
 }
@@ -1019,6 +1089,8 @@ static void chunk_cache_close(struct qs_source *src)
 	pthread_mutex_unlock(&cc->lock);
 	for (int w = 0; w < cc->nworkers; w++)
 		pthread_join(cc->workers[w], NULL);
+	if (cc->budget && cc->budget_joined)
+		budget_leave(cc);
 	if (cc->budget)
 		__atomic_fetch_sub(&cc->budget->used, cc->lru_bytes, __ATOMIC_RELAXED);
 	for (i = 0; cc->table && i < cc->nchunks; i++)
@@ -1103,6 +1175,10 @@ int chunk_cache_open(const struct chunk_fetcher *fetcher, const char *name, cons
 	cc->lru.next = cc->lru.prev = &cc->lru;
 	cc->memory_limit = opt && opt->memory_cache ? opt->memory_cache : CHUNK_DEFAULT_MEMORY;
 	cc->budget = opt ? opt->memory_budget : NULL;
+	if (cc->budget) {
+		budget_join(cc);
+		cc->budget_joined = true;
+	}
 	ret = chunk_cache_chunk_size(opt, &cc->chunk_size);
 	if (ret < 0)
 		goto fail;
