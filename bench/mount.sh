@@ -27,7 +27,8 @@
 #
 #   bench/mount.sh                      everything, about 25 minutes
 #   MOUNTERS="kernel quash quash,threads=3" bench/mount.sh fio
-#                                       quash,OPTS is quash with -o OPTS
+#                                       quash,OPTS is quash with -o OPTS;
+#                                       /PATH/TO/quash another build of it
 #   bench/mount.sh fio cycle            only the fio rows and the cycle
 #   bench/mount.sh latency              only the latency rows (about 3 minutes)
 # Why 30 s: each fio job reads every 4 KiB of the file once per pass and
@@ -111,6 +112,7 @@ mount_as() {   # mount_as MOUNTER IMAGE DIR
 	squashfuse_ll) squashfuse_ll "$img" "$dir" ;;
 	quash) "$QUASH" mount "$img" "$dir" ;;
 	quash,*) "$QUASH" mount -o "${who#quash,}" "$img" "$dir" ;;
+	/*) "$who" mount "$img" "$dir" ;;      # another build of quash, to compare two commits
 	*) die "unknown mounter $who" ;;
 	esac
 }

@@ -227,6 +227,14 @@ int qs_file_block(struct qs_file *file, uint64_t index, struct qs_block **out, c
  * one block of zeros.
  */
 void qs_block_release(struct qs_image *img, struct qs_block *block);
+/*
+ * Give a block back whose bytes [data, data + len) the caller has passed on
+ * where they will be found again: a FUSE daemon's reply, or its store into
+ * the kernel's page cache.  If that was the whole block, the cache forgets
+ * it once nobody holds it rather than keep a second copy, and its memory
+ * is reused, hot, by the next block loaded; else as qs_block_release().
+ */
+void qs_block_release_passed(struct qs_image *img, struct qs_block *block, const void *data, size_t len);
 
 /*
  * Where the file's stored bytes lie, as image offsets (add qs_info's offset
@@ -274,6 +282,7 @@ void qs_xattr_free(struct qs_xattr *xattrs, size_t count);
 
 struct qs_cache_stats {
 	uint64_t hits, misses, waits, evictions;
+	uint64_t drops;             /* blocks let go by qs_block_drop() */
 	uint64_t bytes, limit;
 };
 void qs_image_cache_stats(struct qs_image *img, struct qs_cache_stats *out);

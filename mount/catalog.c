@@ -1388,9 +1388,10 @@ char *qc_status(struct qm_catalog *c, size_t *len)
 	tprintf(&t, "# catalog %s: %zu images, %u open (%u old versions), listed %" PRId64 " s ago%s%s\n",
 		c->fs->name, c->nimages, open, old, now - c->listed_at, c->list_error[0] ? "; last listing failed: " : "",
 		c->list_error);
-	tprintf(&t, "# block cache %" PRIu64 " of %" PRIu64 " bytes, %" PRIu64 " hits, %" PRIu64 " misses; "
-		"remote chunks %" PRIu64 " of %" PRIu64 " bytes; %" PRIu64 " bytes read from sources\n", cs.bytes,
-		cs.limit, cs.hits, cs.misses, __atomic_load_n(&c->remote_memory.used, __ATOMIC_RELAXED),
+	tprintf(&t, "# block cache %" PRIu64 " of %" PRIu64 " bytes, %" PRIu64 " hits, %" PRIu64 " misses, %" PRIu64
+		" let go once in the page cache; remote chunks %" PRIu64 " of %" PRIu64 " bytes; %" PRIu64
+		" bytes read from sources\n", cs.bytes, cs.limit, cs.hits, cs.misses, cs.drops,
+		__atomic_load_n(&c->remote_memory.used, __ATOMIC_RELAXED),
 		c->remote_memory.limit, bytes_read);
 	tprintf(&t, "# name\tstate\tversion\tsize\topen_files\treads\tbytes_read\tidle_s\tetag\n");
 	status_node(&t, &c->root, path, 0, now);

@@ -136,9 +136,11 @@ static void store(struct qm_fill *fill, const struct fill_item *item)
 		/* the window starts again once the pages are in */
 		remember_push(fill, block_key(item->nodeid, item->index), now_ms());
 		atomic_fetch_add_explicit(&fill->stored, 1, memory_order_relaxed);
-	}
-	else
+		qs_block_release_passed(NULL, item->block, item->data, item->len);
+		return;
+	} else {
 		atomic_fetch_add_explicit(&fill->failed, 1, memory_order_relaxed);
+	}
 	qs_block_release(NULL, item->block);
 }
 

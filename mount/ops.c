@@ -336,7 +336,7 @@ static void read_file(struct qm_fs *fs, const struct qm_view *v, fuse_req_t req,
 		if (fs->fill && !whole)
 			qm_fill_push(fs->fill, nodeid, first + i, (off_t)((first + i) * bs), blocks[i], data[i], lens[i]);
 		else
-			qs_block_release(NULL, blocks[i]);
+			qs_block_release_passed(NULL, blocks[i], iov[i].iov_base, iov[i].iov_len);
 	}
 }
 

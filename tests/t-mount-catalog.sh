@@ -51,8 +51,8 @@ check "listing and stat of the names open no image (status: $(open_images) open)
 check "... and read nothing of any image" [ "$(status | awk -F'\t' '!/^#/ { n += $6 } END { print n + 0 }')" = 0 ]
 
 check "a file inside an image reads right" [ "$(cat "$C/mp/img7/bin/tool")" = "tool 7" ]
-check "the first lookup inside opened that image, and only it" \
-	[ "$(state_of img7)" = open ] && [ "$(open_images)" = 1 ] && [ "$(reads_of img7)" -gt 0 ]
+only_img7_open() { [ "$(state_of img7)" = open ] && [ "$(open_images)" = 1 ] && [ "$(reads_of img7)" -gt 0 ]; }
+check "the first lookup inside opened that image, and only it" only_img7_open
 check "quash catalog ls --json: the image opened, by name, with its reads" python3 -c '
 import json, subprocess, sys
 imgs = {i["name"]: i for i in json.loads(subprocess.check_output([sys.argv[1], "catalog", "ls", "--json", sys.argv[2]]))}
@@ -62,6 +62,24 @@ check "a nested image reads right" cmp -s "$C/mp/tools/gcc/13.2/share/doc/number
 check "a SIF container's squashfs partition reads right" [ "$(cat "$C/mp/container/bin/tool")" = "tool 11" ]
 check "an image found by its magic reads right" cmp -s "$C/mp/no-extension/share/doc/numbers" \
 	"$C/src/t2/share/doc/numbers"
+
+# A data block a read passed on whole to the page cache is let go (the
+# status counts it); dropped from the page cache too, it is loaded again.
+let_go() { status | grep '^# block cache' | sed -n 's/.* \([0-9]*\) let go once in the page cache.*/\1/p'; }
+g0=$(let_go)
+check "a file read whole reads right (img20: $(stat -c %s "$C/src/t20/share/doc/numbers") bytes)" \
+	cmp -s "$C/mp/img20/share/doc/numbers" "$C/src/t20/share/doc/numbers"
+g1=$(let_go)
+check "... and its full blocks, in the page cache, are let go by the block cache ($g0 -> $g1)" \
+	test "$((${g1:-0} - ${g0:-1}))" -ge 1
+misses() { status | grep '^# block cache' | sed -n 's/.* \([0-9]*\) misses,.*/\1/p'; }
+python3 -c 'import os, sys; fd = os.open(sys.argv[1], os.O_RDONLY); os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)' \
+	"$C/mp/img20/share/doc/numbers"
+m0=$(misses)
+check "... and read again once the page cache let them go too, right" \
+	cmp -s "$C/mp/img20/share/doc/numbers" "$C/src/t20/share/doc/numbers"
+m1=$(misses)
+check "... loaded again: the block cache missed them ($m0 -> $m1)" test "$((${m1:-0} - ${m0:-1}))" -ge 1
 
 # A whole image, every field, against the kernel's own mount.
 if kmount "$C/cat/full.img" "$C/k-full"; then
@@ -166,8 +184,8 @@ check "the daemon exits cleanly after unmount (no sanitizer report)" clean_exit 
 
 # Errors: one line each.
 out=$("$QUASH" mount --catalog "$C/cat/img1.sqfs" "$C/mp" 2>&1)
-check "a file given as a catalog is refused in one line ($out)" \
-	[ "$(wc -l <<<"$out")" = 1 ] && grep -q "not a directory" <<<"$out"
+one_line_not_dir() { [ "$(wc -l <<<"$out")" = 1 ] && grep -q "not a directory" <<<"$out"; }
+check "a file given as a catalog is refused in one line ($out)" one_line_not_dir
 out=$("$QUASH" mount -o idle=5 "$C/cat/img1.sqfs" "$C/mp" 2>&1)
 check "idle= without --catalog is refused ($out)" grep -q "is for a catalog" <<<"$out"
 out=$("$QUASH" mount --catalog -o subdir=x "$C/cat" "$C/mp" 2>&1)

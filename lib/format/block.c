@@ -190,3 +190,12 @@ void qs_block_release(struct qs_image *img, struct qs_block *block)
 	if (block && block != &zero_block)
 		qs_cache_release(block->owner, block);
 }
+
+void qs_block_release_passed(struct qs_image *img, struct qs_block *block, const void *data, size_t len)
+{
+	(void)img;
+	if (block && block != &zero_block && data == block->data && len == block->size)
+		qs_cache_drop(block->owner, block);
+	else
+		qs_block_release(img, block);
+}

@@ -24,7 +24,7 @@ struct shard {
 	struct qs_block *buckets[BUCKETS_PER_SHARD];
 	struct qs_block lru;        /* sentinel: lru.lru_next is the most recently used */
 	size_t bytes, limit;
-	uint64_t hits, misses, waits, evictions;
+	uint64_t hits, misses, waits, evictions, drops;
 };
 
 struct qs_cache {
@@ -209,6 +209,21 @@ void qs_cache_release(struct qs_cache *cache, struct qs_block *b)
 	pthread_mutex_unlock(&s->lock);
 }
 
+void qs_cache_drop(struct qs_cache *cache, struct qs_block *b)
+{
+	uint64_t h = mix(b->key_a, b->key_b);
+	struct shard *s = &cache->shards[h & (QS_CACHE_SHARDS - 1)];
+
+	pthread_mutex_lock(&s->lock);
+	if (--b->refs == 0) {
+		hash_remove(s, b, (unsigned)(h >> 7) & (BUCKETS_PER_SHARD - 1));
+		s->bytes -= b->charge;
+		s->drops++;
+		block_free(b);
+	}
+	pthread_mutex_unlock(&s->lock);
+}
+
 void qs_cache_stats(struct qs_cache *cache, struct qs_cache_stats *out)
 {
 	memset(out, 0, sizeof(*out));
@@ -221,6 +236,7 @@ void qs_cache_stats(struct qs_cache *cache, struct qs_cache_stats *out)
 		out->misses += s->misses;
 		out->waits += s->waits;
 		out->evictions += s->evictions;
+		out->drops += s->drops;
 		out->bytes += s->bytes;
 		pthread_mutex_unlock(&s->lock);
 	}

@@ -49,6 +49,8 @@ typedef int (*qs_cache_loader)(void *ctx, struct qs_block *block);
 int qs_cache_get(struct qs_cache *cache, uint64_t key_a, uint64_t key_b, qs_cache_loader load, void *ctx,
 		 struct qs_block **out);
 void qs_cache_release(struct qs_cache *cache, struct qs_block *block);
+/* Release it, and forget it once nobody holds it (qs_block_release_passed()). */
+void qs_cache_drop(struct qs_cache *cache, struct qs_block *block);
 
 
 #endif

@@ -1,6 +1,7 @@
 /*
  * test_cache.c - the block cache on its own: hits, the byte bound, failed
- * loads not cached, and one load per key under many concurrent misses.
+ * loads not cached, one load per key under many concurrent misses, and
+ * blocks passed on whole let go by the last holder.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -119,6 +120,41 @@ static void *racer(void *arg)
 
 #define RACERS 16
 
+/* qs_cache_drop(): forgotten by the last holder only, its bytes uncounted, loaded again after. */
+static void test_drop(void **state)
+{
+	struct qs_cache *cache = qs_cache_create(1 << 20);
+	struct counter c = { PTHREAD_MUTEX_INITIALIZER, 0, 0, 0 };
+	struct qs_cache_stats st;
+	struct qs_block *a, *b;
+
+	(void)state;
+	assert_int_equal(qs_cache_get(cache, 9, 1, load, &c, &a), 0);
+	assert_int_equal(qs_cache_get(cache, 9, 1, load, &c, &b), 0);
+	assert_ptr_equal(a, b);
+	qs_cache_drop(cache, a);            /* b still holds it */
+	qs_cache_stats(cache, &st);
+	assert_int_equal(st.drops, 0);
+	assert_int_equal(((uint8_t *)b->data)[3], 9);
+	qs_cache_drop(cache, b);
+	qs_cache_stats(cache, &st);
+	assert_int_equal(st.drops, 1);
+	assert_int_equal(st.bytes, 0);
+	assert_int_equal(qs_cache_get(cache, 9, 1, load, &c, &a), 0);
+	assert_int_equal(c.loads, 2);
+	/* A block released as usual stays; dropped while another holds it, it goes with the last. */
+	qs_cache_release(cache, a);
+	assert_int_equal(qs_cache_get(cache, 9, 1, load, &c, &a), 0);
+	assert_int_equal(qs_cache_get(cache, 9, 1, load, &c, &b), 0);
+	assert_int_equal(c.loads, 2);
+	qs_cache_release(cache, a);
+	qs_cache_drop(cache, b);
+	qs_cache_stats(cache, &st);
+	assert_int_equal(st.drops, 2);
+	assert_int_equal(st.bytes, 0);
+	qs_cache_destroy(cache);
+}
+
 static void test_single_flight(void **state)
 {
 	struct qs_cache *cache = qs_cache_create(16 << 20);
@@ -150,6 +186,7 @@ int main(void)
 		cmocka_unit_test(test_bounded),
 		cmocka_unit_test(test_failure_not_cached),
 		cmocka_unit_test(test_single_flight),
+		cmocka_unit_test(test_drop),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
