@@ -1,7 +1,8 @@
 /*
  * test_remote.c - the parts of the remote sources that need no server:
  * INI lookup for AWS files, S3 URLs and key encoding, names without
- * secrets, and the persistent cache directory.
+ * secrets, the persistent cache directory, and the memory bound chunk
+ * caches share (over an in-memory fetcher).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,7 +15,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <pthread.h>
+
 #include "aws_auth.h"
+#include "chunk_cache.h"
 #include "disk_cache.h"
 #include "quash.h"
 #include "source_remote.h"
@@ -206,6 +210,135 @@ static void test_disk_cache_eviction(void **state)
 	assert_int_equal(system("rm -rf /tmp/quash-test-diskevict-*"), 0);
 }
 
+/* ---- a shared memory budget --------------------------------------------- */
+
+#define BUDGET_OBJECT   (1u << 20)
+#define BUDGET_CHUNK    CHUNK_MIN_SIZE
+#define BUDGET_LIMIT    (4 * BUDGET_CHUNK)
+#define BUDGET_SOURCES  3
+
+/* Byte i of object 'tag' is a function of both: a wrong chunk shows. */
+static uint8_t budget_byte(uintptr_t tag, uint64_t i)
+{
+	return (uint8_t)(i * 31 + (i >> 11) + tag * 101);
+}
+
+static int budget_fetch(void *ctx, const struct iovec *iov, int iovcnt, uint64_t off)
+{
+	for (int k = 0; k < iovcnt; k++)
+		for (size_t i = 0; i < iov[k].iov_len; i++)
+			((uint8_t *)iov[k].iov_base)[i] = budget_byte((uintptr_t)ctx, off++);
+	return 0;
+}
+
+static void budget_close(void *ctx)
+{
+	(void)ctx;
+}
+
+static void budget_open(struct qs_memory_budget *b, struct qs_source **src)
+{
+	struct qs_source_options opt = { .chunk_size = BUDGET_CHUNK, .memory_cache = 64 * BUDGET_CHUNK,
+					 .memory_budget = b };
+
+	for (uintptr_t s = 0; s < BUDGET_SOURCES; s++) {
+		struct chunk_fetcher f = { .fetch = budget_fetch, .close = budget_close, .ctx = (void *)s };
+		char name[32];
+
+		snprintf(name, sizeof(name), "mem%u", (unsigned)s);
+		assert_int_equal(chunk_cache_open(&f, name, name, BUDGET_OBJECT, &opt, NULL, 0, NULL, &src[s]), 0);
+	}
+}
+
+static bool budget_read(struct qs_source *src, uintptr_t tag, uint64_t off, size_t len)
+{
+	uint8_t buf[4096];
+	bool ok = len <= sizeof(buf) && qs_source_pread(src, buf, len, off) == 0;
+
+	for (size_t i = 0; ok && i < len; i++)
+		ok = buf[i] == budget_byte(tag, off + i);
+	return ok;
+}
+
+/*
+ * Sources read one after the other: each stays within the shared bound,
+ * the idle ones' chunks evicted too (each evicting only its own left the
+ * first source's chunks held while the next one emptied itself).
+ */
+static void test_budget_shared(void **state)
+{
+	struct qs_memory_budget b;
+	struct qs_source *src[BUDGET_SOURCES];
+
+	(void)state;
+	qs_memory_budget_init(&b, BUDGET_LIMIT);
+	budget_open(&b, src);
+	for (uintptr_t s = 0; s < BUDGET_SOURCES; s++) {
+		for (uint64_t off = 0; off < BUDGET_OBJECT; off += BUDGET_CHUNK / 2)
+			assert_true(budget_read(src[s], s, off, 1000));
+		assert_true(b.used <= BUDGET_LIMIT);
+		assert_true(b.used > 0);
+	}
+	/* One chunk of another source, read alone (no readahead): the others make room for it. */
+	assert_true(budget_read(src[1], 1, 5 * BUDGET_CHUNK + 100, 100));
+	assert_true(b.used <= BUDGET_LIMIT);
+	/* The first source reads right again after its chunks went. */
+	assert_true(budget_read(src[0], 0, 12345, 4000));
+	for (int s = 0; s < BUDGET_SOURCES; s++)
+		qs_source_close(src[s]);
+	assert_int_equal(b.used, 0);
+	qs_memory_budget_destroy(&b);
+}
+
+struct budget_worker {
+	struct qs_source **src;
+	unsigned seed;
+	bool ok;
+};
+
+static void *budget_worker_main(void *arg)
+{
+	struct budget_worker *w = arg;
+
+	w->ok = true;
+	for (int i = 0; i < 2000 && w->ok; i++) {
+		uintptr_t s = (uintptr_t)(rand_r(&w->seed) % BUDGET_SOURCES);
+		uint64_t off = (uint64_t)rand_r(&w->seed) % (BUDGET_OBJECT - 4096);
+
+		w->ok = budget_read(w->src[s], s, off, 1 + (size_t)rand_r(&w->seed) % 4096);
+	}
+	return NULL;
+}
+
+/* Threads on all the sources at once: every byte right, the bound kept at rest. */
+static void test_budget_threads(void **state)
+{
+	struct qs_memory_budget b;
+	struct qs_source *src[BUDGET_SOURCES];
+	struct budget_worker w[6];
+	pthread_t t[6];
+
+	(void)state;
+	qs_memory_budget_init(&b, BUDGET_LIMIT);
+	budget_open(&b, src);
+	for (int i = 0; i < 6; i++) {
+		w[i] = (struct budget_worker){ .src = src, .seed = 7u + (unsigned)i };
+		assert_int_equal(pthread_create(&t[i], NULL, budget_worker_main, &w[i]), 0);
+	}
+	for (int i = 0; i < 6; i++) {
+		pthread_join(t[i], NULL);
+		assert_true(w[i].ok);
+	}
+	/* One more read each, with nothing held: whoever loads last brings the sum under the bound. */
+	for (uintptr_t s = 0; s < BUDGET_SOURCES; s++)
+		assert_true(budget_read(src[s], s, BUDGET_OBJECT - 4096 - s * BUDGET_CHUNK * 3, 100));
+	assert_true(b.used <= BUDGET_LIMIT);
+	for (int s = 0; s < BUDGET_SOURCES; s++)
+		qs_source_close(src[s]);
+	assert_int_equal(b.used, 0);
+	qs_memory_budget_destroy(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -216,6 +349,8 @@ int main(void)
 		cmocka_unit_test(test_s3_target),
 		cmocka_unit_test(test_disk_cache),
 		cmocka_unit_test(test_disk_cache_eviction),
+		cmocka_unit_test(test_budget_shared),
+		cmocka_unit_test(test_budget_threads),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
