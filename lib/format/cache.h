@@ -15,6 +15,7 @@
 #ifndef QUASH_CACHE_H
 #define QUASH_CACHE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -36,6 +37,7 @@ struct qs_block {
 	int state;                  /* LOADING, READY */
 	int error;                  /* of a failed load, for the threads that waited on it */
 	unsigned refs;
+	bool passed;                /* unheld, on the shard's list of blocks passed on whole */
 	struct qs_block *hash_next;
 	struct qs_block *lru_prev, *lru_next;
 };
@@ -49,7 +51,11 @@ typedef int (*qs_cache_loader)(void *ctx, struct qs_block *block);
 int qs_cache_get(struct qs_cache *cache, uint64_t key_a, uint64_t key_b, qs_cache_loader load, void *ctx,
 		 struct qs_block **out);
 void qs_cache_release(struct qs_cache *cache, struct qs_block *block);
-/* Release it, and forget it once nobody holds it (qs_block_release_passed()). */
+/*
+ * Release it, passed on whole (qs_block_release_passed()): once nobody
+ * holds it, it joins a short list of such blocks and is freed when that
+ * list is full, whatever room the cache has.
+ */
 void qs_cache_drop(struct qs_cache *cache, struct qs_block *block);
 
 
