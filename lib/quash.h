@@ -230,9 +230,10 @@ void qs_block_release(struct qs_image *img, struct qs_block *block);
 /*
  * Give a block back whose bytes [data, data + len) the caller has passed on
  * where they will be found again: a FUSE daemon's reply, or its store into
- * the kernel's page cache.  If that was the whole block, the cache forgets
- * it once nobody holds it rather than keep a second copy, and its memory
- * is reused, hot, by the next block loaded; else as qs_block_release().
+ * the kernel's page cache.  If that was the whole block, the cache keeps it
+ * only a short while once nobody holds it (a short list, not its LRU)
+ * rather than keep a second copy, so that its memory is reused while hot;
+ * else as qs_block_release().
  */
 void qs_block_release_passed(struct qs_image *img, struct qs_block *block, const void *data, size_t len);
 
@@ -282,7 +283,7 @@ void qs_xattr_free(struct qs_xattr *xattrs, size_t count);
 
 struct qs_cache_stats {
 	uint64_t hits, misses, waits, evictions;
-	uint64_t drops;             /* blocks let go by qs_block_drop() */
+	uint64_t drops;             /* blocks passed on whole (qs_block_release_passed()), since freed */
 	uint64_t bytes, limit;
 };
 void qs_image_cache_stats(struct qs_image *img, struct qs_cache_stats *out);

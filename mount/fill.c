@@ -137,11 +137,10 @@ static void store(struct qm_fill *fill, const struct fill_item *item)
 		remember_push(fill, block_key(item->nodeid, item->index), now_ms());
 		atomic_fetch_add_explicit(&fill->stored, 1, memory_order_relaxed);
 		qs_block_release_passed(NULL, item->block, item->data, item->len);
-		return;
 	} else {
 		atomic_fetch_add_explicit(&fill->failed, 1, memory_order_relaxed);
+		qs_block_release(NULL, item->block);
 	}
-	qs_block_release(NULL, item->block);
 }
 
 static void *filler(void *arg)

@@ -113,7 +113,6 @@ struct chunk_cache {
 	size_t lru_bytes, memory_limit;
 	struct qs_memory_budget *budget;    /* shared with other caches, or NULL */
 	struct chunk_cache *budget_next, *budget_prev;  /* its members, under budget->lock */
-	bool budget_joined;
 	uint64_t pinned_bytes;
 	uint64_t warmed_bytes;          /* asked for by warm(), against its budget */
 	struct piece **pieces;          /* sorted by offset, disjoint */
@@ -1089,10 +1088,10 @@ static void chunk_cache_close(struct qs_source *src)
 	pthread_mutex_unlock(&cc->lock);
 	for (int w = 0; w < cc->nworkers; w++)
 		pthread_join(cc->workers[w], NULL);
-	if (cc->budget && cc->budget_joined)
+	if (cc->budget) {
 		budget_leave(cc);
-	if (cc->budget)
 		__atomic_fetch_sub(&cc->budget->used, cc->lru_bytes, __ATOMIC_RELAXED);
+	}
 	for (i = 0; cc->table && i < cc->nchunks; i++)
 		if (cc->table[i])
 			chunk_free(cc->table[i]);
@@ -1175,10 +1174,8 @@ int chunk_cache_open(const struct chunk_fetcher *fetcher, const char *name, cons
 	cc->lru.next = cc->lru.prev = &cc->lru;
 	cc->memory_limit = opt && opt->memory_cache ? opt->memory_cache : CHUNK_DEFAULT_MEMORY;
 	cc->budget = opt ? opt->memory_budget : NULL;
-	if (cc->budget) {
+	if (cc->budget)
 		budget_join(cc);
-		cc->budget_joined = true;
-	}
 	ret = chunk_cache_chunk_size(opt, &cc->chunk_size);
 	if (ret < 0)
 		goto fail;
