@@ -265,12 +265,15 @@ static bool budget_over(const struct qs_memory_budget *b)
 }
 
 /*
- * Still over the shared budget once this cache has evicted what it can:
- * evict the other members' chunks nobody is copying from.  Called with
- * cc->lock held, so the others' locks are only tried (two caches doing
- * this at once must not wait on each other); one busy now is skipped.
+ * After a load, with no cache's lock held: still over the shared budget
+ * once the loading cache evicted what it could (chunk_finish_locked()),
+ * evict the other members' chunks nobody is copying from.  Only here is a
+ * cache's lock taken under the budget's, and nothing takes the budget's
+ * under a cache's, so waiting for each member's lock cannot deadlock (a
+ * trylock, the first version, skipped a busy member and could leave the
+ * sum over the bound until the next load).
  */
-static void budget_evict_others(struct chunk_cache *cc)
+static void budget_settle(struct chunk_cache *cc)
 {
 	struct qs_memory_budget *b = cc->budget;
 
@@ -278,8 +281,7 @@ static void budget_evict_others(struct chunk_cache *cc)
 		return;
 	pthread_mutex_lock(&b->lock);
 	for (struct chunk_cache *m = b->members; m && budget_over(b); m = m->budget_next) {
-		if (m == cc || pthread_mutex_trylock(&m->lock) != 0)
-			continue;
+		pthread_mutex_lock(&m->lock);
 		evict_locked(m);
 		pthread_mutex_unlock(&m->lock);
 	}
@@ -335,7 +337,6 @@ static void chunk_finish_locked(struct chunk_cache *cc, struct chunk *c, int err
 		else
 			lru_push(cc, c);
 		evict_locked(cc);
-		budget_evict_others(cc);
 	}
 	pthread_cond_broadcast(&cc->loaded);
 }
@@ -453,6 +454,7 @@ static int chunk_acquire(struct chunk_cache *cc, uint32_t idx, struct chunk **ou
 	if (ret < 0)
 		chunk_put_locked(c);
 	pthread_mutex_unlock(&cc->lock);
+	budget_settle(cc);
 	*out = c;
 	return ret;
 }
@@ -877,6 +879,7 @@ static int pin_load(struct chunk_cache *cc, struct chunk **owned, uint32_t n)
 			chunk_put_locked(owned[k]);
 		}
 		pthread_mutex_unlock(&cc->lock);
+		budget_settle(cc);
 		if (err < 0 && ret == 0)
 			ret = err;
 		i += run;
@@ -1151,6 +1154,7 @@ static int seed_first_chunk(struct chunk_cache *cc, const void *first, size_t fi
 		disk_cache_put(cc->disk, 0, c->data, c->len);
 	chunk_finish_locked(cc, c, 0);
 	chunk_put_locked(c);
+	budget_settle(cc);
 	return 0;
 }
 
