@@ -108,6 +108,45 @@ check "4 MiB chunks, replayed: same bytes as the local image" cmp -s "$W/want" "
 check "4 MiB chunks, replayed: $fetched bytes fetched for a profile of $pbytes (bound $bound; the image: $size)" \
 	test "$fetched" -le "$bound" -a "$fetched" -lt "$size"
 
+# A cache directory keeps what a replay fetched, range by range: the next
+# mount with the same profile and directory asks the server only for the
+# open request (a node starting the same job again, its own server down or
+# not).  A range damaged in the directory is a miss: fetched again, never
+# served.
+replay_cached() {   # replay_cached OUT: mount with the profile and $W/pc, run the workload, unmount
+	: >"$W/requests.log"
+	fg_mount "$W/m" "prefetch=$W/a.profile,cache_dir=$W/pc" "$BASE/a.sqfs"
+	workload "$W/m" "$1"
+	fg_umount "$W/m"        # the daemon gone: its replay's ranges are all written
+}
+# kept_ranges: the cache files holding a range (their key's second line is "range")
+kept_ranges() {
+	python3 - "$W"/pc/c-* <<'PY'
+import struct, sys
+for f in sys.argv[1:]:
+    head = open(f, "rb").read(8192)
+    n = struct.unpack_from("<I", head, 8)[0]
+    if b"\nrange\n" in head[32:32 + n]:
+        print(f)
+PY
+}
+replay_cached "$W/got"
+first_bytes=$(bytes)
+ranges_kept=$(kept_ranges | wc -l)
+check "cache_dir, first replay: same bytes as the local image" cmp -s "$W/want" "$W/got"
+check "cache_dir, first replay: the ranges fetched are kept ($ranges_kept files)" test "$ranges_kept" -gt 0
+replay_cached "$W/got2"
+again=$(requests) again_bytes=$(bytes)
+check "cache_dir, second replay: same bytes as the local image" cmp -s "$W/want" "$W/got2"
+check "cache_dir, second replay: $again request of $again_bytes bytes (the first: $first_bytes)" \
+	test "$again" -le 1 -a "$again_bytes" -le 65536
+check "cache_dir, second replay: nothing said" test ! -s "$W/fg.err"
+victim=$(kept_ranges | head -1)
+printf 'X' | dd of="$victim" bs=1 seek=$(($(stat -c %s "$victim") - 1)) conv=notrunc status=none
+replay_cached "$W/got3"
+check "cache_dir, a kept range damaged: same bytes as the local image" cmp -s "$W/want" "$W/got3"
+check "cache_dir, a kept range damaged: fetched again ($(requests) requests)" test "$(requests)" -ge 2
+
 # Streamed: one range of 5 MB (sub/deeper/big, random bytes) takes 2.5 s
 # over a 16 Mbit/s link; a read of its first bytes goes on as they arrive,
 # while that request is still under way (the proxy logs a request when it

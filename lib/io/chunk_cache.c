@@ -22,7 +22,10 @@
  * instead cost 4.4x the bytes on the fleet bench's Python start-up (77.8
  * MiB of 4 MiB chunks for 17.5 MiB of profile), and at 200 Mbit/s a node
  * the bytes are the time.  Where the chunks are already held, in memory or
- * in the cache directory, warm() loads those instead.
+ * in the cache directory, warm() loads those instead.  A piece fetched is
+ * written to the cache directory as a range, and the next replay of the
+ * same profile reads each range there first: a node starting the same
+ * workload again asks the server for nothing but the open request.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -655,11 +658,12 @@ static int piece_fetch(struct chunk_cache *cc, struct piece *p)
 {
 	struct piece_load l = { cc, p };
 	struct iovec iov = { p->data, p->len };
-	int ret;
+	bool from_disk = cc->disk && disk_cache_get_range(cc->disk, p->off, p->data, p->len) == 0;
+	int ret = 0;
 
-	if (cc->fetcher.fetch_stream)
+	if (!from_disk && cc->fetcher.fetch_stream)
 		ret = cc->fetcher.fetch_stream(cc->fetcher.ctx, p->data, p->len, p->off, piece_progress, &l);
-	else
+	else if (!from_disk)
 		ret = cc->fetcher.fetch(cc->fetcher.ctx, &iov, 1, p->off);
 	pthread_mutex_lock(&cc->lock);
 	if (ret == -ESTALE && !cc->stale_err) {
@@ -669,6 +673,7 @@ static int piece_fetch(struct chunk_cache *cc, struct piece *p)
 	p->loading = false;
 	if (ret == 0) {
 		p->filled = p->len;
+		p->refs++;      /* for the copy to the cache directory below, readers let go meanwhile */
 	} else {
 		/* Loading pieces are never dropped for room, and close waits for the replay: it is there. */
 		uint32_t i = piece_search_locked(cc, p->off);
@@ -678,7 +683,16 @@ static int piece_fetch(struct chunk_cache *cc, struct piece *p)
 	}
 	pthread_cond_broadcast(&cc->loaded);
 	pthread_mutex_unlock(&cc->lock);
-	return ret;
+	if (ret != 0)
+		return ret;
+	/* Kept for the next mount: the same profile asks for the same ranges. */
+	if (!from_disk && cc->disk)
+		disk_cache_put_range(cc->disk, p->off, p->data, p->len);
+	pthread_mutex_lock(&cc->lock);
+	if (--p->refs == 0 && p->dropped)
+		piece_free(p);
+	pthread_mutex_unlock(&cc->lock);
+	return 0;
 }
 
 /* ---- background fetches -------------------------------------------------- */

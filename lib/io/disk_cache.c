@@ -74,6 +74,17 @@ static int chunk_key(const struct disk_cache *dc, uint32_t idx, char *key, size_
 	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : n;
 }
 
+/*
+ * A byte range of the object (a profile replay's piece): its own key, whose
+ * second line is a word where a chunk's is a number, so the two never meet.
+ */
+static int range_key(const struct disk_cache *dc, uint64_t off, size_t len, char *key, size_t size)
+{
+	int n = snprintf(key, size, "%s\nrange\n%llu\n%zu", dc->identity, (unsigned long long)off, len);
+
+	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : n;
+}
+
 static void chunk_file_name(const char *key, char name[24])
 {
 	snprintf(name, 24, "c-%016llx", (unsigned long long)hash_string(key));
@@ -375,14 +386,15 @@ static int drop(struct disk_cache *dc, const char *name, int fd)
 	return -ENOENT;
 }
 
-int disk_cache_get(struct disk_cache *dc, uint32_t idx, void *buf, size_t len)
+/* The entry of 'key' (key_len bytes) of exactly 'len' bytes into buf: 0, or -ENOENT. */
+static int get_keyed(struct disk_cache *dc, const char *key, int key_len, void *buf, size_t len)
 {
-	char key[DISK_KEY_MAX], stored[DISK_KEY_MAX], name[24];
+	char stored[DISK_KEY_MAX], name[24];
 	uint8_t header[DISK_HEADER_LEN];
-	int key_len = chunk_key(dc, idx, key, sizeof(key)), fd;
 	uint32_t stored_key_len;
 	uint64_t stored_len;
 	struct stat st;
+	int fd;
 
 	if (key_len < 0)
 		return -ENOENT;
@@ -411,6 +423,20 @@ int disk_cache_get(struct disk_cache *dc, uint32_t idx, void *buf, size_t len)
 	return 0;
 }
 
+int disk_cache_get(struct disk_cache *dc, uint32_t idx, void *buf, size_t len)
+{
+	char key[DISK_KEY_MAX];
+
+	return get_keyed(dc, key, chunk_key(dc, idx, key, sizeof(key)), buf, len);
+}
+
+int disk_cache_get_range(struct disk_cache *dc, uint64_t off, void *buf, size_t len)
+{
+	char key[DISK_KEY_MAX];
+
+	return get_keyed(dc, key, range_key(dc, off, len, key, sizeof(key)), buf, len);
+}
+
 bool disk_cache_has(struct disk_cache *dc, uint32_t idx, size_t len)
 {
 	char key[DISK_KEY_MAX], name[24];
@@ -424,10 +450,9 @@ bool disk_cache_has(struct disk_cache *dc, uint32_t idx, size_t len)
 	       (uint64_t)st.st_size == DISK_HEADER_LEN + (uint64_t)key_len + len;
 }
 
-void disk_cache_put(struct disk_cache *dc, uint32_t idx, const void *buf, size_t len)
+static void put_keyed(struct disk_cache *dc, const char *key, int key_len, const void *buf, size_t len)
 {
-	char key[DISK_KEY_MAX], name[24], header[DISK_HEADER_LEN] = DISK_MAGIC;
-	int key_len = chunk_key(dc, idx, key, sizeof(key));
+	char name[24], header[DISK_HEADER_LEN] = DISK_MAGIC;
 	bool over;
 
 	if (key_len < 0)
@@ -445,6 +470,20 @@ void disk_cache_put(struct disk_cache *dc, uint32_t idx, const void *buf, size_t
 	pthread_mutex_unlock(&dc->lock);
 	if (over)
 		evict(dc);
+}
+
+void disk_cache_put(struct disk_cache *dc, uint32_t idx, const void *buf, size_t len)
+{
+	char key[DISK_KEY_MAX];
+
+	put_keyed(dc, key, chunk_key(dc, idx, key, sizeof(key)), buf, len);
+}
+
+void disk_cache_put_range(struct disk_cache *dc, uint64_t off, const void *buf, size_t len)
+{
+	char key[DISK_KEY_MAX];
+
+	put_keyed(dc, key, range_key(dc, off, len, key, sizeof(key)), buf, len);
 }
 
 static void object_file_name(const char *url, char name[24])

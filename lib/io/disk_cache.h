@@ -3,7 +3,9 @@
  *
  * One file per chunk, named by a hash of the object's identity, the chunk
  * size and the chunk index, written to a temporary file and renamed into
- * place so that readers only ever see whole chunks.  Each file starts with
+ * place so that readers only ever see whole chunks; and one per byte range
+ * a profile's replay fetched (a "piece", chunk_cache.c), by the identity,
+ * the offset and the length.  Each file starts with
  * its full key, checked on read, so a hash collision is a miss, not wrong
  * data, and an XXH3-64 of its bytes, so damage is a miss (the file is
  * removed and the chunk fetched again), never data.  A file's mtime is its
@@ -52,6 +54,13 @@ bool disk_cache_has(struct disk_cache *dc, uint32_t idx, size_t len);
 
 /* Store a chunk; best effort, a full disk only means no caching. */
 void disk_cache_put(struct disk_cache *dc, uint32_t idx, const void *buf, size_t len);
+/*
+ * The same for an exact byte range of the object (what a profile replay
+ * fetched): found again only as that very range, checked as chunks are,
+ * and evicted with them.
+ */
+int disk_cache_get_range(struct disk_cache *dc, uint64_t off, void *buf, size_t len);
+void disk_cache_put_range(struct disk_cache *dc, uint64_t off, const void *buf, size_t len);
 
 /* What the cache knows of the object at 'url': its size and identity (malloc'ed). */
 int disk_cache_save_object(const char *dir, const char *url, uint64_t size, const char *identity);

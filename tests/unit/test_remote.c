@@ -174,6 +174,27 @@ static void test_disk_cache(void **state)
 	disk_cache_close(a);
 	disk_cache_close(b);
 
+	/*
+	 * Ranges (a replay's pieces): found only as the very range, never as a
+	 * chunk, nor across ETags.  The range (0, 65536) and chunk 0 of 65536
+	 * bytes are the same bytes, and still two keys.
+	 */
+	assert_int_equal(disk_cache_open(dir, 0, "http://h/i:5000:\"e1\"", 65536, &a), 0);
+	assert_int_equal(disk_cache_open(dir, 0, "http://h/i:5000:\"e2\"", 65536, &b), 0);
+	assert_int_equal(disk_cache_get_range(a, 100, buf, 3000), -ENOENT);
+	disk_cache_put_range(a, 100, data, 3000);
+	memset(buf, 0, sizeof(buf));
+	assert_int_equal(disk_cache_get_range(a, 100, buf, 3000), 0);
+	assert_memory_equal(buf, data, 3000);
+	assert_int_equal(disk_cache_get_range(a, 100, buf, 2999), -ENOENT);
+	assert_int_equal(disk_cache_get_range(a, 101, buf, 3000), -ENOENT);
+	assert_int_equal(disk_cache_get_range(b, 100, buf, 3000), -ENOENT);
+	assert_int_equal(disk_cache_get_range(a, 0, buf, sizeof(buf)), -ENOENT);     /* chunk 0's bytes */
+	disk_cache_put_range(b, 0, data, 2000);
+	assert_int_equal(disk_cache_get(b, 0, buf, 2000), -ENOENT);
+	disk_cache_close(a);
+	disk_cache_close(b);
+
 	assert_int_equal(disk_cache_load_object(dir, "http://h/i", &size, &identity), -ENOENT);
 	assert_int_equal(disk_cache_save_object(dir, "http://h/i", 5000, "http://h/i:5000:\"e1\""), 0);
 	assert_int_equal(disk_cache_load_object(dir, "http://h/i", &size, &identity), 0);
