@@ -132,14 +132,20 @@ done
 fleet_proxy "nginx1" "$PB" "http://127.0.0.1:$HTTP" $LINK || die "proxy to nginx"
 
 # ---- a fleet round ------------------------------------------------------------------------
-# round N VIA(tier|origin) PROFILE(yes|no): N nodes mount cold at once and run
-# the workload; prints "median p99 origin_bytes node1_bytes wrong failed"
+# round N VIA(tier|origin) PROFILE(yes|no) [KEEP]: N nodes mount cold at once
+# and run the workload (KEEP=keep: each with the cache dir of its last round,
+# a node starting the same job again); prints "median p99 origin_bytes
+# node1_bytes wrong failed"
 round() {
-	local n=$1 via=$2 prof=$3 i base opts link=$2 pids=() wrong=0 failed=0
+	local n=$1 via=$2 prof=$3 keep=${4:-} i base opts link=$2 pids=() wrong=0 failed=0
 	[ "$via" = origin ] && base=$OB || base=$TB
 	[ "$via" = tier-down ] && link=origin   # the tier's link refuses; the fallback's carries it all
 	: >"$W/logs/origin.log"
-	for i in $(seq "$n"); do : >"$W/logs/$link$i.log"; rm -rf "$W/n$i"; mkdir -p "$W/n$i/cache" "$W/n$i/mnt"; done
+	for i in $(seq "$n"); do
+		: >"$W/logs/$link$i.log"
+		[ "$keep" = keep ] || rm -rf "$W/n$i"
+		mkdir -p "$W/n$i/cache" "$W/n$i/mnt"
+	done
 	for i in $(seq "$n"); do
 		opts="cache_dir=$W/n$i/cache${FLEET_OPTS:+,$FLEET_OPTS}"
 		[ "$via" = tier-down ] && opts="$opts,fallback=http://${FLEET_NET}1:$((OB + i))/fleet/$IMG.sqfs"
@@ -200,6 +206,10 @@ for r in $(seq "$ROUNDS"); do
 				echo "$r,$n,$via,$prof,${res// /,}" | tee -a "$CSV"
 			done
 		done
+		# The same nodes start the job again, each with its cache dir: the
+		# replay reads the profile's ranges there, the origin serves the opens.
+		res=$(round "$n" origin yes keep)
+		echo "$r,$n,origin-again,yes,${res// /,}" | tee -a "$CSV"
 	done
 	# Origin down after the tier is warm: the largest fleet, cold cache dirs,
 	# tier only, the same reads as the round that warmed it (with the profile:
@@ -309,6 +319,10 @@ p1 = vals(1, "origin", "yes", "median_s")
 n1 = vals(1, "origin", "no", "median_s")
 print("  cold node with the profile / warm local kernel mount (N=1, origin): %s (target <= 2)" % r(p1, kw))
 print("  cold node with the profile / without it (N=1, origin): %s (target <= 0.3)" % r(p1, n1))
+pa = vals(1, "origin-again", "yes", "median_s")
+if pa:
+    print("  the node starting again with its cache dir / warm local kernel mount (N=1): %s; its origin bytes %s MiB" %
+          (r(pa, kw), rng([b / 2**20 for b in vals(1, "origin-again", "yes", "origin_bytes")], "%.2f")))
 po = vals(1, "origin-ordered", "yes", "median_s")
 if po:
     print("  same, image laid out by pack --order: profile / warm kernel %s, profile / no profile %s" %
