@@ -141,6 +141,16 @@ check "cache_dir, second replay: same bytes as the local image" cmp -s "$W/want"
 check "cache_dir, second replay: $again request of $again_bytes bytes (the first: $first_bytes)" \
 	test "$again" -le 1 -a "$again_bytes" -le 65536
 check "cache_dir, second replay: nothing said" test ! -s "$W/fg.err"
+# The server gone (its port closed): the node starts from its directory,
+# the open request's bytes included, and says so in one line.
+MAIN_PROXY=$PROXY_PID
+stop_pid "$MAIN_PROXY"
+replay_cached "$W/got-down"
+check "cache_dir, the server unreachable: same bytes as the local image" cmp -s "$W/want" "$W/got-down"
+check "cache_dir, the server unreachable: one line says the cache stands in" \
+	test "$(grep -c "server unreachable.*serving the version recorded in cache directory" "$W/fg.err")" = 1 \
+	-a "$(wc -l <"$W/fg.err")" = 1
+start_faultproxy "$PROXY" "http://127.0.0.1:$HTTP" pass --log "$W/requests.log"
 victim=$(kept_ranges | head -1)
 printf 'X' | dd of="$victim" bs=1 seek=$(($(stat -c %s "$victim") - 1)) conv=notrunc status=none
 replay_cached "$W/got3"

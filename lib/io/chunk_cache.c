@@ -1138,9 +1138,10 @@ static const struct qs_source_ops chunk_cache_ops = {
 /*
  * The open request's bytes become chunk 0, so the superblock costs no
  * second trip; fewer bytes than a chunk (a profile says what else to
- * fetch) become a piece.
+ * fetch) become a piece, kept in the cache directory as a range like the
+ * replay's ('fresh': from the server, not from there).
  */
-static int seed_first_chunk(struct chunk_cache *cc, const void *first, size_t first_len)
+static int seed_first_chunk(struct chunk_cache *cc, const void *first, size_t first_len, bool fresh)
 {
 	struct chunk *c;
 
@@ -1157,6 +1158,8 @@ static int seed_first_chunk(struct chunk_cache *cc, const void *first, size_t fi
 			piece_free(p);
 			return qs_set_error(-ENOMEM, "out of memory");
 		}
+		if (fresh && cc->disk)
+			disk_cache_put_range(cc->disk, 0, first, first_len);
 		return 0;
 	}
 	c = chunk_new_locked(cc, 0, false);
@@ -1164,7 +1167,7 @@ static int seed_first_chunk(struct chunk_cache *cc, const void *first, size_t fi
 	if (!c || chunk_alloc_data(c) < 0)
 		return qs_set_error(-ENOMEM, "out of memory");
 	memcpy(c->data, first, c->len);
-	if (cc->disk)
+	if (fresh && cc->disk)
 		disk_cache_put(cc->disk, 0, c->data, c->len);
 	chunk_finish_locked(cc, c, 0);
 	chunk_put_locked(c);
@@ -1215,7 +1218,17 @@ int chunk_cache_open(const struct chunk_fetcher *fetcher, const char *name, cons
 			goto fail;
 	}
 	if (first && first_len && size) {
-		ret = seed_first_chunk(cc, first, first_len);
+		ret = seed_first_chunk(cc, first, first_len, true);
+		if (ret < 0)
+			goto fail;
+	} else if (first_len && size && cc->disk) {
+		/* No open request (the server unreachable): its bytes as an earlier open kept them. */
+		size_t len = first_len < size ? first_len : (size_t)size;
+		void *kept = malloc(len);
+
+		if (kept && disk_cache_get_range(cc->disk, 0, kept, len) == 0)
+			ret = seed_first_chunk(cc, kept, len, false);
+		free(kept);
 		if (ret < 0)
 			goto fail;
 	}

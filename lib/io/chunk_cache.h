@@ -42,7 +42,11 @@ int chunk_cache_chunk_size(const struct qs_source_options *opt, size_t *chunk_si
  * failure).  'identity' names the exact bytes (URL, size, ETag): it keys the
  * persistent cache.  'first' holds the object's first 'first_len' bytes
  * when the caller already has them (the open request fetched them), or is
- * NULL: the whole first chunk, min(size, chunk size) bytes, or fewer.  'notice' (copied, may be NULL) becomes the source's notice.
+ * NULL: the whole first chunk, min(size, chunk size) bytes, or fewer.  With
+ * 'first' NULL, a 'first_len' is the open request the server could not
+ * answer: if an earlier open kept those bytes in the cache directory as a
+ * range, they stand in for it.  'notice' (copied, may be NULL) becomes the
+ * source's notice.
  */
 int chunk_cache_open(const struct chunk_fetcher *fetcher, const char *name, const char *identity,
 		     uint64_t size, const struct qs_source_options *opt, const void *first,

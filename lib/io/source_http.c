@@ -1163,6 +1163,16 @@ static const char *identity_validator(const struct remote *rm, const char *ident
 }
 
 /* The server did not answer: open what the cache directory knows of the object, if anything. */
+/* What the open request asks for: the first chunk, or 64 KiB of it when a profile says what else to fetch. */
+static size_t open_len(const struct qs_source_options *opt)
+{
+	size_t chunk_size;
+
+	if (chunk_cache_chunk_size(opt, &chunk_size) < 0)
+		return 0;
+	return opt->prefetch && chunk_size > REMOTE_OPEN_PROFILED ? REMOTE_OPEN_PROFILED : chunk_size;
+}
+
 static int open_from_cache(struct remote *rm, const struct qs_source_options *opt, int err,
 			   struct qs_source **out)
 {
@@ -1192,7 +1202,7 @@ static int open_from_cache(struct remote *rm, const struct qs_source_options *op
 		     "directory %s", why, opt->cache_dir) < 0)
 		notice = NULL;
 	free(why);
-	ret = chunk_cache_open(&fetcher, rm->t.name, identity, size, opt, NULL, 0, notice, out);
+	ret = chunk_cache_open(&fetcher, rm->t.name, identity, size, opt, NULL, open_len(opt), notice, out);
 	free(notice);
 	free(identity);
 	return ret;
@@ -1256,7 +1266,7 @@ int qs_source_open_remote(const char *spec, const struct qs_source_options *opt,
 		ret = qs_set_error(-ENOMEM, "out of memory");
 	if (ret < 0)
 		goto fail;
-	first_len = opt->prefetch && chunk_size > REMOTE_OPEN_PROFILED ? REMOTE_OPEN_PROFILED : chunk_size;
+	first_len = open_len(opt);
 	first = malloc(first_len);
 	if (!first) {
 		ret = qs_set_error(-ENOMEM, "out of memory");
