@@ -1226,6 +1226,7 @@ int chunk_cache_open(const struct chunk_fetcher *fetcher, const char *name, cons
 		size_t len = first_len < size ? first_len : (size_t)size;
 		void *kept = malloc(len);
 
+		ret = 0;
 		if (kept && disk_cache_get_range(cc->disk, 0, kept, len) == 0)
 			ret = seed_first_chunk(cc, kept, len, false);
 		free(kept);

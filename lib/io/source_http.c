@@ -1162,7 +1162,6 @@ static const char *identity_validator(const struct remote *rm, const char *ident
 	return identity + name_len + strlen(prefix);
 }
 
-/* The server did not answer: open what the cache directory knows of the object, if anything. */
 /* What the open request asks for: the first chunk, or 64 KiB of it when a profile says what else to fetch. */
 static size_t open_len(const struct qs_source_options *opt)
 {
@@ -1173,6 +1172,7 @@ static size_t open_len(const struct qs_source_options *opt)
 	return opt->prefetch && chunk_size > REMOTE_OPEN_PROFILED ? REMOTE_OPEN_PROFILED : chunk_size;
 }
 
+/* The server did not answer: open what the cache directory knows of the object, if anything. */
 static int open_from_cache(struct remote *rm, const struct qs_source_options *opt, int err,
 			   struct qs_source **out)
 {
