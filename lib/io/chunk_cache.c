@@ -649,6 +649,35 @@ static struct piece *piece_new_locked(struct chunk_cache *cc, uint64_t off, uint
 }
 
 /*
+ * [off, off+len) as an earlier replay kept it whole in the cache directory,
+ * made a piece: true if so.  Looked for before the range is trimmed to the
+ * chunks held around it, since the chunks (the metadata pinned at the end
+ * of that replay, say) may have come in after it was kept.
+ */
+static bool warm_kept(struct chunk_cache *cc, uint64_t off, uint64_t len)
+{
+	struct piece *p;
+	bool ok;
+
+	if (!cc->disk || len > SIZE_MAX || !(p = calloc(1, sizeof(*p))))
+		return false;
+	p->off = off;
+	p->len = p->filled = (size_t)len;
+	p->data = malloc(p->len);
+	if (!p->data || disk_cache_get_range(cc->disk, off, p->data, p->len) < 0) {
+		piece_free(p);
+		return false;
+	}
+	pthread_mutex_lock(&cc->lock);
+	ok = !cc->stale_err && !piece_overlaps_locked(cc, off, len) && piece_room_locked(cc, len) &&
+	     piece_insert_locked(cc, p);
+	pthread_mutex_unlock(&cc->lock);
+	if (!ok)
+		piece_free(p);
+	return ok;
+}
+
+/*
  * Fill piece p, which this thread made: streamed where the fetcher can,
  * so that a reader waits only for its own bytes (a 4 MiB libpython, one
  * request, took 0.8 s to arrive whole on bench/fleet.sh's link while every
@@ -1030,6 +1059,8 @@ static int warm_range(struct chunk_cache *cc, uint64_t off, uint64_t len)
 		return ret ? qs_set_error(ret, "will not warm more than 1/%u of the memory cache", WARM_SHARE_DIV)
 			   : load_range(cc, first, last, false);
 	}
+	if (warm_kept(cc, off, len))
+		return 0;
 	/* Chunks held at either end (the first chunk, which opening fetched) need no second fetch. */
 	for (; first < last && chunks_held(cc, first, first); first++) {
 		len -= (uint64_t)(first + 1) * cc->chunk_size - off;
