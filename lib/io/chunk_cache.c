@@ -659,7 +659,9 @@ static bool warm_kept(struct chunk_cache *cc, uint64_t off, uint64_t len)
 	struct piece *p;
 	bool ok;
 
-	if (!cc->disk || len > SIZE_MAX || !(p = calloc(1, sizeof(*p))))
+	/* A first replay has none: a look at the file's name and size before the buffer is made. */
+	if (!cc->disk || len > SIZE_MAX || !disk_cache_has_range(cc->disk, off, (size_t)len) ||
+	    !(p = calloc(1, sizeof(*p))))
 		return false;
 	p->off = off;
 	p->len = p->filled = (size_t)len;

@@ -437,10 +437,9 @@ int disk_cache_get_range(struct disk_cache *dc, uint64_t off, void *buf, size_t 
 	return get_keyed(dc, key, range_key(dc, off, len, key, sizeof(key)), buf, len);
 }
 
-bool disk_cache_has(struct disk_cache *dc, uint32_t idx, size_t len)
+static bool has_keyed(struct disk_cache *dc, const char *key, int key_len, size_t len)
 {
-	char key[DISK_KEY_MAX], name[24];
-	int key_len = chunk_key(dc, idx, key, sizeof(key));
+	char name[24];
 	struct stat st;
 
 	if (key_len < 0)
@@ -448,6 +447,20 @@ bool disk_cache_has(struct disk_cache *dc, uint32_t idx, size_t len)
 	chunk_file_name(key, name);
 	return fstatat(dc->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) && is_own(&st) &&
 	       (uint64_t)st.st_size == DISK_HEADER_LEN + (uint64_t)key_len + len;
+}
+
+bool disk_cache_has(struct disk_cache *dc, uint32_t idx, size_t len)
+{
+	char key[DISK_KEY_MAX];
+
+	return has_keyed(dc, key, chunk_key(dc, idx, key, sizeof(key)), len);
+}
+
+bool disk_cache_has_range(struct disk_cache *dc, uint64_t off, size_t len)
+{
+	char key[DISK_KEY_MAX];
+
+	return has_keyed(dc, key, range_key(dc, off, len, key, sizeof(key)), len);
 }
 
 static void put_keyed(struct disk_cache *dc, const char *key, int key_len, const void *buf, size_t len)

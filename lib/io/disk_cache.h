@@ -60,6 +60,7 @@ void disk_cache_put(struct disk_cache *dc, uint32_t idx, const void *buf, size_t
  * and evicted with them.
  */
 int disk_cache_get_range(struct disk_cache *dc, uint64_t off, void *buf, size_t len);
+bool disk_cache_has_range(struct disk_cache *dc, uint64_t off, size_t len);
 void disk_cache_put_range(struct disk_cache *dc, uint64_t off, const void *buf, size_t len);
 
 /* What the cache knows of the object at 'url': its size and identity (malloc'ed). */

@@ -182,7 +182,11 @@ static void test_disk_cache(void **state)
 	assert_int_equal(disk_cache_open(dir, 0, "http://h/i:5000:\"e1\"", 65536, &a), 0);
 	assert_int_equal(disk_cache_open(dir, 0, "http://h/i:5000:\"e2\"", 65536, &b), 0);
 	assert_int_equal(disk_cache_get_range(a, 100, buf, 3000), -ENOENT);
+	assert_false(disk_cache_has_range(a, 100, 3000));
 	disk_cache_put_range(a, 100, data, 3000);
+	assert_true(disk_cache_has_range(a, 100, 3000));
+	assert_false(disk_cache_has_range(a, 100, 2999));
+	assert_false(disk_cache_has_range(b, 100, 3000));
 	memset(buf, 0, sizeof(buf));
 	assert_int_equal(disk_cache_get_range(a, 100, buf, 3000), 0);
 	assert_memory_equal(buf, data, 3000);
