@@ -54,6 +54,7 @@ static void *arena_alloc(struct pack_tree *t, size_t bytes)
 			return NULL;
 		a->next = t->arena;
 		a->used = 0;
+		t->bytes += sizeof(*a) + size * sizeof(uint64_t);
 		a->size = size;
 		t->arena = a;
 	}
@@ -501,6 +502,7 @@ static int child_add(struct pack_tree *t, struct pack_inode *dir, const char *na
 		if (!p)
 			return -ENOMEM;
 		dir->u.dir.children = p;
+		t->bytes += (cap - dir->u.dir.cap) * sizeof(*dir->u.dir.children);
 		dir->u.dir.cap = cap;
 	}
 	if (child_new(t, name, len, inode, &c) < 0)

@@ -237,6 +237,7 @@ struct pack_tree {
 	uint64_t dir_count, symlink_count, device_count, fifo_count, socket_count;
 	uint64_t hardlinked;        /* inodes with more than one name */
 	int64_t newest_mtime;
+	uint64_t bytes;             /* arena chunks and child arrays: the memory --memory does not bound */
 	struct pack_srcdir *srcdirs; /* every source directory scanned */
 	struct pack_srcdir **srcdir_table; /* the same, by pack_srcdir.index - 1 */
 	uint32_t srcdir_count, srcdir_cap;

@@ -57,5 +57,15 @@ check "mksquashfs -mem 1M: the image mksquashfs's form makes without it" sh -c "
 	$QUASH mksquashfs '$T/src/d00' '$T/m1.sqfs' -noappend -quiet -no-progress -mkfs-time 0 >/dev/null &&
 	$QUASH mksquashfs '$T/src/d00' '$T/m2.sqfs' -noappend -quiet -no-progress -mkfs-time 0 -mem 1M >/dev/null &&
 	cmp '$T/m1.sqfs' '$T/m2.sqfs'"
+# The tree is not in the bound: said once, when it alone is bigger than the bound; not under -q.
+$QUASH pack --no-progress -c gzip --memory 1M "$T/src" "$T/n1.sqfs" >/dev/null 2>"$T/n1.err"
+check "--memory 1M: one line says the tree of names and inodes is outside the bound" \
+	test "$(grep -cE '^quash: pack: note: --memory 1 MiB bounds the data in flight and the tables; the tree of 2002[0-9] entries takes another [1-9][0-9]* MiB$' "$T/n1.err")" = 1
+check "... and nothing else is said" test "$(wc -l <"$T/n1.err")" = 1
+$QUASH mksquashfs "$T/src" "$T/n2.sqfs" -noappend -no-progress -comp gzip -mem 1M >/dev/null 2>"$T/n2.err"
+check "mksquashfs -mem 1M: the same line, naming -mem" grep -q '^quash: pack: note: -mem 1 MiB bounds' "$T/n2.err"
+$QUASH pack --no-progress -c gzip --memory 1G "$T/src" "$T/n3.sqfs" >/dev/null 2>"$T/n3.err"
+check "--memory 1G, more than the tree: no line" test ! -s "$T/n3.err"
+check "-q: no line" test ! -s "$T/bound2.err"
 check_fails "--memory below 1M is refused" $QUASH pack -q --memory 100K "$T/src" "$T/x.sqfs"
 check_fails "-mem without a size is refused" $QUASH mksquashfs "$T/src" "$T/x.sqfs" -noappend -mem lots
