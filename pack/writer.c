@@ -694,8 +694,8 @@ static void take_base_settings(struct pack_options *o, const struct append_base 
 /*
  * --memory bounds the blocks in flight and the tables, not the tree of
  * names and inodes.  Paging the tree out to a file was tried three times
- * (docs/benchmarks.md): the last held it to its share at 2.6-2.9x the
- * time, with the dedup's index still on the heap; not merged.  A
+ * (docs/benchmarks.md): the last held it to its share at about 3x the
+ * time, and the tables phase still went past the bound; not merged.  A
  * tree bigger than the whole bound is said once, so that a script's -mem
  * is not taken for a promise it is not.
  */
