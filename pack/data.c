@@ -22,6 +22,7 @@
 
 #include "data.h"
 #include "dedup.h"
+#include "spill.h"
 #include "fragment.h"
 #include "pipeline.h"
 #include "sink.h"
@@ -53,6 +54,7 @@ struct data_writer {
 	struct pipeline *pipe;
 	struct frag_packer frags;
 	struct dedup_index *dedup;
+	struct spill *spill;        /* the tree's, paged out as the files are written */
 	struct prefetch *prefetch;  /* opens source files ahead, or NULL */
 	struct xattr_scratch *xattr_buf;
 	uint8_t *buf_a, *buf_b;     /* for hashing and comparing */
@@ -359,6 +361,7 @@ static int prepare_file(struct pack_inode *inode, void *arg)
 {
 	struct prepare *pr = arg;
 
+	spill_tick(pr->w->spill, inode);
 	if (!tree_is_reg(inode) || inode->u.file.size == 0 || inode->stored)
 		return 0;
 	pr->files++;
@@ -397,6 +400,7 @@ int data_writer_start(const struct data_config *cfg, struct pack_sink *sink, str
 	if (!w)
 		return -ENOMEM;
 	w->cfg = *cfg;
+	w->spill = tree->spill;
 	srcdir_cache_init(&w->dirs, tree);
 	w->buf_a = malloc(cfg->block_size);
 	w->buf_b = malloc(cfg->block_size);
@@ -405,7 +409,7 @@ int data_writer_start(const struct data_config *cfg, struct pack_sink *sink, str
 	w->xattr_buf = malloc(sizeof(*w->xattr_buf));
 	err = (!w->buf_a || !w->buf_b || !w->xattr_buf) ? -ENOMEM : 0;
 	if (!err && cfg->dedup)
-		err = dedup_init(&w->dedup);
+		err = dedup_init(&w->dedup, w->spill);
 	if (!err)
 		err = tree_walk_files(tree->root, prepare_file, &pr);
 	if (!err && cfg->dedup)
@@ -557,6 +561,7 @@ int data_write_file(struct data_writer *w, struct pack_inode *file)
 	if (file->data_done)
 		return 0;
 	file->data_done = true;
+	spill_tick(w->spill, file);
 	if (size == 0) {
 		w->empty_files++;
 		return 0;
@@ -578,12 +583,13 @@ int data_write_file(struct data_writer *w, struct pack_inode *file)
 	}
 	candidate = w->dedup && dedup_size_shared(w->dedup, size);
 	if (!err && candidate) {
-		struct pack_inode *same;
+		struct dedup_hit same;
 
 		err = hash_content(w, file, &c);
-		same = err ? NULL : dedup_find(w->dedup, file, same_contents, &cur, &err);
-		if (same) {
-			file->u.file.dup_of = same;
+		if (!err && dedup_find(w->dedup, file, same_contents, &cur, &same, &err)) {
+			file->u.file.dup_blocks = same.blocks;
+			file->u.file.fragment = same.fragment;
+			file->u.file.frag_offset = same.frag_offset;
 			file->is_dup = true;
 			w->dedup_bytes += size;
 			w->dedup_files++;

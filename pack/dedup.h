@@ -22,7 +22,9 @@ struct dedup_index;
 /* Exact comparison of two files' contents: 1 equal, 0 different, -errno. */
 typedef int (*dedup_same_fn)(struct pack_inode *a, struct pack_inode *b, void *arg);
 
-int dedup_init(struct dedup_index **out);
+struct spill;
+/* Its tables come from 'spill' (NULL: malloc()). */
+int dedup_init(struct dedup_index **out, struct spill *spill);
 void dedup_free(struct dedup_index *d);
 
 /* First pass: every file size in the tree.  Only sizes seen twice are worth hashing. */
@@ -32,8 +34,18 @@ bool dedup_size_shared(struct dedup_index *d, uint64_t size);
 bool dedup_size_known(struct dedup_index *d, uint64_t size);
 
 /* An earlier written file with file's size and hash and the same bytes, or NULL (or *err). */
-struct pack_inode *dedup_find(struct dedup_index *d, struct pack_inode *file, dedup_same_fn same, void *arg,
-			      int *err);
+/* Where an earlier file's data is, as a duplicate of it copies it. */
+struct dedup_hit {
+	const struct pack_extra *blocks;
+	uint32_t fragment, frag_offset;
+};
+
+/*
+ * An earlier written file with file's size and hash and the same bytes:
+ * true, and where its data is in *hit; false if none (or *err).
+ */
+bool dedup_find(struct dedup_index *d, struct pack_inode *file, dedup_same_fn same, void *arg,
+		struct dedup_hit *hit, int *err);
 /* Make room for every file dedup_count_size() has counted so far, in one allocation. */
 int dedup_reserve(struct dedup_index *d);
 /* Remember a written file (its size and u.file.hash) as a candidate for later ones. */

@@ -6,18 +6,23 @@
 #include <stdlib.h>
 
 #include "image.h"
+#include "spill.h"
 #include "squashfs_fs.h"
+
+/* The references [off / 8, (off + len) / 8), little-endian; under --memory, read once and let go. */
+static void fill(void *arg, uint8_t *buf, size_t off, size_t len)
+{
+	struct image_writer *iw = arg;
+	const uint64_t *refs = iw->export + off / 8;
+
+	for (size_t i = 0; i < len / 8; i++)
+		sqfs_put64(buf + 8 * i, refs[i]);
+	if (iw->tree && iw->tree->spill && iw->tree->spill->region_count)
+		spill_check_at(iw->tree->spill, refs + len / 8 - 1);
+}
 
 int export_table_write(struct image_writer *iw, struct pack_sink *sink, uint64_t *start)
 {
-	uint8_t *buf = malloc((size_t)iw->inode_count * 8 + 1);
-	int err;
-
-	if (!buf)
-		return -ENOMEM;
-	for (uint32_t i = 0; i < iw->inode_count; i++)
-		sqfs_put64(buf + 8 * i, iw->export[i]);
-	err = meta_write_table(sink, image_comp(iw, SQFS_FLAG_UNCOMPRESSED_INODES), iw->params, iw->jobs, buf, (size_t)iw->inode_count * 8, start);
-	free(buf);
-	return err;
+	return meta_write_table_from(sink, image_comp(iw, SQFS_FLAG_UNCOMPRESSED_INODES), iw->params, iw->jobs,
+				     (size_t)iw->inode_count * 8, fill, iw, start);
 }

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "image.h"
+#include "spill.h"
 #include "sink.h"
 #include "squashfs_fs.h"
 #include "pack_util.h"
@@ -53,13 +54,14 @@ void image_free(struct image_writer *iw)
 	free(iw->xattrs.next);
 	free(iw->xattrs.buckets);
 	free(iw->ids.ids);
-	free(iw->export);
+	spill_free(iw->tree ? iw->tree->spill : NULL, iw->export);
 }
 
 static void number(struct image_writer *iw, struct pack_inode *inode)
 {
 	if (inode->ino == 0)
 		inode->ino = ++iw->inode_count;
+	spill_tick(iw->tree->spill, inode);
 }
 
 static void number_dir(struct image_writer *iw, struct pack_inode *dir)
@@ -84,7 +86,7 @@ int inode_number_tree(struct image_writer *iw, struct pack_tree *t)
 	iw->inode_count = 0;
 	number_dir(iw, t->root);
 	t->root->u.dir.parent_ino = iw->inode_count + 1;   /* the kernel's convention for "above the root" */
-	iw->export = calloc(iw->inode_count, sizeof(*iw->export));
+	iw->export = spill_alloc(t->spill, (size_t)iw->inode_count * sizeof(*iw->export));
 	return iw->export ? 0 : -ENOMEM;
 }
 
@@ -109,14 +111,13 @@ static int put_header(struct image_writer *iw, struct pack_inode *inode, int typ
 
 static int write_file(struct image_writer *iw, struct pack_inode *inode, uint8_t *p)
 {
-	const struct pack_inode *data = inode->is_dup ? inode->u.file.dup_of : inode;
-	const struct pack_extra *blocks = tree_blocks(data);
+	const struct pack_extra *blocks = inode->is_dup ? inode->u.file.dup_blocks : tree_blocks(inode);
 	uint64_t start = blocks ? blocks->start : 0, sparse = blocks ? blocks->sparse : 0;
 	uint64_t size = inode->u.file.size;
 	bool has_xattr = tree_xattr_id(inode) != SQFS_INVALID_XATTR;
-	uint32_t frag = size ? data->u.file.fragment : SQFS_INVALID_FRAG;
-	uint32_t frag_off = frag == SQFS_INVALID_FRAG ? 0 : data->u.file.frag_offset;
-	uint32_t count = size ? tree_block_count(data) : 0;
+	uint32_t frag = size ? inode->u.file.fragment : SQFS_INVALID_FRAG;
+	uint32_t frag_off = frag == SQFS_INVALID_FRAG ? 0 : inode->u.file.frag_offset;
+	uint32_t count = size && blocks ? blocks->count : 0;
 	size_t fixed;
 	uint8_t list[4 * BLOCK_LIST_PAGE];
 	int err;
@@ -259,6 +260,7 @@ static int write_inode(struct image_writer *iw, struct pack_inode *inode)
 
 	if (inode->written)
 		return 0;
+	spill_tick(iw->tree->spill, inode);
 	err = xattr_assign(iw, inode);
 	if (err)
 		return err;
@@ -307,8 +309,10 @@ int inode_compress_tables(struct image_writer *iw)
 
 	if (err)
 		return err;
-	for (uint32_t i = 0; i < iw->inode_count; i++)
+	for (uint32_t i = 0; i < iw->inode_count; i++) {
 		iw->export[i] = meta_final_ref(&iw->inodes, iw->export[i]);
+		spill_tick(iw->tree->spill, &iw->export[i]);
+	}
 	iw->root_ref = iw->export[iw->root_ino - 1];
 	xattr_resolve_refs(iw);
 	return 0;

@@ -36,6 +36,8 @@
 
 #define META_SLOT (2 + SQFS_META_SIZE)  /* a stored block at most: header and data */
 #define META_JOBS_MAX 256u
+#define META_EMIT_CHUNK (64u << 10)   /* copied from the spill file to the image at a time */
+#define META_TABLE_BATCH 64u            /* a lookup table's blocks compressed at a time: 512 KiB */
 
 void meta_init(struct meta_writer *w, const struct qs_compressor *comp, const struct qs_compress_params *p)
 {
@@ -247,6 +249,7 @@ struct meta_job {
 	uint16_t *stored;           /* per block: bytes stored, header included */
 	const uint8_t *zero_slot;   /* a full block of zeros without patches, stored (shared) */
 	uint16_t zero_stored;
+	bool to_file;               /* the table spills: each block done goes to the spill file */
 };
 
 struct meta_run {
@@ -272,6 +275,15 @@ static int job_init(struct meta_job *j)
 	w->starts = calloc(j->blocks + 1, sizeof(*w->starts));
 	if (!j->finished || !j->need || !j->first_patch || !j->slots || !j->stored || !w->starts)
 		return -ENOMEM;
+	/*
+	 * A spilling table's blocks get room for their worst case in the
+	 * file, a hole but for what they take: the table is contiguous there.
+	 */
+	if (w->spill && w->spill->fd >= 0) {
+		j->to_file = true;
+		w->out_at = w->spill->end;
+		w->spill->end += (uint64_t)j->blocks * META_SLOT;
+	}
 	/* A patch belongs to every block its four bytes touch. */
 	for (size_t b = 0; b < j->blocks; b++) {
 		uint64_t lo = (uint64_t)b * SQFS_META_SIZE, hi = lo + SQFS_META_SIZE;
@@ -404,14 +416,34 @@ static int prepare_zero_slot(struct meta_job *j)
 	return 0;
 }
 
+/* Under the lock: a spilling table's block d, placed, goes to the file and out of memory. */
+static int block_out(struct meta_job *j, size_t d)
+{
+	ssize_t n = pwrite(j->w->spill->fd, j->slots[d], j->stored[d], (off_t)(j->w->out_at + j->w->starts[d]));
+
+	if (n != (ssize_t)j->stored[d])
+		return n < 0 ? -errno : -ENOSPC;   /* said by the worker, once */
+	if (j->slots[d] != j->zero_slot)
+		free(j->slots[d]);
+	j->slots[d] = NULL;
+	return 0;
+}
+
 /* Under the lock: block b is done; extend the run of finished blocks and their starts. */
-static void block_done(struct meta_job *j, size_t b)
+static int block_done(struct meta_job *j, size_t b)
 {
 	j->finished[b] = true;
 	while (j->done < j->blocks && j->finished[j->done]) {
 		j->w->starts[j->done + 1] = j->w->starts[j->done] + j->stored[j->done];
+		if (j->to_file) {
+			int err = block_out(j, j->done);
+
+			if (err)
+				return err;
+		}
 		j->done++;
 	}
+	return 0;
 }
 
 static void *meta_worker(void *arg)
@@ -436,9 +468,14 @@ static void *meta_worker(void *arg)
 		if (err && !r->error)
 			r->error = err;
 		if (!err) {
-			block_done(j, b);
-			r->remaining--;
+			err = block_done(j, b);
+			if (err && !r->error)
+				pack_error("%s: metadata spill file: %s", j->w->spill->dir, strerror(-err));
 		}
+		if (err && !r->error)
+			r->error = err;
+		if (!err)
+			r->remaining--;
 		pthread_cond_broadcast(&r->progress);
 	}
 	pthread_mutex_unlock(&r->lock);
@@ -470,6 +507,8 @@ static int gather(struct meta_job *j)
 
 	w->starts_count = j->blocks;
 	w->out_len = w->starts[j->blocks];
+	if (j->to_file)
+		return 0;           /* there already, in order */
 	w->out = malloc(w->out_len + 1);
 	if (!w->out)
 		return -ENOMEM;
@@ -523,30 +562,79 @@ int meta_compress(struct meta_writer *const *ws, size_t n, unsigned jobs)
 	return err;
 }
 
+int meta_emit(const struct meta_writer *w, struct pack_sink *sink)
+{
+	uint8_t buf[META_EMIT_CHUNK];
+
+	if (w->out || w->out_len == 0)
+		return sink_append(sink, w->out, w->out_len);
+	for (size_t done = 0; done < w->out_len;) {
+		size_t len = w->out_len - done < sizeof(buf) ? w->out_len - done : sizeof(buf);
+		ssize_t n = pread(w->spill->fd, buf, len, (off_t)(w->out_at + done));
+		int err;
+
+		if (n != (ssize_t)len) {
+			err = n < 0 ? -errno : -EIO;
+			pack_error("%s: metadata spill file: %s", w->spill->dir, strerror(-err));
+			return err;
+		}
+		err = sink_append(sink, buf, len);
+		if (err)
+			return err;
+		done += len;
+	}
+	return 0;
+}
+
+/*
+ * A lookup table is compressed META_TABLE_BATCH blocks at a time: its
+ * blocks have no patches, so the bytes are the same as at once, and the
+ * export table of a million inodes (8 MB) is never held whole, raw or
+ * compressed.
+ */
+int meta_write_table_from(struct pack_sink *sink, const struct qs_compressor *comp,
+			  const struct qs_compress_params *p, unsigned jobs, size_t len, meta_fill_fn fill,
+			  void *arg, uint64_t *start)
+{
+	size_t blocks = (len + SQFS_META_SIZE - 1) / SQFS_META_SIZE, b = 0;
+	size_t batch = len < (size_t)META_TABLE_BATCH * SQFS_META_SIZE ? len : (size_t)META_TABLE_BATCH * SQFS_META_SIZE;
+	uint8_t *index = malloc(blocks * 8 + 1), *buf = malloc(batch + 1);
+	int err = index && buf ? 0 : -ENOMEM;
+
+	for (size_t off = 0; !err && off < len;) {
+		size_t n = len - off < batch ? len - off : batch;
+		struct meta_writer w, *ws = &w;
+		uint64_t base = sink->written;
+
+		fill(arg, buf, off, n);
+		meta_init(&w, comp, p);
+		err = meta_write(&w, buf, n);
+		if (!err)
+			err = meta_compress(&ws, 1, jobs);
+		if (!err)
+			err = sink_append(sink, w.out, w.out_len);
+		for (size_t i = 0; !err && i < w.starts_count; i++, b++)
+			sqfs_put64(index + 8 * b, base + w.starts[i]);
+		meta_free(&w);
+		off += n;
+	}
+	if (!err) {
+		*start = sink->written;
+		err = sink_append(sink, index, blocks * 8);
+	}
+	free(index);
+	free(buf);
+	return err;
+}
+
+static void fill_copy(void *arg, uint8_t *buf, size_t off, size_t len)
+{
+	memcpy(buf, (const uint8_t *)arg + off, len);
+}
+
 int meta_write_table(struct pack_sink *sink, const struct qs_compressor *comp,
 		     const struct qs_compress_params *p, unsigned jobs, const uint8_t *entries, size_t len,
 		     uint64_t *start)
 {
-	struct meta_writer w, *ws = &w;
-	uint64_t base = sink->written;
-	uint8_t *index = NULL;
-	int err;
-
-	meta_init(&w, comp, p);
-	err = meta_write(&w, entries, len);
-	if (!err)
-		err = meta_compress(&ws, 1, jobs);
-	if (!err)
-		err = sink_append(sink, w.out, w.out_len);
-	if (!err && !(index = malloc(w.starts_count * 8 + 1)))
-		err = -ENOMEM;
-	if (!err) {
-		for (size_t i = 0; i < w.starts_count; i++)
-			sqfs_put64(index + 8 * i, base + w.starts[i]);
-		*start = sink->written;
-		err = sink_append(sink, index, w.starts_count * 8);
-	}
-	free(index);
-	meta_free(&w);
-	return err;
+	return meta_write_table_from(sink, comp, p, jobs, len, fill_copy, (void *)entries, start);
 }

@@ -19,7 +19,10 @@
  * meta_spill: once their streams hold more than its budget in memory, the
  * complete blocks (which are never written again: patches are applied
  * while compressing) go to a temporary file, and are read back from it
- * when their turn to be compressed comes.
+ * when their turn to be compressed comes.  Once the file is in use, the
+ * compressed blocks go there too, each as soon as the blocks before it are
+ * done, and meta_emit() copies them to the image: a million files' tables
+ * are 20 MB compressed, which the bound would otherwise hold at the end.
  */
 #ifndef QUASH_PACK_META_H
 #define QUASH_PACK_META_H
@@ -64,8 +67,9 @@ struct meta_writer {
 	uint64_t *spilled;          /* per block: where in the spill file + 1, or 0 (raw_cap entries) */
 	size_t spill_next;          /* blocks before it are spilled or never were in memory */
 	/* Filled by meta_compress(): */
-	uint8_t *out;               /* the blocks, headers included */
+	uint8_t *out;               /* the blocks, headers included; NULL if they are in the spill file */
 	size_t out_len;
+	uint64_t out_at;            /* where they are in the spill file (out NULL) */
 	uint64_t *starts;           /* where each block begins in out; one more at the end */
 	size_t starts_count;        /* blocks */
 };
@@ -98,6 +102,9 @@ static inline uint64_t meta_ref(const struct meta_writer *w)
  */
 int meta_compress(struct meta_writer *const *ws, size_t n, unsigned jobs);
 
+/* Append w's compressed blocks to the sink, from memory or from the spill file.  0 or -errno. */
+int meta_emit(const struct meta_writer *w, struct pack_sink *sink);
+
 /* A provisional reference into a compressed table, as the image stores it. */
 static inline uint64_t meta_final_ref(const struct meta_writer *w, uint64_t ref)
 {
@@ -113,5 +120,10 @@ static inline uint64_t meta_final_ref(const struct meta_writer *w, uint64_t ref)
 int meta_write_table(struct pack_sink *sink, const struct qs_compressor *comp,
 		     const struct qs_compress_params *p, unsigned jobs, const uint8_t *entries, size_t len,
 		     uint64_t *start);
+/* The same, its bytes [off, off + len) given by fill() as they are needed. */
+typedef void (*meta_fill_fn)(void *arg, uint8_t *buf, size_t off, size_t len);
+int meta_write_table_from(struct pack_sink *sink, const struct qs_compressor *comp,
+			  const struct qs_compress_params *p, unsigned jobs, size_t len, meta_fill_fn fill,
+			  void *arg, uint64_t *start);
 
 #endif

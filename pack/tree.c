@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "tree.h"
+#include "spill.h"
 #include "pack_util.h"
 
 /*
@@ -38,10 +39,15 @@ struct tree_arena {
 /* Children of one directory: the table holds their indices + 1 in 32 bits. */
 #define TREE_DIR_ENTRIES_MAX (1u << 30)
 
-static void *arena_alloc(struct pack_tree *t, size_t bytes)
+/*
+ * Directories' inodes come from an arena of their own: a walk meets a
+ * directory's subdirectories side by side, not one a whole subtree apart
+ * (root's thousand, sorted, touched 16,000 pages of a paged-out tree).
+ */
+static void *arena_alloc_in(struct pack_tree *t, struct tree_arena **head, size_t bytes)
 {
 	size_t words = (bytes + sizeof(uint64_t) - 1) / sizeof(uint64_t);
-	struct tree_arena *a = t->arena;
+	struct tree_arena *a = *head;
 	void *p;
 
 	if (!a || a->size - a->used < words) {
@@ -49,17 +55,17 @@ static void *arena_alloc(struct pack_tree *t, size_t bytes)
 
 		if (size < words)
 			size = words;
-		a = malloc(sizeof(*a) + size * sizeof(uint64_t));
+		a = spill_alloc(t->spill, sizeof(*a) + size * sizeof(uint64_t));
 		if (!a)
 			return NULL;
-		a->next = t->arena;
+		a->next = *head;
 		a->used = 0;
-		t->bytes += sizeof(*a) + size * sizeof(uint64_t);
 		a->size = size;
-		t->arena = a;
+		*head = a;
 	}
 	p = &a->words[a->used];
 	a->used += words;
+	spill_tick(t->spill, p);
 	return p;
 }
 
@@ -80,7 +86,7 @@ static int child_new(struct pack_tree *t, const char *name, size_t len, struct p
 		out->bits = (uintptr_t)inode | 1;
 		return 0;
 	}
-	d = arena_alloc(t, offsetof(struct pack_dirent, name) + len + 1);
+	d = arena_alloc_in(t, tree_is_dir(inode) ? &t->dir_arena : &t->arena, offsetof(struct pack_dirent, name) + len + 1);
 	if (!d)
 		return -ENOMEM;
 	d->inode = inode;
@@ -219,7 +225,7 @@ static size_t inode_size(uint32_t mode)
 /* An inode with 'extra' bytes after it. */
 static struct pack_inode *inode_alloc(struct pack_tree *t, uint32_t mode, size_t extra)
 {
-	struct pack_inode *inode = arena_alloc(t, inode_size(mode) + extra);
+	struct pack_inode *inode = arena_alloc_in(t, (mode & 0170000) == 0040000 ? &t->dir_arena : &t->arena, inode_size(mode) + extra);
 
 	if (!inode)
 		return NULL;
@@ -383,28 +389,32 @@ static void blocks_free(struct pack_extra *b)
 		free(b->pages[p]);
 }
 
-static void drop_lookups(struct pack_inode *dir)
+static void drop_lookups(struct pack_tree *t, struct pack_inode *dir)
 {
 	lookup_forget(dir);
-	for (size_t i = 0; i < dir->u.dir.count; i++)
+	for (size_t i = 0; i < dir->u.dir.count; i++) {
+		spill_tick(t->spill, &dir->u.dir.children[i]);
 		if (tree_is_dir(tree_child_inode(dir->u.dir.children[i])))
-			drop_lookups(tree_child_inode(dir->u.dir.children[i]));
+			drop_lookups(t, tree_child_inode(dir->u.dir.children[i]));
+	}
 }
 
 void tree_drop_index(struct pack_tree *t)
 {
-	drop_lookups(t->root);
+	drop_lookups(t, t->root);
 }
 
 void tree_inode_put(struct pack_tree *t, struct pack_inode *inode)
 {
 	if (!inode || --inode->refs > 0)
 		return;
+	if (t)
+		spill_tick(t->spill, inode);
 	if (tree_is_dir(inode)) {
 		/* The dirents are the arena's. */
 		for (size_t i = 0; i < inode->u.dir.count; i++)
 			tree_inode_put(t, tree_child_inode(inode->u.dir.children[i]));
-		free(inode->u.dir.children);
+		spill_free(t ? t->spill : NULL, inode->u.dir.children);
 		lookup_forget(inode);
 		free(inode->u.dir.index);
 	} else if (tree_is_reg(inode)) {
@@ -425,13 +435,19 @@ void tree_free(struct pack_tree *t)
 
 void tree_release(struct pack_tree *t)
 {
-	tree_inode_put(NULL, t->root);
+	tree_inode_put(t, t->root);
 	t->root = NULL;
 	while (t->arena) {
 		struct tree_arena *a = t->arena;
 
 		t->arena = a->next;
-		free(a);
+		spill_free(t->spill, a);
+	}
+	while (t->dir_arena) {
+		struct tree_arena *a = t->dir_arena;
+
+		t->dir_arena = a->next;
+		spill_free(t->spill, a);
 	}
 	while (t->srcdirs) {
 		struct pack_srcdir *d = t->srcdirs;
@@ -497,12 +513,12 @@ static int child_add(struct pack_tree *t, struct pack_inode *dir, const char *na
 		return -ENOMEM;
 	if (dir->u.dir.count == dir->u.dir.cap) {
 		size_t cap = dir->u.dir.cap ? dir->u.dir.cap * 2 : 8;
-		void *p = realloc(dir->u.dir.children, cap * sizeof(*dir->u.dir.children));
+		void *p = spill_realloc(t->spill, dir->u.dir.children, dir->u.dir.cap * sizeof(*dir->u.dir.children),
+					cap * sizeof(*dir->u.dir.children));
 
 		if (!p)
 			return -ENOMEM;
 		dir->u.dir.children = p;
-		t->bytes += (cap - dir->u.dir.cap) * sizeof(*dir->u.dir.children);
 		dir->u.dir.cap = cap;
 	}
 	if (child_new(t, name, len, inode, &c) < 0)
@@ -811,6 +827,7 @@ static int apply_overrides(struct pack_tree *t, struct pack_inode *inode, const 
 /* First sight of an inode in the final tree: count it once. */
 static int count_inode(struct pack_tree *t, struct pack_inode *inode, const struct pack_overrides *o)
 {
+	spill_tick(t->spill, inode);
 	int err = apply_overrides(t, inode, o);
 
 	t->inode_count++;

@@ -138,7 +138,7 @@ struct pack_inode {
 	bool data_done : 1;         /* a file's data is written, or queued */
 	bool hash_done : 1;         /* a stored file already indexed (hard links meet it again) */
 	bool xattrs_pending : 1;    /* to be read when the data phase opens the file (scan_dir.c) */
-	bool is_dup : 1;            /* a file whose u.file.dup_of, not hash, is set */
+	bool is_dup : 1;            /* a file whose u.file.dup_blocks, not hash, is set */
 	bool prefetched;            /* a byte of its own: the data phase's prefetcher sets it (prefetch.c) */
 	/* Owner: indices into pack_tree.ids, as squashfs keeps them (tree_set_owner(), tree_uid()). */
 	uint16_t uid, gid;
@@ -157,7 +157,13 @@ struct pack_inode {
 			uint64_t size;
 			union {
 				uint64_t hash;              /* of the contents, for deduplication */
-				struct pack_inode *dup_of;  /* is_dup: data shared with this earlier file */
+				/*
+				 * is_dup: the blocks of the earlier file whose data this
+				 * one shares (its extra, or NULL), its fragment and offset
+				 * copied below; never the earlier inode itself, which the
+				 * tables phase would then read out of order.
+				 */
+				const struct pack_extra *dup_blocks;
 			};
 			uint32_t fragment;          /* SQFS_INVALID_FRAG if none */
 			uint32_t frag_offset;
@@ -231,13 +237,14 @@ struct tree_arena;
 struct pack_tree {
 	struct pack_inode *root;
 	struct tree_arena *arena;   /* every inode and dirent (tree.c) */
+	struct tree_arena *dir_arena; /* but directories' inodes */
+	struct spill *spill;        /* where the arena and child arrays come from (NULL: malloc()) */
 	uint64_t file_count;        /* regular-file inodes in the final tree */
 	uint64_t inode_count;
 	uint64_t data_bytes;        /* sum of regular-file sizes */
 	uint64_t dir_count, symlink_count, device_count, fifo_count, socket_count;
 	uint64_t hardlinked;        /* inodes with more than one name */
 	int64_t newest_mtime;
-	uint64_t bytes;             /* arena chunks and child arrays: the memory --memory does not bound */
 	struct pack_srcdir *srcdirs; /* every source directory scanned */
 	struct pack_srcdir **srcdir_table; /* the same, by pack_srcdir.index - 1 */
 	uint32_t srcdir_count, srcdir_cap;

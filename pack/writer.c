@@ -28,6 +28,7 @@
 #include "scan.h"
 #include "sink.h"
 #include "sort.h"
+#include "spill.h"
 #include "super.h"
 #include "pack_util.h"
 
@@ -38,9 +39,10 @@
 			    SQFS_FLAG_UNCOMPRESSED_FRAGMENTS | SQFS_FLAG_UNCOMPRESSED_XATTRS | \
 			    SQFS_FLAG_UNCOMPRESSED_IDS)
 
-/* --memory: the share of the bound for the tables being built, and for the data in flight. */
+/* --memory: the share of the bound for the tables being built, the data in flight, and the tree. */
 #define MEMORY_TABLES_SHARE 4       /* a quarter */
 #define MEMORY_RING_SHARE   4       /* a quarter of input; the output buffers double it */
+#define MEMORY_TREE_SHARE   4       /* a quarter resident; the rest of it in a file (spill.c) */
 /*
  * Without --memory the tables still spill past this: their streams are
  * written once and read once, so through the page cache they cost little,
@@ -439,7 +441,7 @@ static int write_tables(const struct pack_options *o, struct pack_tree *t, struc
 		err = print_info(&iw, t, o->info_out ? o->info_out : stdout);
 	if (!err) {
 		sb->inode_table_start = sink->written;
-		err = sink_append(sink, iw.inodes.out, iw.inodes.out_len);
+		err = meta_emit(&iw.inodes, sink);
 		stats->inode_bytes = iw.inodes.out_len;
 		/* mksquashfs counts each block's 2-byte header in the uncompressed size too. */
 		stats->inode_raw = iw.inodes.raw_len + 2 * (uint64_t)iw.inodes.starts_count;
@@ -448,7 +450,7 @@ static int write_tables(const struct pack_options *o, struct pack_tree *t, struc
 	}
 	if (!err) {
 		sb->directory_table_start = sink->written;
-		err = sink_append(sink, iw.dirs.out, iw.dirs.out_len);
+		err = meta_emit(&iw.dirs, sink);
 	}
 	sb->fragment_table_start = SQFS_INVALID_TABLE;
 	if (!err && frag_count)
@@ -691,23 +693,6 @@ static void take_base_settings(struct pack_options *o, const struct append_base 
 	o->uncompressed = b->flags & UNCOMPRESSED_FLAGS;
 }
 
-/*
- * --memory bounds the blocks in flight and the tables, not the tree of
- * names and inodes.  Paging the tree out to a file was tried three times
- * (docs/benchmarks.md): the last held it to its share at about 3x the
- * time, and the tables phase still went past the bound; not merged.  A
- * tree bigger than the whole bound is said once, so that a script's -mem
- * is not taken for a promise it is not.
- */
-static void tree_outgrows_bound(const struct pack_tree *t, const struct pack_options *o)
-{
-	fprintf(stderr,
-		"quash: pack: note: %s %llu MiB bounds the data in flight and the tables; the tree of "
-		"%llu entries takes another %llu MiB\n",
-		o->report ? "-mem" : "--memory", (unsigned long long)(o->memory >> 20),
-		(unsigned long long)t->inode_count, (unsigned long long)((t->bytes + (1u << 20) - 1) >> 20));
-}
-
 int pack_run(const struct pack_options *given)
 {
 	struct pack_options settings = *given;
@@ -723,6 +708,7 @@ int pack_run(const struct pack_options *given)
 	uint8_t head[HEAD_MAX];
 	size_t head_len = 0;
 	struct pack_stats stats = { 0 };
+	struct spill spill;
 	struct pack_overrides finish_overrides;
 	bool is_s3 = strncmp(o->image, "s3://", 5) == 0;
 	int err;
@@ -749,7 +735,9 @@ int pack_run(const struct pack_options *given)
 	else if (slash)
 		spool.dir = "/";
 	progress_start(PROGRESS_OFF, 0, 0);
+	spill_init(&spill, o->memory / MEMORY_TREE_SHARE, spool.dir);
 	err = tree_init(&tree);
+	tree.spill = &spill;
 	tree.forced_uid = o->overrides.uid >= 0 ? o->overrides.uid : o->overrides.all_root ? 0 : -1;
 	tree.forced_gid = o->overrides.gid >= 0 ? o->overrides.gid : o->overrides.all_root ? 0 : -1;
 	if (!err)
@@ -770,8 +758,6 @@ int pack_run(const struct pack_options *given)
 		err = append_merge(&base, &tree, o->root_becomes);
 	if (!err)
 		err = tree_finish(&tree, &finish_overrides);
-	if (!err && o->memory && tree.bytes > o->memory && !o->quiet)
-		tree_outgrows_bound(&tree, o);
 	/* As mksquashfs: -force-dir-mode, which the root had with every directory, outranks -root-mode. */
 	if (!err && o->root_mode >= 0 && !o->overrides.dir_mode)
 		tree.root->mode = (tree.root->mode & 0170000) | ((uint32_t)o->root_mode & 07777);
@@ -811,6 +797,7 @@ int pack_run(const struct pack_options *given)
 	spool_close(&spool);
 	free(stats.owners);
 	tree_free(&tree);
+	spill_close(&spill);
 	append_close(&base);
 	free(dir);
 	return err;

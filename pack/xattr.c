@@ -190,7 +190,7 @@ int xattr_table_write(struct image_writer *iw, struct pack_sink *sink, uint64_t 
 		*start = SQFS_INVALID_TABLE;
 		return 0;
 	}
-	err = sink_append(sink, t->kv.out, t->kv.out_len);
+	err = meta_emit(&t->kv, sink);
 	if (err)
 		return err;
 	ids_start = sink->written;
