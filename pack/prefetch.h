@@ -29,10 +29,15 @@ struct prefetch;
 /* prefetch_take(): the prefetcher did not open this file; open it yourself. */
 #define PREFETCH_NONE INT_MIN
 
-/* Is 'file' one the data phase opens from a source directory (and so one the prefetcher opens)? */
+/*
+ * Is 'file' one the data phase opens from a source directory (and so one
+ * the prefetcher opens)?  Not the flag bits: the data phase's main thread
+ * writes their byte meanwhile (data_done), so the prefetcher, another
+ * thread, reads none of them.  A stored file (append.c) has no srcdir.
+ */
 static inline bool prefetch_wants(const struct pack_inode *file)
 {
-	return tree_is_reg(file) && file->u.file.size > 0 && !file->stored && file->srcdir;
+	return tree_is_reg(file) && file->u.file.size > 0 && file->srcdir;
 }
 
 /*
