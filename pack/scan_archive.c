@@ -141,7 +141,7 @@ int spool_open(struct spool *s)
 	if (s->fd < 0) {
 		int err = -errno;
 
-		pack_error("%s: cannot create a spool file: %s", s->dir, strerror(errno));
+		pack_error("%s: cannot create a temporary file: %s", s->dir, strerror(errno));
 		return err;
 	}
 	return 0;

@@ -48,13 +48,22 @@
 #define SPILL_ZEROS       (1u << 20)    /* written at a time where fallocate() is not supported */
 #define SPILL_DISK_KEEP   (64ull << 20) /* free space the file leaves beside it, at least */
 
-void spill_init(struct spill *s, uint64_t bound, const char *dir)
+int spill_init(struct spill *s, uint64_t bound, const char *dir)
 {
+	struct spool file = { .fd = -1, .dir = dir };
+	int err;
+
 	memset(s, 0, sizeof(*s));
 	s->bound = bound;
 	s->dir = dir;
 	s->fd = s->statm_fd = -1;
 	s->page = sysconf(_SC_PAGESIZE);
+	if (!bound)
+		return 0;
+	/* Made now, not when the tree first needs it: a directory it cannot be made in fails the pack before the scan. */
+	err = spool_open(&file);
+	s->fd = file.fd;
+	return err;
 }
 
 void spill_close(struct spill *s)
@@ -112,19 +121,11 @@ static int region_add(struct spill *s, size_t need)
 	size_t size = (need + SPILL_REGION - 1) / SPILL_REGION * SPILL_REGION;
 	struct spill_region *r;
 	void *p;
-	int err;
 
 	if (s->region_count == SPILL_REGIONS_MAX)
 		return -ENOSPC;
-	if (s->fd < 0) {
-		struct spool file = { .fd = -1, .dir = s->dir };
-
-		err = spool_open(&file);
-		if (err)
-			return err;
-		s->fd = file.fd;
+	if (!s->region_count)
 		s->base_pages = file_pages(s);
-	}
 	/* Sparse: blocks are reserved as the bump pointer reaches them. */
 	if (ftruncate(s->fd, (off_t)(s->file_size + size)) < 0)
 		return -errno;

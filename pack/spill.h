@@ -31,7 +31,7 @@ struct spill_region {
 struct spill {
 	uint64_t bound;             /* resident bytes of the file allowed; 0: plain malloc() */
 	const char *dir;            /* where the file is made (the image's directory) */
-	int fd;                     /* -1 until the first allocation */
+	int fd;                     /* the file; -1 without a bound */
 	int statm_fd;               /* /proc/self/statm, kept open: read at every check */
 	bool heap;                  /* the file could not grow (said once): malloc() from then on */
 	uint64_t file_size;
@@ -45,7 +45,8 @@ struct spill {
 	uint64_t drops;             /* checks that found the bound passed and gave pages back */
 };
 
-void spill_init(struct spill *s, uint64_t bound, const char *dir);
+/* With a bound, the file is made in 'dir' now: 0, or -errno said in one line. */
+int spill_init(struct spill *s, uint64_t bound, const char *dir);
 /* Unmap and close the file: every pointer it gave is gone. */
 void spill_close(struct spill *s);
 

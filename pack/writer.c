@@ -735,9 +735,10 @@ int pack_run(const struct pack_options *given)
 	else if (slash)
 		spool.dir = "/";
 	progress_start(PROGRESS_OFF, 0, 0);
-	spill_init(&spill, o->memory / MEMORY_TREE_SHARE, spool.dir);
 	err = tree_init(&tree);
 	tree.spill = &spill;
+	if (spill_init(&spill, o->memory / MEMORY_TREE_SHARE, spool.dir) < 0 && !err)
+		err = -EIO;         /* said */
 	tree.forced_uid = o->overrides.uid >= 0 ? o->overrides.uid : o->overrides.all_root ? 0 : -1;
 	tree.forced_gid = o->overrides.gid >= 0 ? o->overrides.gid : o->overrides.all_root ? 0 : -1;
 	if (!err)

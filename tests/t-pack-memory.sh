@@ -9,7 +9,7 @@
 
 T=$WORK/pack-memory
 rm -rf "$T" && mkdir -p "$T"
-trap 'umount "$T/small" 2>/dev/null; unmount_all; rm -rf "$T"' EXIT
+trap 'umount "$T/small" "$T/ro" 2>/dev/null; unmount_all; rm -rf "$T"' EXIT
 
 # 20,000 small files in 20 directories (inode and directory tables of
 # 0.9 MB) and 72 MiB of base64 text: read faster than it compresses, so
@@ -119,4 +119,18 @@ if mount -t tmpfs -o size=32m tmpfs "$T/small"; then
 	umount "$T/small"
 else
 	not_ok "a tmpfs for the small-disk case" "mount failed"
+fi
+
+# A directory the spill file cannot be made in fails the pack before the
+# scan, in one line, as the image would (root writes anywhere: a
+# read-only file system).
+mkdir -p "$T/ro"
+if mount -t tmpfs -o ro,size=1m tmpfs "$T/ro"; then
+	$QUASH pack -q --no-progress --memory 4M "$T/src/d00" "$T/ro/x.sqfs" 2>"$T/ro.err"; st=$?
+	check "a read-only directory under --memory: exit 1, one line naming it" \
+		test "$st" = 1 -a "$(wc -l <"$T/ro.err")" = 1 -a \
+		"$(grep -c "^quash: pack: $T/ro: cannot create a temporary file: Read-only file system$" "$T/ro.err")" = 1
+	umount "$T/ro"
+else
+	not_ok "a read-only tmpfs" "mount failed"
 fi
