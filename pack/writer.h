@@ -51,9 +51,10 @@ struct pack_options {
 	uint16_t uncompressed;
 	/*
 	 * --memory / mksquashfs -mem: bytes for the buffers of the data in
-	 * flight and the metadata tables being built (0: their defaults, no
-	 * bound); the tables spill to a temporary file beside the image past
-	 * their share (writer.c).  The tree itself is not counted.
+	 * flight, the metadata tables being built and the resident part of the
+	 * tree (0: their defaults, no bound); the tables and the tree spill to
+	 * temporary files beside the image past their shares (writer.c,
+	 * spill.c).
 	 */
 	uint64_t memory;
 
