@@ -13,6 +13,7 @@
 #include "meta.h"
 #include "squashfs_fs.h"
 #include "tree.h"
+#include "spill.h"
 
 struct pack_sink;
 
@@ -57,9 +58,21 @@ static inline const struct qs_compressor *image_comp(const struct image_writer *
 	return iw->uncompressed & flag ? NULL : iw->comp;
 }
 
-/* A written inode's reference (provisional until the tables are compressed). */
+/*
+ * A written inode's reference (provisional until the tables are compressed).
+ * Under --memory a directory's is read with spill_peek(): a listing meets
+ * its subdirectories' numbers a subtree apart, and a read fault through
+ * the mapping maps 16 pages around the one it needs (the root's 5,000
+ * mapped all 40 MB of a 5,000,000-inode export table at once).
+ */
 static inline uint64_t image_ref(const struct image_writer *iw, const struct pack_inode *inode)
 {
+	uint64_t ref;
+
+	if (tree_is_dir(inode) && iw->tree && iw->tree->spill && iw->tree->spill->region_count) {
+		spill_peek(iw->tree->spill, &iw->export[inode->ino - 1], &ref, sizeof(ref));
+		return ref;
+	}
 	return iw->export[inode->ino - 1];
 }
 

@@ -346,7 +346,9 @@ int tree_child_cmp(const void *a, const void *b);
 /*
  * Drop one name's hold on an inode; with the last, frees what it owns (a
  * directory's subtree, a file's block list, xattrs).  The inode itself is
- * the arena's.  't' may be NULL.
+ * the arena's.  't' may be NULL only for an inode with nothing of the
+ * tree's spill (a directory never given a child): what a directory holds
+ * may be the spill file's (spill.c), which only 't' can tell from the heap.
  */
 void tree_inode_put(struct pack_tree *t, struct pack_inode *inode);
 /*
