@@ -25,8 +25,13 @@
  * takes, and 64 MiB at least; past that the tree stays in memory from then
  * on, said once.
  *
- * Measured, 1,000,000 files of 5-10 bytes at --memory 16M: 41 MB peak
- * against 101 MB unbounded, in about 3x the time (docs/benchmarks.md).
+ * A read fault maps the 16 pages around it that the page cache holds
+ * (fault-around, which MADV_RANDOM does not stop), so a walk that jumps
+ * maps far more than it touches: the readers that jump use spill_peek().
+ *
+ * Measured, 1,000,000 files of 5-10 bytes at --memory 16M: 14.5-14.9 MB
+ * peak against 101 MB unbounded, in 1.8x the time with warm caches, 1.0-1.2x
+ * cold (docs/benchmarks.md).
  */
 #include <errno.h>
 #include <fcntl.h>
