@@ -50,7 +50,7 @@
 #define SPILL_ALIGN       16u
 #define SPILL_CHUNK       (1u << 20)    /* what a check keeps or drops: SPILL_REGION / 64 */
 #define SPILL_REGIONS_MAX 65536u        /* 4 TiB of tree */
-#define SPILL_ZEROS       (1u << 20)    /* written at a time where fallocate() is not supported */
+#define SPILL_ZEROS       (64u << 10)   /* written at a time where fallocate() is not supported */
 #define SPILL_DISK_KEEP   (64ull << 20) /* free space the file leaves beside it, at least */
 
 int spill_init(struct spill *s, uint64_t bound, const char *dir)
@@ -105,20 +105,24 @@ static long file_pages(struct spill *s)
 /* Give [off, off + len) of the file blocks of its own, zeros. */
 static int reserve(int fd, uint64_t off, uint64_t len)
 {
-	static const uint8_t zeros[SPILL_ZEROS];
 	int err = posix_fallocate(fd, (off_t)off, (off_t)len);
+	uint8_t *zeros;
 
 	if (err != EOPNOTSUPP && err != EINVAL)
 		return -err;
-	for (uint64_t done = 0; done < len;) {
+	zeros = calloc(1, SPILL_ZEROS);
+	err = zeros ? 0 : -ENOMEM;
+	for (uint64_t done = 0; !err && done < len;) {
 		size_t n = len - done < SPILL_ZEROS ? (size_t)(len - done) : SPILL_ZEROS;
 		ssize_t w = pwrite(fd, zeros, n, (off_t)(off + done));
 
 		if (w <= 0)
-			return w < 0 ? -errno : -ENOSPC;
-		done += (uint64_t)w;
+			err = w < 0 ? -errno : -ENOSPC;
+		else
+			done += (uint64_t)w;
 	}
-	return 0;
+	free(zeros);
+	return err;
 }
 
 static int region_add(struct spill *s, size_t need)
