@@ -145,7 +145,11 @@ static int region_add(struct spill *s, size_t need)
 	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd, (off_t)s->file_size);
 	if (p == MAP_FAILED)
 		return -errno;
-	/* Pages are faulted back one at a time, not 16 around each. */
+	/*
+	 * A page the kernel wrote out and dropped is read back alone, without
+	 * readahead.  (Those still in the page cache are mapped 16 around a
+	 * fault whatever the advice: fault-around.)
+	 */
 	madvise(p, size, MADV_RANDOM);
 	r[s->region_count++] = (struct spill_region){ .base = p, .size = size, .file_off = s->file_size };
 	s->file_size += size;
