@@ -72,8 +72,9 @@ void spill_check_at(struct spill *s, const void *p);
 /*
  * A check reads statm (one pread()).  At a million small files and
  * --memory 16M, checking at every tick took 34.7 s, every 256th 19.3-19.6 s
- * and every 1024th 19.4 s, all at the same peak; 256 ticks touch 1 MiB at
- * most (a page each), a few KiB in the walks' order.
+ * and every 1024th 19.4 s, all at the same peak.  256 ticks in a walk's
+ * order touch a few KiB; a walk that jumped would map 16 pages a touch
+ * (fault-around), which is why the readers that jump use spill_peek().
  */
 #define SPILL_TICK_EVERY 256u
 
