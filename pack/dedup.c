@@ -37,7 +37,6 @@ struct dedup_index {
 	 * is read and written with pread()/pwrite() only, never mapped in.
 	 */
 	uint64_t *files;
-	bool paged;
 	size_t files_size, files_used;
 };
 
@@ -65,8 +64,7 @@ int dedup_init(struct dedup_index **out, struct spill *spill)
 	d->spill = spill;
 	d->size = d->files_size = DEDUP_TABLE_INITIAL;
 	d->table = calloc(d->size, sizeof(*d->table));
-	d->paged = spill && spill->bound;
-	d->files = spill_alloc(d->paged ? spill : NULL, d->files_size * sizeof(*d->files));
+	d->files = spill_alloc(spill, d->files_size * sizeof(*d->files));
 	if (!d->table || !d->files) {
 		free(d->table);
 		spill_free(spill, d->files);
@@ -196,19 +194,13 @@ static size_t slots_read(struct dedup_index *d, uint64_t *table, size_t i, uint6
 {
 	if (n > d->files_size - i)
 		n = d->files_size - i;
-	if (d->paged)
-		spill_peek(d->spill, table + i, buf, n * sizeof(*buf));
-	else
-		memcpy(buf, table + i, n * sizeof(*buf));
+	spill_peek(d->spill, table + i, buf, n * sizeof(*buf));
 	return n;
 }
 
 static void slot_write(struct dedup_index *d, uint64_t *table, size_t i, uint64_t v)
 {
-	if (d->paged)
-		spill_poke(d->spill, table + i, &v, sizeof(v));
-	else
-		table[i] = v;
+	spill_poke(d->spill, table + i, &v, sizeof(v));
 }
 
 bool dedup_find(struct dedup_index *d, struct pack_inode *file, dedup_same_fn same, void *arg,
@@ -269,7 +261,7 @@ static void files_put(struct dedup_index *d, uint64_t *table, uint64_t size, uin
 
 static int files_resize(struct dedup_index *d, size_t size)
 {
-	uint64_t *old = d->files, *bigger = spill_alloc(d->paged ? d->spill : NULL, size * sizeof(*bigger));
+	uint64_t *old = d->files, *bigger = spill_alloc(d->spill, size * sizeof(*bigger));
 	size_t old_size = d->files_size;
 
 	if (!bigger)
@@ -280,10 +272,7 @@ static int files_resize(struct dedup_index *d, size_t size)
 		uint64_t v;
 		struct pack_inode copy;
 
-		if (d->paged)
-			spill_peek(d->spill, old + i, &v, sizeof(v));
-		else
-			v = old[i];
+		spill_peek(d->spill, old + i, &v, sizeof(v));
 		if (!v)
 			continue;
 		file_read(d, slot_inode(v), &copy);

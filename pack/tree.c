@@ -69,6 +69,12 @@ static void *arena_alloc_in(struct pack_tree *t, struct tree_arena **head, size_
 	return p;
 }
 
+/* The arena an inode of this mode, or the dirent naming it, comes from. */
+static void *arena_alloc(struct pack_tree *t, uint32_t mode, size_t bytes)
+{
+	return arena_alloc_in(t, (mode & 0170000) == 0040000 ? &t->dir_arena : &t->arena, bytes);
+}
+
 /* Does 'inode' keep this name after itself (tree_file_new())? */
 static bool keeps_name(const struct pack_inode *inode, const char *name, size_t len)
 {
@@ -86,7 +92,7 @@ static int child_new(struct pack_tree *t, const char *name, size_t len, struct p
 		out->bits = (uintptr_t)inode | 1;
 		return 0;
 	}
-	d = arena_alloc_in(t, tree_is_dir(inode) ? &t->dir_arena : &t->arena, offsetof(struct pack_dirent, name) + len + 1);
+	d = arena_alloc(t, inode->mode, offsetof(struct pack_dirent, name) + len + 1);
 	if (!d)
 		return -ENOMEM;
 	d->inode = inode;
@@ -177,7 +183,6 @@ struct pack_inode *tree_lookup(struct pack_tree *t, struct pack_inode *dir, cons
 {
 	ssize_t i = lookup_index(t, dir, name, len);
 
-	(void)t;
 	return i < 0 ? NULL : tree_child_inode(dir->u.dir.children[i]);
 }
 
@@ -230,7 +235,7 @@ static size_t inode_size(uint32_t mode)
 /* An inode with 'extra' bytes after it. */
 static struct pack_inode *inode_alloc(struct pack_tree *t, uint32_t mode, size_t extra)
 {
-	struct pack_inode *inode = arena_alloc_in(t, (mode & 0170000) == 0040000 ? &t->dir_arena : &t->arena, inode_size(mode) + extra);
+	struct pack_inode *inode = arena_alloc(t, mode, inode_size(mode) + extra);
 
 	if (!inode)
 		return NULL;
@@ -839,8 +844,10 @@ static int apply_overrides(struct pack_tree *t, struct pack_inode *inode, const 
 /* First sight of an inode in the final tree: count it once. */
 static int count_inode(struct pack_tree *t, struct pack_inode *inode, const struct pack_overrides *o)
 {
+	int err;
+
 	spill_tick(t->spill, inode);
-	int err = apply_overrides(t, inode, o);
+	err = apply_overrides(t, inode, o);
 
 	t->inode_count++;
 	if (inode->mtime > t->newest_mtime)
