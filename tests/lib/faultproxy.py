@@ -263,6 +263,10 @@ def main():
     a = ap.parse_args()
     faults = [f for f in a.faults.split(",") if f]
     always = faults[0][len("always:"):] if faults and faults[0].startswith("always:") else None
+    # socketserver's listen backlog is 5: a client opening more connections
+    # at once than that has its SYNs dropped and resent a second later,
+    # which no data-centre link does.
+    http.server.ThreadingHTTPServer.request_queue_size = 128
     srv = http.server.ThreadingHTTPServer((a.listen, a.port), Handler)
     srv.daemon_threads = True
     srv.state = State(a.skip, faults, always)
