@@ -214,9 +214,9 @@ check "streamed, cut half way: the file right; the rest asked from where it brok
 
 # A run read out of its bytes' order is fetched in 256 KiB requests, each in
 # the turn of the earliest touch it holds: the same 5 MB file's profile, its
-# ranges given again as 64 KiB read from the end backwards.  The first 8
-# requests out (8 replay threads) are the file's last 2 MiB, so the first
-# to come back is one of them.
+# ranges given again as 64 KiB read from the end backwards.  The first 12
+# requests out (PROFILE_REPLAY_THREADS) are the file's last 3 MiB, so the
+# first to come back is one of them.
 # (the file: the ranges that adjoin its largest one)
 read -r big_off big_end < <(awk 'NR > 2 { print $1, $1 + $2 }' "$W/big.profile" | sort -n | awk '
 	{ off[NR] = $1; end[NR] = $2; if ($2 - $1 > end[big] - off[big]) big = NR }
@@ -241,7 +241,7 @@ pieces=$(wc -l <"$W/backwards.got")
 largest=$(sort -k2n "$W/backwards.got" | tail -1 | cut -d' ' -f2)
 first_off=$(head -1 "$W/backwards.got" | cut -d' ' -f1)
 check "read backwards: the file right, in $pieces requests of at most 256 KiB ($largest), the end's first" \
-	test "$st" = 0 -a "$pieces" -ge 19 -a "${largest:-0}" -le 262144 -a "${first_off:-0}" -ge $((big_end - 8 * 262144))
+	test "$st" = 0 -a "$pieces" -ge 19 -a "${largest:-0}" -le 262144 -a "${first_off:-0}" -ge $((big_end - 12 * 262144))
 check "read backwards: nothing said" test ! -s "$W/err"
 
 # URL.profile beside the image is fetched once and replayed.
