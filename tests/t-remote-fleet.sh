@@ -56,6 +56,11 @@ for i in $(seq $N); do
 		up=$((up + 1))
 done
 check "each node has its latency proxies (20 ms a request, 200 Mbit/s)" test $up = $N
+# A replay opens a dozen connections at once; a link that dropped the SYNs
+# beyond socketserver's backlog of 5 would add a second's retransmit to some.
+backlog=$(ss -ltnH "sport = :$((BASE + 1))" | awk '{ print $3; exit }')
+check "a node's link takes a replay's connections at once (listen backlog ${backlog:-none})" \
+	test "${backlog:-0}" -ge 16
 url() { echo "http://${FLEET_NET}1:$(($2 + $1))/fleet/image.sqfs"; }   # url I PORTBASE
 
 # workload I: every file of node I's mount, its sha256 against the manifest

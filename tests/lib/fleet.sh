@@ -62,13 +62,20 @@ fleet_proxy() {
 	return 1
 }
 
-# fleet_ports SPAN: a base port B such that B .. B+SPAN-1 are all free now
+# fleet_ports SPAN: a base port B such that B .. B+SPAN-1 are all free now,
+# below the ephemeral range: a client socket there (wait_port's own probes,
+# in TIME_WAIT) would take a port of the block before its proxy binds it.
 fleet_ports() {
 	python3 - "$1" <<'PY'
 import random, socket, sys
 span = int(sys.argv[1])
+try:
+    low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+except (OSError, ValueError, IndexError):
+    low = 32768
+top = max(low, 10000 + 2 * span)
 for _ in range(200):
-    base = random.randrange(20000, 60000 - span)
+    base = random.randrange(10000, top - span)
     socks = []
     try:
         for p in range(base, base + span):
