@@ -285,6 +285,8 @@ struct qs_cache_stats {
 	uint64_t hits, misses, waits, evictions;
 	uint64_t drops;             /* blocks passed on whole (qs_block_release_passed()), since freed */
 	uint64_t bytes, limit;
+	uint64_t ahead;             /* qs_image_cache_stats() only: blocks the image decompressed ahead of
+				     * their reads, from a prefetch profile's replay */
 };
 void qs_image_cache_stats(struct qs_image *img, struct qs_cache_stats *out);
 void qs_cache_stats(struct qs_cache *cache, struct qs_cache_stats *out);

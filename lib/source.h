@@ -52,6 +52,15 @@ struct qs_source_ops {
 	 * the kernel for readahead.  May be NULL; errors are not fatal.
 	 */
 	int (*warm)(struct qs_source *src, uint64_t off, uint64_t len);
+	/*
+	 * Optional: the next range of a profile's replay, in the order the
+	 * profile first read them, once its bytes are in the source's cache
+	 * (waits for them).  *next is a cursor, 0 at first, moved past the
+	 * range returned.  1 and the range; 0 when there are no more, or the
+	 * replay ended before fetching it.  Lets the image decompress what a
+	 * workload is about to read before it asks (lib/format/warm.c).
+	 */
+	int (*replayed)(struct qs_source *src, size_t *next, uint64_t *off, uint64_t *len);
 };
 
 struct qs_source {
@@ -211,6 +220,11 @@ static inline int qs_source_willneed(struct qs_source *src, uint64_t off, uint64
 static inline int qs_source_warm(struct qs_source *src, uint64_t off, uint64_t len)
 {
 	return src->ops->warm ? src->ops->warm(src, off, len) : qs_source_willneed(src, off, len);
+}
+
+static inline int qs_source_replayed(struct qs_source *src, size_t *next, uint64_t *off, uint64_t *len)
+{
+	return src->ops->replayed ? src->ops->replayed(src, next, off, len) : 0;
 }
 
 void qs_source_close(struct qs_source *src);

@@ -14,6 +14,7 @@
  * the workers then read ENODEV and return.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -389,6 +390,13 @@ int qm_session_run(struct qm_fs *fs, int ready_fd, void (*on_ready)(struct qm_fs
 	qm_transport_stop(fs);
 	qm_fill_stop(fs->fill, fs->opt->debug || getenv("QUASH_FILL_STATS"));
 	fs->fill = NULL;
+	if (!fs->catalog && fs->view.img && (fs->opt->debug || getenv("QUASH_FILL_STATS"))) {
+		struct qs_cache_stats cs;
+
+		qs_image_cache_stats(fs->view.img, &cs);
+		fprintf(stderr, "quash: block cache: %" PRIu64 " hits, %" PRIu64 " misses, %" PRIu64
+			" blocks decompressed ahead of their reads\n", cs.hits, cs.misses, cs.ahead);
+	}
 	fuse_session_unmount(fs->se);
 	fuse_session_destroy(fs->se);
 	fs->se = NULL;

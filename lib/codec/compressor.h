@@ -65,6 +65,15 @@ struct qs_compressor {
 	size_t (*write_options)(const struct qs_compress_params *p, uint8_t *buf);
 
 	/*
+	 * Optional: the length of the one compressed block that starts src
+	 * (len bytes at hand), where the format itself says where it ends, or
+	 * -1.  Lets an image find a profile's blocks without reading their
+	 * inodes (lib/format/warm.c).  zstd frames say; gzip, xz, lz4 and lzo
+	 * streams do not without decoding them, and have none.
+	 */
+	ssize_t (*frame_size)(const void *src, size_t len);
+
+	/*
 	 * An image must carry an options block (lz4: "LZ4 compressed
 	 * filesystems always have compression options", and the kernel and
 	 * unsquashfs refuse one without).

@@ -8,6 +8,7 @@
  * on that (it sizes its window to the block size).
  */
 #include <errno.h>
+#include <limits.h>
 #include <zstd.h>
 #include <zstd_errors.h>
 
@@ -117,6 +118,13 @@ static size_t zstd_write_options(const struct qs_compress_params *p, uint8_t *bu
 	return ZSTD_OPTIONS_SIZE;
 }
 
+static ssize_t zstd_frame_size(const void *src, size_t len)
+{
+	size_t n = ZSTD_findFrameCompressedSize(src, len);
+
+	return ZSTD_isError(n) || n > (size_t)SSIZE_MAX ? -1 : (ssize_t)n;
+}
+
 const struct qs_compressor qs_zstd_compressor = {
 	.name = "zstd",
 	.id = SQFS_COMP_ZSTD,
@@ -124,4 +132,5 @@ const struct qs_compressor qs_zstd_compressor = {
 	.decompress = zstd_decompress,
 	.compress = zstd_compress,
 	.write_options = zstd_write_options,
+	.frame_size = zstd_frame_size,
 };

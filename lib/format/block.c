@@ -60,6 +60,7 @@ struct load_request {
 	struct qs_image *img;
 	uint64_t pos;
 	uint32_t word;                  /* data: stored size word */
+	bool loaded;                    /* the loader ran (a miss), not a hit */
 };
 
 /* Decompress 'len' bytes from src into a new buffer of 'cap' bytes owned by the block. */
@@ -89,6 +90,8 @@ static int load_metadata(void *ctx, struct qs_block *b)
 	struct qs_image *img = r->img;
 	uint8_t *buf = scratch_buffer();
 	uint64_t avail = img->sb.bytes_used - r->pos;
+
+	r->loaded = true;
 	size_t want = avail < SQFS_META_SIZE + 2 ? (size_t)avail : SQFS_META_SIZE + 2;
 	uint16_t header;
 	size_t len;
@@ -138,6 +141,7 @@ static int load_data(void *ctx, struct qs_block *b)
 	uint8_t *buf;
 	int err;
 
+	r->loaded = true;
 	if (r->word & SQFS_BLOCK_UNCOMPRESSED) {
 		b->data = malloc(len);
 		if (!b->data)
@@ -166,6 +170,39 @@ int qs_data_block(struct qs_image *img, uint64_t pos, uint32_t word, struct qs_b
 		return qs_set_error(-EIO, "data block at %llu (%zu bytes) lies outside the image",
 				    (unsigned long long)pos, len);
 	return qs_cache_get(img->cache, pos, img->cache_tag | word, load_data, &r, out);
+}
+
+/* Blocks loaded ahead of their reads (warm.c): 1 if loaded now, 0 if cached already, or -errno. */
+int qs_data_block_ahead(struct qs_image *img, uint64_t pos, uint32_t word)
+{
+	struct load_request r = { .img = img, .pos = pos, .word = word };
+	size_t len = word & SQFS_BLOCK_SIZE_MASK;
+	struct qs_block *b;
+	int err;
+
+	if (len == 0 || len > img->sb.block_size || pos > img->sb.bytes_used || len > img->sb.bytes_used - pos)
+		return qs_set_error(-EIO, "data block at %llu: bad size word 0x%x", (unsigned long long)pos, word);
+	err = qs_cache_get(img->cache, pos, img->cache_tag | word, load_data, &r, &b);
+	if (err < 0)
+		return err;
+	qs_cache_release(img->cache, b);
+	return r.loaded;
+}
+
+int qs_metadata_block_ahead(struct qs_image *img, uint64_t pos, uint64_t *next)
+{
+	struct load_request r = { .img = img, .pos = pos };
+	struct qs_block *b;
+	int err;
+
+	if (pos >= img->sb.bytes_used)
+		return qs_set_error(-EIO, "metadata block at %llu lies outside the image", (unsigned long long)pos);
+	err = qs_cache_get(img->cache, pos, img->cache_tag, load_metadata, &r, &b);
+	if (err < 0)
+		return err;
+	*next = b->aux;
+	qs_cache_release(img->cache, b);
+	return r.loaded;
 }
 
 static struct qs_block zero_block;

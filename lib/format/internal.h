@@ -5,6 +5,8 @@
 #ifndef QUASH_INTERNAL_H
 #define QUASH_INTERNAL_H
 
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "cache.h"
@@ -38,10 +40,22 @@ struct qs_image {
 	uint64_t *xattr_index;          /* metadata block of each 512 xattr ids */
 	uint32_t xattr_index_count;
 
+	pthread_t warmer;               /* warm.c: a profile's blocks decompressed ahead */
+	bool warming;
+	bool warm_stop;                 /* atomic: the warm thread ends */
+	uint64_t warmed;                /* atomic: blocks it loaded before any read asked */
+
 };
 
 /* The process's one block of zeros (SQFS_BLOCK_SIZE_MAX bytes), for sparse blocks; not in any cache. */
 struct qs_block *qs_zero_block(void);
+
+/* ---- warm.c: a profile's blocks decompressed before they are read ---- */
+
+/* Start the warm thread if the source replays a profile and the codec's blocks say where they end. */
+void qs_warm_start(struct qs_image *img);
+/* Stop and join it (before the source closes). */
+void qs_warm_stop(struct qs_image *img);
 
 /* ---- block.c: one block, read and decompressed through the cache ---- */
 
@@ -50,6 +64,14 @@ int qs_metadata_block(struct qs_image *img, uint64_t pos, struct qs_block **out)
 
 /* The data or fragment block at pos with stored size word 'word' (never 0). */
 int qs_data_block(struct qs_image *img, uint64_t pos, uint32_t word, struct qs_block **out);
+
+/*
+ * The same, loaded ahead of their reads and let go at once (warm.c): 1 if
+ * loaded now, 0 if cached already, or -errno; *next: the following
+ * metadata block's position.
+ */
+int qs_data_block_ahead(struct qs_image *img, uint64_t pos, uint32_t word);
+int qs_metadata_block_ahead(struct qs_image *img, uint64_t pos, uint64_t *next);
 
 /* Read len raw bytes at image position pos (relative to the superblock). */
 int qs_image_pread(struct qs_image *img, void *buf, size_t len, uint64_t pos);

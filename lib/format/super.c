@@ -231,6 +231,7 @@ int qs_image_open(struct qs_source *src, const struct qs_image_options *opt, str
 		goto fail;
 	img->info.comp = img->comp_opts;
 	img->info.xattr_id_count = img->xattr_table.count;
+	qs_warm_start(img);
 	*out = img;
 	return 0;
 
@@ -246,6 +247,7 @@ void qs_image_close(struct qs_image *img)
 {
 	if (!img)
 		return;
+	qs_warm_stop(img);
 	if (img->own_cache)
 		qs_cache_destroy(img->cache);
 	qs_source_close(img->src);
@@ -269,4 +271,5 @@ const struct qs_info *qs_image_info(const struct qs_image *img)
 void qs_image_cache_stats(struct qs_image *img, struct qs_cache_stats *out)
 {
 	qs_cache_stats(img->cache, out);
+	out->ahead = __atomic_load_n(&img->warmed, __ATOMIC_RELAXED);
 }

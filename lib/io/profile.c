@@ -357,6 +357,9 @@ struct profiled {
 	uint64_t pin_off, pin_len;
 	pthread_t replayers[PROFILE_REPLAY_THREADS];
 	int nreplayers;
+	struct qs_profile_range *touch; /* the profile's ranges in first-touch order, for replayed() */
+	size_t ntouch;
+	uint64_t meta_start;            /* where the metadata begins (pinned at open unless defer_pin) */
 };
 
 static int grow(struct qs_profile_range **a, size_t *cap, size_t want)
@@ -624,6 +627,71 @@ static int profiled_warm(struct qs_source *src, uint64_t off, uint64_t len)
 	return qs_source_warm(((struct profiled *)src->priv)->base, off, len);
 }
 
+/*
+ * Whether [off, off+len) is in: 1 once every plan range over it is fetched
+ * (waiting for them), 0 if the plan does not cover it all (past the
+ * prefetch cap), -1 if the replay ended, or the caller's interrupt flag
+ * was set, before it came.  Metadata pinned at open is in from the start.
+ */
+static int replay_ready(struct profiled *p, uint64_t off, uint64_t len)
+{
+	uint64_t end = off + len, covered = off;
+	int ret = 1;
+
+	if (!p->defer_pin && off >= p->meta_start)
+		return 1;
+	pthread_mutex_lock(&p->lock);
+	for (size_t i = plan_search(p, off); i < p->nplan && covered < end && ret == 1; i++) {
+		struct replay_range *r = &p->plan[i];
+
+		if (r->off > covered) {
+			ret = 0;
+			break;
+		}
+		while (atomic_load(&r->state) != REPLAY_DONE) {
+			struct timespec until;
+
+			if (atomic_load(&p->stop_replay) || qs_source_interrupted() ||
+			    (p->active == 0 && atomic_load(&r->state) == REPLAY_PENDING)) {
+				ret = -1;
+				break;
+			}
+			clock_gettime(CLOCK_REALTIME, &until);
+			until.tv_nsec += PROFILE_WAIT_POLL_NS;
+			if (until.tv_nsec >= 1000000000) {
+				until.tv_sec++;
+				until.tv_nsec -= 1000000000;
+			}
+			pthread_cond_timedwait(&p->replayed, &p->lock, &until);
+		}
+		covered = r->off + r->len;
+	}
+	pthread_mutex_unlock(&p->lock);
+	return ret == 1 && covered < end ? 0 : ret;
+}
+
+static int profiled_replayed(struct qs_source *src, size_t *next, uint64_t *off, uint64_t *len)
+{
+	struct profiled *p = src->priv;
+
+	/* A recording must see the workload's reads only, not a warmer's. */
+	if (p->record_path)
+		return 0;
+	while (*next < p->ntouch) {
+		const struct qs_profile_range *r = &p->touch[(*next)++];
+		int in = replay_ready(p, r->off, r->len);
+
+		if (in < 0)
+			return 0;
+		if (in > 0) {
+			*off = r->off;
+			*len = r->len;
+			return 1;
+		}
+	}
+	return 0;
+}
+
 static void profiled_free(struct profiled *p)
 {
 	atomic_store(&p->stop_replay, true);
@@ -645,6 +713,7 @@ static void profiled_free(struct profiled *p)
 	free(p->seen);
 	free(p->plan);
 	free(p->turns);
+	free(p->touch);
 	pthread_cond_destroy(&p->replayed);
 	free(p->record_path);
 	free(p->notice);
@@ -662,6 +731,7 @@ static const struct qs_source_ops profiled_ops = {
 	.prefetch = profiled_prefetch,
 	.willneed = profiled_willneed,
 	.warm = profiled_warm,
+	.replayed = profiled_replayed,
 };
 
 /* ---- replay plan ------------------------------------------------------------ */
@@ -833,6 +903,31 @@ out:
 	return ret;
 }
 
+/*
+ * The profile's ranges in first-touch order, clipped to the source, up to
+ * PROFILE_PREFETCH_MAX bytes as the plan: what replayed() hands out.
+ */
+static int keep_touch_order(struct profiled *p, const struct qs_profile *prof, uint64_t meta)
+{
+	uint64_t total = 0, size = p->base->size;
+
+	p->meta_start = meta;
+	p->touch = calloc(prof->count ? prof->count : 1, sizeof(*p->touch));
+	if (!p->touch)
+		return -ENOMEM;
+	for (size_t i = 0; i < prof->count && total < PROFILE_PREFETCH_MAX; i++) {
+		uint64_t off = prof->ranges[i].off, len = prof->ranges[i].len;
+
+		if (off >= size || len == 0)
+			continue;
+		if (len > size - off)
+			len = size - off;
+		p->touch[p->ntouch++] = (struct qs_profile_range){ off, len };
+		total += len;
+	}
+	return 0;
+}
+
 /* Add one line to the wrapper's notice (shown once by the opener). */
 static void add_notice(struct profiled *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void add_notice(struct profiled *p, const char *fmt, ...)
@@ -986,7 +1081,7 @@ static void start_replay(struct profiled *p, const char *spec, const struct qs_s
 	}
 	meta = metadata_start(p->base, sb_offset, &meta_len);
 	p->defer_pin = meta_len >= PROFILE_PIN_DEFER_MIN;
-	if (make_plan(p, prof, meta) < 0)
+	if (make_plan(p, prof, meta) < 0 || keep_touch_order(p, prof, meta) < 0)
 		goto out;
 	pthread_mutex_lock(&p->lock);
 	for (int i = 0; i < PROFILE_REPLAY_THREADS && (size_t)i < p->nturns; i++)

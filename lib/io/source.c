@@ -122,6 +122,27 @@ static int window_warm(struct qs_source *src, uint64_t off, uint64_t len)
 	return qs_source_warm(w->base, w->offset + off, len);
 }
 
+/* The base's ranges, in the window's offsets; those outside it passed over. */
+static int window_replayed(struct qs_source *src, size_t *next, uint64_t *off, uint64_t *len)
+{
+	struct window *w = src->priv;
+	uint64_t o, l;
+	int ret;
+
+	while ((ret = qs_source_replayed(w->base, next, &o, &l)) > 0) {
+		if (o + l <= w->offset || o >= w->offset + src->size)
+			continue;
+		if (o < w->offset) {
+			l -= w->offset - o;
+			o = w->offset;
+		}
+		*off = o - w->offset;
+		*len = l < src->size - *off ? l : src->size - *off;
+		return 1;
+	}
+	return ret;
+}
+
 static void window_close(struct qs_source *src)
 {
 	struct window *w = src->priv;
@@ -136,6 +157,7 @@ static const struct qs_source_ops window_ops = {
 	.prefetch = window_prefetch,
 	.willneed = window_willneed,
 	.warm = window_warm,
+	.replayed = window_replayed,
 };
 
 int qs_source_open_window(struct qs_source *base, uint64_t offset, uint64_t size, struct qs_source **out)
