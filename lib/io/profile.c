@@ -1160,6 +1160,7 @@ int qs_source_open_profiled(struct qs_source *base, const char *spec, const stru
 		pthread_cond_destroy(&p->replayed);
 		free(p->plan);
 		free(p->turns);
+		free(p->touch);
 		free(p);
 		*out = base;
 		return 0;
