@@ -60,6 +60,7 @@ struct load_request {
 	struct qs_image *img;
 	uint64_t pos;
 	uint32_t word;                  /* data: stored size word */
+	const uint8_t *stored;          /* data: its stored bytes, read already (warm.c), or NULL */
 	bool loaded;                    /* the loader ran (a miss), not a hit */
 };
 
@@ -149,6 +150,8 @@ static int load_data(void *ctx, struct qs_block *b)
 		b->size = len;
 		return qs_image_pread(img, b->data, len, r->pos);
 	}
+	if (r->stored)
+		return decompress_into(img, b, r->stored, len, img->sb.block_size, "data", r->pos);
 	buf = scratch_buffer();
 	if (!buf)
 		return qs_set_error(-ENOMEM, "out of memory");
@@ -173,9 +176,9 @@ int qs_data_block(struct qs_image *img, uint64_t pos, uint32_t word, struct qs_b
 }
 
 /* Blocks loaded ahead of their reads (warm.c): 1 if loaded now, 0 if cached already, or -errno. */
-int qs_data_block_ahead(struct qs_image *img, uint64_t pos, uint32_t word)
+int qs_data_block_ahead(struct qs_image *img, uint64_t pos, uint32_t word, const void *stored)
 {
-	struct load_request r = { .img = img, .pos = pos, .word = word };
+	struct load_request r = { .img = img, .pos = pos, .word = word, .stored = stored };
 	size_t len = word & SQFS_BLOCK_SIZE_MASK;
 	struct qs_block *b;
 	int err;

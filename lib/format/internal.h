@@ -67,10 +67,11 @@ int qs_data_block(struct qs_image *img, uint64_t pos, uint32_t word, struct qs_b
 
 /*
  * The same, loaded ahead of their reads and let go at once (warm.c): 1 if
- * loaded now, 0 if cached already, or -errno; *next: the following
- * metadata block's position.
+ * loaded now, 0 if cached already, or -errno.  'stored': the data block's
+ * bytes as stored, read already (or NULL); *next: the following metadata
+ * block's position.
  */
-int qs_data_block_ahead(struct qs_image *img, uint64_t pos, uint32_t word);
+int qs_data_block_ahead(struct qs_image *img, uint64_t pos, uint32_t word, const void *stored);
 int qs_metadata_block_ahead(struct qs_image *img, uint64_t pos, uint64_t *next);
 
 /* Read len raw bytes at image position pos (relative to the superblock). */

@@ -22,7 +22,9 @@
  * (gzip, xz, lz4, lzo) are not warmed.
  *
  * The thread stops at the end of the profile, when it has decompressed
- * WARM_SHARE of the cache's limit, or when the image closes.
+ * WARM_SHARE_NUM / WARM_SHARE_DEN of the cache's limit, or when the image
+ * closes.  Each step copies up to a block's size from the source to find
+ * the next frame's end, and decompresses from that copy.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -55,7 +57,7 @@ static void warm_data(struct qs_image *img, uint8_t *buf, uint64_t pos, uint64_t
 		len = img->comp->frame_size(buf, n);
 		if (len <= 0 || (size_t)len > cap)
 			return;         /* not a block boundary, or stored uncompressed: the walk ends */
-		loaded = qs_data_block_ahead(img, pos, (uint32_t)len);
+		loaded = qs_data_block_ahead(img, pos, (uint32_t)len, buf);   /* not read twice */
 		if (loaded < 0)
 			return;
 		if (loaded) {
