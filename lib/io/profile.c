@@ -463,6 +463,20 @@ static size_t plan_search(const struct profiled *p, uint64_t off)
 	return lo;
 }
 
+/* Wait under p->lock for a plan range to leave REPLAY_LOADING, or PROFILE_WAIT_POLL_NS (to check for an interrupt). */
+static void wait_replayed_locked(struct profiled *p)
+{
+	struct timespec until;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_nsec += PROFILE_WAIT_POLL_NS;
+	if (until.tv_nsec >= 1000000000) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000;
+	}
+	pthread_cond_timedwait(&p->replayed, &p->lock, &until);
+}
+
 /* Plan range i fetched: by this thread if its turn has not come, else by the thread fetching it. */
 static void replay_wait(struct profiled *p, size_t i)
 {
@@ -470,17 +484,8 @@ static void replay_wait(struct profiled *p, size_t i)
 		return;
 	replay_one(p, i);
 	pthread_mutex_lock(&p->lock);
-	while (atomic_load(&p->plan[i].state) == REPLAY_LOADING && !qs_source_interrupted()) {
-		struct timespec until;
-
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_nsec += PROFILE_WAIT_POLL_NS;
-		if (until.tv_nsec >= 1000000000) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000;
-		}
-		pthread_cond_timedwait(&p->replayed, &p->lock, &until);
-	}
+	while (atomic_load(&p->plan[i].state) == REPLAY_LOADING && !qs_source_interrupted())
+		wait_replayed_locked(p);
 	pthread_mutex_unlock(&p->lock);
 }
 
@@ -649,20 +654,12 @@ static int replay_ready(struct profiled *p, uint64_t off, uint64_t len)
 			break;
 		}
 		while (atomic_load(&r->state) != REPLAY_DONE) {
-			struct timespec until;
-
 			if (atomic_load(&p->stop_replay) || qs_source_interrupted() ||
 			    (p->active == 0 && atomic_load(&r->state) == REPLAY_PENDING)) {
 				ret = -1;
 				break;
 			}
-			clock_gettime(CLOCK_REALTIME, &until);
-			until.tv_nsec += PROFILE_WAIT_POLL_NS;
-			if (until.tv_nsec >= 1000000000) {
-				until.tv_sec++;
-				until.tv_nsec -= 1000000000;
-			}
-			pthread_cond_timedwait(&p->replayed, &p->lock, &until);
+			wait_replayed_locked(p);
 		}
 		covered = r->off + r->len;
 	}
