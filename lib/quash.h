@@ -285,6 +285,7 @@ struct qs_cache_stats {
 	uint64_t hits, misses, waits, evictions;
 	uint64_t drops;             /* blocks passed on whole (qs_block_release_passed()), since freed */
 	uint64_t bytes, limit;
+	uint64_t slab_bytes;        /* memory mapped for blocks, recycled and kept while the cache lives */
 	uint64_t ahead;             /* qs_image_cache_stats() only: blocks the image decompressed ahead of
 				     * their reads, from a prefetch profile's replay */
 };

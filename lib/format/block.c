@@ -70,7 +70,7 @@ static int decompress_into(struct qs_image *img, struct qs_block *b, const uint8
 {
 	ssize_t n;
 
-	b->data = malloc(cap);
+	b->data = qs_cache_buffer(b, cap);
 	if (!b->data)
 		return qs_set_error(-ENOMEM, "out of memory");
 	n = img->comp->decompress(&img->comp_opts, src, len, b->data, cap);
@@ -113,7 +113,7 @@ static int load_metadata(void *ctx, struct qs_block *b)
 				    (unsigned long long)r->pos, len);
 	b->aux = r->pos + 2 + len;
 	if (header & SQFS_META_UNCOMPRESSED) {
-		b->data = malloc(len);
+		b->data = qs_cache_buffer(b, len);
 		if (!b->data)
 			return qs_set_error(-ENOMEM, "out of memory");
 		memcpy(b->data, buf + 2, len);
@@ -144,7 +144,7 @@ static int load_data(void *ctx, struct qs_block *b)
 
 	r->loaded = true;
 	if (r->word & SQFS_BLOCK_UNCOMPRESSED) {
-		b->data = malloc(len);
+		b->data = qs_cache_buffer(b, len);
 		if (!b->data)
 			return qs_set_error(-ENOMEM, "out of memory");
 		b->size = len;

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "cache.h"
+#include "slab.h"
 
 #define BUCKETS_PER_SHARD 512       /* power of two; chains stay short at any sane limit */
 /*
@@ -31,6 +32,12 @@
  */
 #define PASSED_BYTES_MAX (8u << 20)
 #define PASSED_SHARE     8          /* nor more than an eighth of the cache */
+/*
+ * The slabs of block memory (slab.c) map at most the limit and this
+ * fraction more: blocks still held count beyond the limit, and memory cut
+ * for one size is not used for another.
+ */
+#define SLAB_SLACK_SHARE 4
 
 enum { LOADING, READY };
 
@@ -48,6 +55,7 @@ struct shard {
 struct qs_cache {
 	struct shard shards[QS_CACHE_SHARDS];
 	size_t limit;
+	struct qs_slabs *slabs;     /* NULL: every block's memory from malloc() */
 };
 
 static uint64_t mix(uint64_t a, uint64_t b)
@@ -66,6 +74,7 @@ struct qs_cache *qs_cache_create(size_t limit_bytes)
 	if (!cache)
 		return NULL;
 	cache->limit = limit_bytes;
+	cache->slabs = qs_slabs_create(limit_bytes + limit_bytes / SLAB_SLACK_SHARE);
 	for (int i = 0; i < QS_CACHE_SHARDS; i++) {
 		struct shard *s = &cache->shards[i];
 
@@ -80,9 +89,23 @@ struct qs_cache *qs_cache_create(size_t limit_bytes)
 	return cache;
 }
 
+void *qs_cache_buffer(struct qs_block *b, size_t size)
+{
+	void *buf = qs_slabs_alloc(b->owner->slabs, size, &b->slab_class);
+
+	if (!buf) {
+		b->slab_class = 0;
+		buf = malloc(size);
+	}
+	return buf;
+}
+
 static void block_free(struct qs_block *b)
 {
-	free(b->data);
+	if (b->slab_class && b->data)
+		qs_slabs_free(b->owner->slabs, b->data, b->slab_class);
+	else
+		free(b->data);
 	free(b);
 }
 
@@ -104,6 +127,7 @@ void qs_cache_destroy(struct qs_cache *cache)
 		pthread_mutex_destroy(&s->lock);
 		pthread_cond_destroy(&s->loaded);
 	}
+	qs_slabs_destroy(cache->slabs);
 	free(cache);
 }
 
@@ -265,6 +289,7 @@ void qs_cache_stats(struct qs_cache *cache, struct qs_cache_stats *out)
 {
 	memset(out, 0, sizeof(*out));
 	out->limit = cache->limit;
+	out->slab_bytes = cache->slabs ? qs_slabs_mapped(cache->slabs) : 0;
 	for (int i = 0; i < QS_CACHE_SHARDS; i++) {
 		struct shard *s = &cache->shards[i];
 

@@ -6,7 +6,9 @@
  *  - one load per key even when many threads miss it at once: the first
  *    loads, the rest wait for it ("single flight");
  *  - no lock held while a loader runs (reading, decompressing);
- *  - memory bounded by the byte limit plus the blocks callers still hold;
+ *  - memory bounded by the byte limit plus the blocks callers still hold
+ *    (the blocks' memory is recycled in slabs, slab.c, which map at most
+ *    the limit and a quarter);
  *  - a failed load is not cached, so a later call tries again (a remote
  *    source may have had a passing fault).
  * Each shard has its own lock, so threads working on different blocks
@@ -27,7 +29,7 @@ struct qs_cache;
 
 /* A cached block.  data/size/aux are filled by the loader; the rest is the cache's. */
 struct qs_block {
-	void *data;                 /* malloc'd by the loader, freed by the cache */
+	void *data;                 /* the loader's: malloc()ed or from qs_cache_buffer(); freed by the cache */
 	size_t size;                /* valid bytes in data */
 	size_t charge;              /* bytes counted against the limit */
 	uint64_t aux;               /* loader-defined (metadata: position of the next block) */
@@ -38,6 +40,7 @@ struct qs_block {
 	int error;                  /* of a failed load, for the threads that waited on it */
 	unsigned refs;
 	bool passed;                /* unheld, on the shard's list of blocks passed on whole */
+	unsigned slab_class;        /* data from the cache's slabs (slab.c), or 0: malloc()ed */
 	struct qs_block *hash_next;
 	struct qs_block *lru_prev, *lru_next;
 };
@@ -51,6 +54,12 @@ typedef int (*qs_cache_loader)(void *ctx, struct qs_block *block);
 int qs_cache_get(struct qs_cache *cache, uint64_t key_a, uint64_t key_b, qs_cache_loader load, void *ctx,
 		 struct qs_block **out);
 void qs_cache_release(struct qs_cache *cache, struct qs_block *block);
+/*
+ * For a loader: a buffer of size bytes for block->data, from the cache's
+ * slabs (memory used before, no page faults) or malloc(); NULL if neither
+ * has one.
+ */
+void *qs_cache_buffer(struct qs_block *block, size_t size);
 /*
  * Release it, passed on whole (qs_block_release_passed()): once nobody
  * holds it, it joins a short list of such blocks and is freed when that

@@ -1,7 +1,8 @@
 /*
  * test_cache.c - the block cache on its own: hits, the byte bound, failed
- * loads not cached, one load per key under many concurrent misses, and
- * blocks passed on whole let go by the last holder.
+ * loads not cached, one load per key under many concurrent misses,
+ * blocks passed on whole let go by the last holder, and blocks' memory from
+ * the cache's slabs: recycled, bounded, and each block's own.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -15,6 +16,7 @@
 #include <cmocka.h>
 
 #include "cache.h"
+#include "slab.h"
 
 struct counter {
 	pthread_mutex_t lock;
@@ -120,6 +122,110 @@ static void *racer(void *arg)
 
 #define RACERS 16
 
+#define SLAB_BLOCK (128u << 10)
+
+/* A loader as block.c's: a 128 KiB buffer from the cache, filled with a pattern of its key. */
+static int load_slab(void *ctx, struct qs_block *b)
+{
+	struct counter *c = ctx;
+
+	c->loads++;
+	b->data = qs_cache_buffer(b, SLAB_BLOCK);
+	if (!b->data)
+		return qs_set_error(-ENOMEM, "out of memory");
+	for (size_t i = 0; i < SLAB_BLOCK; i += 4096)
+		((uint8_t *)b->data)[i] = (uint8_t)(b->key_a + i / 4096);
+	b->size = SLAB_BLOCK;
+	return 0;
+}
+
+static int pattern_ok(const struct qs_block *b)
+{
+	for (size_t i = 0; i < SLAB_BLOCK; i += 4096)
+		if (((const uint8_t *)b->data)[i] != (uint8_t)(b->key_a + i / 4096))
+			return 0;
+	return 1;
+}
+
+/*
+ * Blocks cycled through a cache of 4 MiB (30 blocks of 128 KiB) take their
+ * memory from slabs, reuse it once evicted (the slabs stop growing), never
+ * map more than the cache's bound (its limit and a quarter), and never
+ * share a buffer between blocks alive at once.
+ */
+static void test_slabs(void **state)
+{
+	size_t limit = 4u << 20;
+	struct qs_cache *cache = qs_cache_create(limit);
+	struct counter c = { PTHREAD_MUTEX_INITIALIZER, 0, 0, 0 };
+	struct qs_cache_stats st;
+	struct qs_block *held[8];
+	uint64_t mapped;
+
+	(void)state;
+	for (uint64_t k = 0; k < 200; k++) {
+		struct qs_block *b;
+
+		assert_int_equal(qs_cache_get(cache, k, 1, load_slab, &c, &b), 0);
+		assert_true(b->slab_class > 0);
+		assert_true(pattern_ok(b));
+		qs_cache_release(cache, b);
+	}
+	qs_cache_stats(cache, &st);
+	assert_true(st.slab_bytes > 0);
+	assert_true(st.slab_bytes <= limit + limit / 4);
+	mapped = st.slab_bytes;
+	for (uint64_t k = 200; k < 400; k++) {
+		struct qs_block *b;
+
+		assert_int_equal(qs_cache_get(cache, k, 1, load_slab, &c, &b), 0);
+		qs_cache_release(cache, b);
+	}
+	qs_cache_stats(cache, &st);
+	assert_int_equal(st.slab_bytes, mapped);        /* evicted blocks' memory reused */
+	/* Blocks held at once have buffers of their own, their patterns intact. */
+	for (int i = 0; i < 8; i++)
+		assert_int_equal(qs_cache_get(cache, 1000 + (uint64_t)i, 1, load_slab, &c, &held[i]), 0);
+	for (int i = 0; i < 8; i++) {
+		assert_true(pattern_ok(held[i]));
+		for (int j = 0; j < i; j++)
+			assert_ptr_not_equal(held[i]->data, held[j]->data);
+	}
+	for (int i = 0; i < 8; i++)
+		qs_cache_release(cache, held[i]);
+	qs_cache_destroy(cache);
+}
+
+/* Past its bound, or for sizes it has no class for, the pool has nothing: the cache mallocs. */
+static void test_slab_bounds(void **state)
+{
+	struct qs_slabs *pool = qs_slabs_create(4u << 20);     /* two slabs */
+	struct qs_slabs *none = qs_slabs_create(1u << 20);     /* less than one */
+	void *bufs[32];
+	unsigned cls[32], k;
+
+	(void)state;
+	assert_null(qs_slabs_alloc(pool, 0, &k));
+	assert_null(qs_slabs_alloc(pool, (1u << 20) + 1, &k));
+	assert_null(qs_slabs_alloc(none, 4096, &k));
+	/* 1 MiB buffers: two to a slab, so four in all. */
+	for (int i = 0; i < 4; i++) {
+		bufs[i] = qs_slabs_alloc(pool, 1u << 20, &cls[i]);
+		assert_non_null(bufs[i]);
+		memset(bufs[i], i, 1u << 20);
+	}
+	assert_null(qs_slabs_alloc(pool, 1u << 20, &k));
+	assert_null(qs_slabs_alloc(pool, 8192, &k));           /* no slab left to cut */
+	assert_int_equal(qs_slabs_mapped(pool), 4u << 20);
+	qs_slabs_free(pool, bufs[2], cls[2]);
+	assert_ptr_equal(qs_slabs_alloc(pool, 600u << 10, &k), bufs[2]);
+	assert_int_equal(k, cls[2]);
+	for (int i = 0; i < 4; i++)
+		qs_slabs_free(pool, bufs[i], cls[i]);
+	qs_slabs_destroy(pool);
+	qs_slabs_destroy(none);
+}
+
 /*
  * qs_cache_drop(): the block stays while anyone holds it and for a while
  * after (a racing read finds it), on a short list of its own: many dropped
@@ -193,6 +299,8 @@ int main(void)
 		cmocka_unit_test(test_failure_not_cached),
 		cmocka_unit_test(test_single_flight),
 		cmocka_unit_test(test_drop),
+		cmocka_unit_test(test_slabs),
+		cmocka_unit_test(test_slab_bounds),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
