@@ -96,8 +96,9 @@ workload() {
 # for the whole run, timed in every round with the servers up, as the nodes are.
 mount -t squashfs -o loop,ro "$TREE_IMG" "$W/kref" || die "cannot loop-mount $TREE_IMG"
 workload "$W/kref" "$W/manifest" || die "the workload fails on the kernel mount: $(tail -2 "$W/manifest.err")"
-kernel_warm() {   # the median of three runs on the warm kernel mount
+kernel_warm() {   # the median of three runs on the warm kernel mount, after one that warms it
 	local t0 t1 i
+	workload "$W/kref" "$W/kwarm"
 	for i in 1 2 3; do
 		t0=$(now); workload "$W/kref" "$W/kwarm"; t1=$(now)
 		cmp -s "$W/manifest" "$W/kwarm" || die "the kernel mount's workload changed"
@@ -238,6 +239,9 @@ for r in $(seq "$ROUNDS"); do
 		# replay reads the profile's ranges there, the origin serves the opens.
 		res=$(round "$n" origin yes keep)
 		echo "$r,$n,origin-again,yes,${res// /,}" | tee -a "$CSV"
+		# The reference beside the one-node rounds: later in the round the
+		# 32 nodes' work has pushed its pages out (0.80 s against 0.54 s).
+		[ "$n" = 1 ] && echo "$r,1,kernel-local-warm,no,$(kernel_warm),,,,0,0" | tee -a "$CSV"
 	done
 	# Origin down after the tier is warm: the largest fleet, cold cache dirs,
 	# tier only, the same reads as the round that warmed it (with the profile:
@@ -274,7 +278,6 @@ for r in $(seq "$ROUNDS"); do
 	ok=$(cmp -s "$W/manifest" "$W/q1/got" && echo 0 || echo 1)
 	fleet_umount "$W/q1/mnt"
 	echo "$r,1,quash-nginx,no,$(echo "$t1 - $t0" | bc),,,,0,$ok" | tee -a "$CSV"
-	echo "$r,1,kernel-local-warm,no,$(kernel_warm),,,,0,0" | tee -a "$CSV"
 done
 
 # ---- the layout: the image repacked with the profiled files first, one node ---------------
