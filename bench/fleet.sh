@@ -14,8 +14,9 @@
 # mount to finished workload (median, p99), the bytes the origin served
 # (from RGW's own access log: nothing stands between the origin and its
 # clients but their links), a round with the origin down after the tier is
-# warm; the references: the workload on a warm local kernel mount (three runs
-# in every round, beside the nodes', their median), and on one node an rclone
+# warm; the references: the workload on a warm local kernel mount (in every
+# round, beside the one-node rounds: the median of three runs after one that
+# warms it), and on one node an rclone
 # HTTP mount + squashfuse_ll against quash, both through the same 20 ms link
 # to an nginx origin.  Last, one node on the
 # image laid out for the workload (quash profile paths + pack --order of
@@ -96,17 +97,21 @@ workload() {
 # for the whole run, timed in every round with the servers up, as the nodes are.
 mount -t squashfs -o loop,ro "$TREE_IMG" "$W/kref" || die "cannot loop-mount $TREE_IMG"
 workload "$W/kref" "$W/manifest" || die "the workload fails on the kernel mount: $(tail -2 "$W/manifest.err")"
-kernel_warm() {   # the median of three runs on the warm kernel mount, after one that warms it
-	local t0 t1 i
+# kernel_warm: the median of three runs on the warm kernel mount, after one
+# that warms it; fails if a run's files are not the manifest's
+kernel_warm() {
+	local t0 t1 i times=()
 	workload "$W/kref" "$W/kwarm"
 	for i in 1 2 3; do
 		t0=$(now); workload "$W/kref" "$W/kwarm"; t1=$(now)
-		cmp -s "$W/manifest" "$W/kwarm" || die "the kernel mount's workload changed"
-		echo "$t1 - $t0" | bc
-	done | sort -n | sed -n 2p
+		cmp -s "$W/manifest" "$W/kwarm" || return 1
+		times+=("$(echo "$t1 - $t0" | bc)")
+	done
+	printf '%s\n' "${times[@]}" | sort -n | sed -n 2p
 }
+KW=$(kernel_warm) || die "the workload on the kernel mount no longer gives the manifest"
 echo "workload: Python from $TREE_IMG importing $PY_IMPORTS; $(wc -l <"$W/manifest") files loaded and hashed;" \
-	"warm kernel mount $(kernel_warm)s"
+	"warm kernel mount ${KW}s"
 
 # ---- servers ---------------------------------------------------------------------------
 fleet_up "$MAXN" || die "cannot make $MAXN network namespaces"
@@ -241,7 +246,10 @@ for r in $(seq "$ROUNDS"); do
 		echo "$r,$n,origin-again,yes,${res// /,}" | tee -a "$CSV"
 		# The reference beside the one-node rounds: later in the round the
 		# 32 nodes' work has pushed its pages out (0.80 s against 0.54 s).
-		[ "$n" = 1 ] && echo "$r,1,kernel-local-warm,no,$(kernel_warm),,,,0,0" | tee -a "$CSV"
+		if [ "$n" = 1 ]; then
+			KW=$(kernel_warm) || die "the workload on the kernel mount no longer gives the manifest"
+			echo "$r,1,kernel-local-warm,no,$KW,,,,0,0" | tee -a "$CSV"
+		fi
 	done
 	# Origin down after the tier is warm: the largest fleet, cold cache dirs,
 	# tier only, the same reads as the round that warmed it (with the profile:
@@ -298,7 +306,8 @@ if [ "${ORDERED:-1}" = 1 ] && [ -d "$TREE_SRC" ]; then
 				res=$(round 1 origin "$prof")
 				echo "$r,1,origin-ordered,$prof,${res// /,}" | tee -a "$CSV"
 			done
-			echo "$r,1,kernel-local-warm-ordered,no,$(kernel_warm),,,,0,0" | tee -a "$CSV"
+			KW=$(kernel_warm) || die "the workload on the kernel mount no longer gives the manifest"
+			echo "$r,1,kernel-local-warm-ordered,no,$KW,,,,0,0" | tee -a "$CSV"
 		done
 		IMG=tree
 	else
