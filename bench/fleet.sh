@@ -140,9 +140,12 @@ rgw_stop() {
 	for _ in $(seq 200); do kill -0 "$p" 2>/dev/null || return 0; sleep 0.05; done
 	kill -9 "$p" 2>/dev/null
 }
+# Started from a subshell, as start-rgw.sh starts it, so that it is not this
+# shell's child: stop-rgw.sh stops it at the end, and remote_cleanup's wait
+# does not wait for it (it did, for ever).
 rgw_start() {
-	CEPH_CONF=$W/rgw/ceph.conf radosgw -n client.rgw.s3 -c "$W/rgw/ceph.conf" -f >>"$W/rgw/log/rgw.stdout" 2>&1 &
-	echo $! >"$W/rgw/run/rgw.pid"
+	(CEPH_CONF=$W/rgw/ceph.conf radosgw -n client.rgw.s3 -c "$W/rgw/ceph.conf" -f >>"$W/rgw/log/rgw.stdout" 2>&1 &
+	 echo $! >"$W/rgw/run/rgw.pid")
 	for _ in $(seq 300); do
 		curl -fs -r 0-3 -o /dev/null "$EP/fleet/tree.sqfs" && return 0
 		sleep 0.1
