@@ -36,6 +36,7 @@
 #include <time.h>
 
 #include "chunk_cache.h"
+#include "cond_wait.h"
 #include "disk_cache.h"
 #include "quash.h"
 
@@ -386,15 +387,7 @@ static int stale_error_locked(struct chunk_cache *cc)
 /* Wait until a load makes progress, or CHUNK_INTERRUPT_POLL_NS, so that the caller can look for an interrupt. */
 static void wait_loaded_locked(struct chunk_cache *cc)
 {
-	struct timespec until;
-
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_nsec += CHUNK_INTERRUPT_POLL_NS;
-	if (until.tv_nsec >= 1000000000) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000;
-	}
-	pthread_cond_timedwait(&cc->loaded, &cc->lock, &until);
+	qs_cond_wait_ns(&cc->loaded, &cc->lock, CHUNK_INTERRUPT_POLL_NS);
 }
 
 /* Wait for a chunk another thread loads; returns 0 with a reference, or its error. */

@@ -43,6 +43,7 @@
 #include <sys/stat.h>
 #include <xxhash.h>
 
+#include "cond_wait.h"
 #include "profile.h"
 #include "quash.h"
 #include "sif.h"
@@ -466,15 +467,7 @@ static size_t plan_search(const struct profiled *p, uint64_t off)
 /* Wait under p->lock for a plan range to leave REPLAY_LOADING, or PROFILE_WAIT_POLL_NS (to check for an interrupt). */
 static void wait_replayed_locked(struct profiled *p)
 {
-	struct timespec until;
-
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_nsec += PROFILE_WAIT_POLL_NS;
-	if (until.tv_nsec >= 1000000000) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000;
-	}
-	pthread_cond_timedwait(&p->replayed, &p->lock, &until);
+	qs_cond_wait_ns(&p->replayed, &p->lock, PROFILE_WAIT_POLL_NS);
 }
 
 /* Plan range i fetched: by this thread if its turn has not come, else by the thread fetching it. */
