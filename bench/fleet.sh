@@ -38,8 +38,8 @@ ROUNDS=${ROUNDS:-1}
 DELAY_MS=${DELAY_MS:-20}
 RATE_MBIT=${RATE_MBIT:-200}
 CSV=${CSV:-$top/bench/results/fleet.csv}
-PY_IMPORTS=${PY_IMPORTS:-boto3, json, email.mime.multipart, http.client, asyncio, decimal, argparse, logging, csv, zipfile}
 . "$top/tests/lib/remote.sh"
+. "$top/bench/lib/workload.sh"
 . "$top/tests/lib/fleet.sh"
 FLEET_W=$W/logs FLEET_QUASH=$QUASH
 
@@ -68,48 +68,12 @@ trap cleanup EXIT
 now() { date +%s.%N; }
 
 # ---- the workload and its manifest -----------------------------------------------
-# workload MNT OUT: the interpreter of the image imports the set, then every
-# file it loaded is hashed from MNT (relative paths), into OUT
-cat >"$W/loaded.py" <<'PY'
-import os, sys
-root = sys.argv[1]
-seen = {os.path.realpath(sys.executable)}
-for m in list(sys.modules.values()):
-    for f in (getattr(m, "__file__", None), getattr(m, "__cached__", None)):
-        if f and os.path.isfile(f):
-            seen.add(os.path.realpath(f))
-for line in open("/proc/self/maps"):
-    p = line.split()[-1]
-    if p.startswith(root):
-        seen.add(os.path.realpath(p))
-for f in sorted(seen):
-    if f.startswith(root + "/"):
-        print(f[len(root) + 1:])
-PY
-workload() {
-	local m=$1 out=$2
-	PYTHONDONTWRITEBYTECODE=1 LD_LIBRARY_PATH=$m/lib "$m/bin/python3" -c \
-		"import $PY_IMPORTS; import runpy, sys; sys.argv = ['', '$m']; runpy.run_path('$W/loaded.py')" \
-		>"$out.list" 2>"$out.err" || return 1
-	(cd "$m" && xargs -d '\n' sha256sum <"$out.list") >"$out" 2>>"$out.err"
-}
+workload_setup
 # The reference: the kernel's mount of the local image, kept mounted and warm
 # for the whole run, timed in every round with the servers up, as the nodes are.
 mount -t squashfs -o loop,ro "$TREE_IMG" "$W/kref" || die "cannot loop-mount $TREE_IMG"
 workload "$W/kref" "$W/manifest" || die "the workload fails on the kernel mount: $(tail -2 "$W/manifest.err")"
-# kernel_warm: the median of three runs on the warm kernel mount, after one
-# that warms it; fails if a run's files are not the manifest's
-kernel_warm() {
-	local t0 t1 i times=()
-	workload "$W/kref" "$W/kwarm"
-	for i in 1 2 3; do
-		t0=$(now); workload "$W/kref" "$W/kwarm"; t1=$(now)
-		cmp -s "$W/manifest" "$W/kwarm" || return 1
-		times+=("$(echo "$t1 - $t0" | bc)")
-	done
-	printf '%s\n' "${times[@]}" | sort -n | sed -n 2p
-}
-KW=$(kernel_warm) || die "the workload on the kernel mount no longer gives the manifest"
+KW=$(kernel_warm "$W/kref" "$W/manifest") || die "the workload on the kernel mount no longer gives the manifest"
 echo "workload: Python from $TREE_IMG importing $PY_IMPORTS; $(wc -l <"$W/manifest") files loaded and hashed;" \
 	"warm kernel mount ${KW}s"
 
@@ -250,7 +214,7 @@ for r in $(seq "$ROUNDS"); do
 		# The reference beside the one-node rounds: later in the round the
 		# 32 nodes' work has pushed its pages out (0.80 s against 0.54 s).
 		if [ "$n" = 1 ]; then
-			KW=$(kernel_warm) || die "the workload on the kernel mount no longer gives the manifest"
+			KW=$(kernel_warm "$W/kref" "$W/manifest") || die "the workload on the kernel mount no longer gives the manifest"
 			echo "$r,1,kernel-local-warm,no,$KW,,,,0,0" | tee -a "$CSV"
 		fi
 	done
@@ -309,7 +273,7 @@ if [ "${ORDERED:-1}" = 1 ] && [ -d "$TREE_SRC" ]; then
 				res=$(round 1 origin "$prof")
 				echo "$r,1,origin-ordered,$prof,${res// /,}" | tee -a "$CSV"
 			done
-			KW=$(kernel_warm) || die "the workload on the kernel mount no longer gives the manifest"
+			KW=$(kernel_warm "$W/kref" "$W/manifest") || die "the workload on the kernel mount no longer gives the manifest"
 			echo "$r,1,kernel-local-warm-ordered,no,$KW,,,,0,0" | tee -a "$CSV"
 		done
 		IMG=tree
