@@ -13,7 +13,7 @@
  *
  * Replay loads a profile, checks that it was recorded against these very
  * bytes (the image's size, bytes_used and an XXH3 of its superblock), and
- * turns its ranges into a plan: the first PROFILE_PREFETCH_MAX bytes in
+ * turns its ranges into a plan (profile_plan.c): the first PROFILE_PREFETCH_MAX bytes in
  * first-touch order, sorted, merged when closer than PROFILE_MERGE_GAP,
  * and fetched by several threads with the source's warm() hook, the
  * earliest-touched first.  The metadata the profile read goes first, and
@@ -45,6 +45,7 @@
 
 #include "cond_wait.h"
 #include "profile.h"
+#include "profile_plan.h"
 #include "quash.h"
 #include "sif.h"
 #include "squashfs_fs.h"
@@ -53,7 +54,6 @@
 #define PROFILE_LINE_MAX       256                 /* longest line of a profile */
 #define PROFILE_SUFFIX         ".profile"          /* the profile found beside an image */
 #define PROFILE_FLUSH_SECONDS  10                  /* a recording is rewritten this often while it grows */
-#define PROFILE_PREFETCH_MAX   (256ull << 20)      /* bytes a replay fetches at most */
 /*
  * Replay requests in flight.  Over a 20 ms, 200 Mbit/s link (bench/fleet.sh)
  * 4 threads left the link idle between requests: 312 ranges took 1.6 s.
@@ -65,12 +65,6 @@
  */
 #define PROFILE_REPLAY_THREADS 12
 /*
- * Ranges closer than this are fetched as one: the gap's bytes cost less
- * than a request of their own (at 200 Mbit/s, 64 KiB take 2.6 ms against a
- * 20 ms round trip) while never growing the plan by much.
- */
-#define PROFILE_MERGE_GAP      (64u << 10)
-/*
  * Metadata smaller than this is pinned at open as usual: at 200 Mbit/s it
  * takes about 10 ms, half a 20 ms round trip, less than the extra request
  * deferring it costs.
@@ -81,24 +75,9 @@
  * this size.  A larger one it leaves to the replay threads (it comes early
  * in their order): fetching 10 MiB of an image laid out by pack --order to
  * read its 96-byte superblock, which the open request had brought already,
- * held the mount for 0.9 s.
+ * held the mount for 0.9 s.  One request cut out of a run at most.
  */
-#define PROFILE_CLAIM_MAX      (256u << 10)
-/*
- * A merged run read out of its bytes' order is cut into requests of this
- * (make_plan()).  On the fleet bench's start-up (20 ms, 200 Mbit/s), with
- * every run cut: 64 KiB took 1.76-1.97 s, its requests paying the round
- * trips; 128, 256 and 512 KiB 1.31-1.48 s; uncut, 1.73-2.00 s.  256 KiB
- * is also the most a read ahead of the replay claims (PROFILE_CLAIM_MAX),
- * at 12 in flight 3 MiB on their way, 6x the link's bandwidth-delay product.
- */
-#define PROFILE_CUT_SIZE       PROFILE_CLAIM_MAX
-/*
- * Out of order means touched this many ranges before a range at lower
- * offsets of the same request: the kernel's readahead and the daemon's
- * threads shuffle a sequential read's recording by a few.
- */
-#define PROFILE_ORDER_SLACK    32u
+#define PROFILE_CLAIM_MAX      PROFILE_CUT_SIZE
 #define PROFILE_WAIT_POLL_NS   (100 * 1000000L)     /* a read waiting on a replay thread checks for an interrupt */
 #define PROFILE_FETCH_RETRY_SECONDS 2              /* a remote URL.profile is not worth a long wait */
 #define PROFILE_NOTICE_MAX     512
@@ -726,171 +705,29 @@ static const struct qs_source_ops profiled_ops = {
 
 /* ---- replay plan ------------------------------------------------------------ */
 
-struct plan_entry {
-	uint64_t off, end;
-	size_t first;                   /* earliest place in the profile */
-};
-
-static int by_offset(const void *a, const void *b)
-{
-	const struct plan_entry *x = a, *y = b;
-
-	return x->off < y->off ? -1 : x->off > y->off;
-}
-
-struct plan_turn {
-	bool data;                      /* not metadata: after all of that */
-	size_t first;                   /* earliest place in the profile */
-	size_t idx;                     /* the entry's place by offset */
-};
-
-static int by_turn(const void *a, const void *b)
-{
-	const struct plan_turn *x = a, *y = b;
-
-	if (x->data != y->data)
-		return x->data ? 1 : -1;
-	return x->first < y->first ? -1 : x->first > y->first;
-}
-
-/*
- * The plan: the profile's ranges clipped to the source, merged where less than
- * PROFILE_MERGE_GAP apart, cut where read out of order (p->plan, by
- * offset), and the order to fetch them in (p->turns): the
- * metadata first (from 'meta' on: opening the image waits for it; left out
- * unless p->defer_pin), then each request by the earliest touch of the bytes
- * it holds, up to PROFILE_PREFETCH_MAX bytes in that order, the gaps merged
- * in counted too: many small ranges far apart must not become the whole
- * image.
- */
-#define RUN_CUT ((size_t)1 << (sizeof(size_t) * 8 - 1))   /* make_plan(): a run cut into requests */
-
+/* The plan (profile_plan.c), its requests given a state each. */
 static int make_plan(struct profiled *p, const struct qs_profile *prof, uint64_t meta)
 {
-	struct plan_entry *e = calloc(prof->count ? prof->count : 1, sizeof(*e));
-	struct plan_entry *run = NULL, *r = NULL;      /* merged runs; the requests they are cut into */
-	struct plan_turn *t = NULL;
-	uint64_t total = 0, cut_bytes = 0, size = p->base->size;
-	size_t n = 0, nrun = 0, nr = 0, m = 0;
-	int ret = -ENOMEM;
+	struct qs_plan plan;
+	int ret = qs_plan_make(prof, p->base->size, meta, p->defer_pin, &plan);
 
-	if (!e)
+	if (ret < 0)
+		return ret;
+	p->plan = calloc(plan.nreq ? plan.nreq : 1, sizeof(*p->plan));
+	if (!p->plan) {
+		qs_plan_free(&plan);
 		return -ENOMEM;
-	if (!p->defer_pin && meta < size)
-		size = meta;
-	for (size_t i = 0; i < prof->count; i++) {
-		uint64_t off = prof->ranges[i].off, len = prof->ranges[i].len;
-
-		if (off >= size)
-			continue;
-		if (len > size - off)
-			len = size - off;
-		e[n++] = (struct plan_entry){ off, off + len, i };
 	}
-	qsort(e, n, sizeof(*e), by_offset);
-	/* Merged runs; their 'first': the index in e[] of their first range (and RUN_CUT). */
-	run = calloc(n ? n : 1, sizeof(*run));
-	if (!run)
-		goto out;
-	for (size_t i = 0; i < n; i++) {
-		if (nrun && e[i].off <= run[nrun - 1].end + PROFILE_MERGE_GAP) {
-			if (e[i].end > run[nrun - 1].end)
-				run[nrun - 1].end = e[i].end;
-		} else {
-			run[nrun++] = (struct plan_entry){ e[i].off, e[i].end, i };
-		}
+	for (size_t i = 0; i < plan.nreq; i++) {
+		p->plan[i].off = plan.req[i].off;
+		p->plan[i].len = plan.req[i].len;
+		atomic_init(&p->plan[i].state, REPLAY_PENDING);
 	}
-	/*
-	 * A run read in the order of its bytes (an image laid out by pack
-	 * --order) stays one request, streamed in that order.  One read out of
-	 * order, a range touched PROFILE_ORDER_SLACK ranges or more before one
-	 * at lower offsets, is cut into requests of PROFILE_CUT_SIZE, each
-	 * fetched in the turn of the earliest touch it holds.  As one request
-	 * in the turn of its earliest, at the fleet bench's start-up, the
-	 * interpreter's first page put 8 MB of libpython, streamed in offset
-	 * order, ahead of what the import wanted next.
-	 */
-	for (size_t i = 0; i < nrun; i++) {
-		size_t last = i + 1 < nrun ? run[i + 1].first : n, latest = 0;
-		bool cut = false;
-
-		for (size_t k = run[i].first; k < last && !cut; k++) {
-			cut = e[k].first + PROFILE_ORDER_SLACK < latest;
-			if (e[k].first > latest)
-				latest = e[k].first;
-		}
-		/* Only as many bytes as a replay fetches are cut: a hostile profile's plan stays small. */
-		cut = cut && cut_bytes + (run[i].end - run[i].off) <= PROFILE_PREFETCH_MAX;
-		if (cut)
-			cut_bytes += run[i].end - run[i].off;
-		nr += cut ? (run[i].end - run[i].off + PROFILE_CUT_SIZE - 1) / PROFILE_CUT_SIZE : 1;
-		run[i].first |= cut ? RUN_CUT : 0;
-	}
-	r = calloc(nr ? nr : 1, sizeof(*r));
-	t = calloc(nr ? nr : 1, sizeof(*t));
-	p->plan = calloc(nr ? nr : 1, sizeof(*p->plan));
-	p->turns = calloc(nr ? nr : 1, sizeof(*p->turns));
-	if (!r || !t || !p->plan || !p->turns)
-		goto out;
-	for (size_t i = 0; i < nrun; i++) {
-		size_t k0 = run[i].first & ~RUN_CUT, from = m;
-		size_t last = i + 1 < nrun ? run[i + 1].first & ~RUN_CUT : n;
-		uint64_t step = run[i].first & RUN_CUT ? PROFILE_CUT_SIZE : run[i].end - run[i].off;
-		uint64_t covered = run[i].off;
-
-		for (uint64_t o = run[i].off; o < run[i].end; o += step)
-			r[m++] = (struct plan_entry){ o, run[i].end - o <= step ? run[i].end : o + step, SIZE_MAX };
-		/*
-		 * Each request in the turn of the earliest range it overlaps.  A
-		 * range marks the requests it adds to what the ranges before it
-		 * covered, and the one it starts in: overlapping ranges cost no
-		 * more than one pass over the requests.
-		 */
-		for (size_t k = k0; k < last; k++) {
-			size_t q = from + (e[k].off - run[i].off) / step;
-
-			if (e[k].first < r[q].first)
-				r[q].first = e[k].first;
-			if (e[k].end <= covered)
-				continue;
-			for (q = from + ((e[k].off > covered ? e[k].off : covered) - run[i].off) / step;
-			     q < m && r[q].off < e[k].end; q++)
-				if (e[k].first < r[q].first)
-					r[q].first = e[k].first;
-			covered = e[k].end;
-		}
-	}
-	for (size_t i = 0; i < m; i++)
-		t[i] = (struct plan_turn){ r[i].off < meta, r[i].first, i };
-	qsort(t, m, sizeof(*t), by_turn);
-	/* Over the cap: what comes last in the profile's order is left out. */
-	for (size_t i = 0; i < m; i++) {
-		struct plan_entry *x = &r[t[i].idx];
-
-		if (total + (x->end - x->off) > PROFILE_PREFETCH_MAX)
-			x->end = x->off + (PROFILE_PREFETCH_MAX - total);
-		total += x->end - x->off;
-	}
-	/* Requests by offset, empty ones dropped; then the turns, renumbered. */
-	for (size_t i = 0; i < m; i++) {
-		r[i].first = p->nplan;  /* now: its index in the plan */
-		if (r[i].end > r[i].off) {
-			p->plan[p->nplan].off = r[i].off;
-			p->plan[p->nplan].len = r[i].end - r[i].off;
-			atomic_init(&p->plan[p->nplan].state, REPLAY_PENDING);
-			p->nplan++;
-		}
-	}
-	for (size_t i = 0; i < m; i++)
-		if (r[t[i].idx].end > r[t[i].idx].off)
-			p->turns[p->nturns++] = r[t[i].idx].first;
-	ret = 0;
-out:
-	free(t);
-	free(r);
-	free(run);
-	free(e);
-	return ret;
+	p->nplan = plan.nreq;
+	p->turns = plan.turns;          /* taken over */
+	p->nturns = plan.nturns;
+	free(plan.req);
+	return 0;
 }
 
 /*

@@ -1,0 +1,58 @@
+/*
+ * profile_plan.h - the replay plan of a prefetch profile (profile_plan.c):
+ * which byte ranges to request, and in which order.
+ */
+#ifndef QUASH_PROFILE_PLAN_H
+#define QUASH_PROFILE_PLAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "source.h"
+
+#define PROFILE_PREFETCH_MAX   (256ull << 20)      /* bytes a replay fetches at most */
+/*
+ * Ranges closer than this are fetched as one: the gap's bytes cost less
+ * than a request of their own (at 200 Mbit/s, 64 KiB take 2.6 ms against a
+ * 20 ms round trip) while never growing the plan by much.  Merged 0 or
+ * 8 KiB apart instead, the fleet bench's node fetched 19.6 MiB, not 21.2,
+ * in no less time (docs/benchmarks.md, Dec 6).
+ */
+#define PROFILE_MERGE_GAP      (64u << 10)
+/*
+ * A merged run read out of its bytes' order is cut into requests of this.
+ * On the fleet bench's start-up (20 ms, 200 Mbit/s), with every run cut:
+ * 64 KiB took 1.76-1.97 s, its requests paying the round trips; 128, 256
+ * and 512 KiB 1.31-1.48 s; uncut, 1.73-2.00 s.  At 12 in flight 256 KiB
+ * requests put 3 MiB on their way, 6x the link's bandwidth-delay product.
+ */
+#define PROFILE_CUT_SIZE       (256u << 10)
+/*
+ * Out of order means touched this many ranges before a range at lower
+ * offsets of the same request: the kernel's readahead and the daemon's
+ * threads shuffle a sequential read's recording by a few.
+ */
+#define PROFILE_ORDER_SLACK    32u
+
+struct qs_plan {
+	struct qs_profile_range *req;   /* the requests, by offset, disjoint, none empty */
+	size_t nreq;
+	size_t *turns;                  /* indices into req[], in the order to fetch them */
+	size_t nturns;
+};
+
+/*
+ * The plan for replaying prof over a source of 'size' bytes whose metadata
+ * starts at 'meta': the ranges clipped to the source (and to the metadata's
+ * start unless with_meta), merged where less than PROFILE_MERGE_GAP apart,
+ * a merged run read out of order cut into requests of PROFILE_CUT_SIZE.
+ * The turns: the metadata's requests first, then each request by the
+ * earliest touch of the bytes it holds, up to PROFILE_PREFETCH_MAX bytes in
+ * that order (the gaps merged in counted too).  0 or -ENOMEM; free with
+ * qs_plan_free().
+ */
+int qs_plan_make(const struct qs_profile *prof, uint64_t size, uint64_t meta, bool with_meta, struct qs_plan *plan);
+void qs_plan_free(struct qs_plan *plan);
+
+#endif
