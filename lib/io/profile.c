@@ -13,17 +13,17 @@
  *
  * Replay loads a profile, checks that it was recorded against these very
  * bytes (the image's size, bytes_used and an XXH3 of its superblock), and
- * turns its ranges into a plan (profile_plan.c): the first PROFILE_PREFETCH_MAX bytes in
- * first-touch order, sorted, merged when closer than PROFILE_MERGE_GAP,
- * and fetched by several threads with the source's warm() hook, the
- * earliest-touched first.  The metadata the profile read goes first, and
- * the opener's pin of all of it waits for the replay's end (see
- * profiled_prefetch()); where all of it is smaller than PROFILE_PIN_DEFER_MIN
- * it is simply pinned at once, and the plan leaves it out.  A read that
- * wants a range of the plan before its turn fetches it at once itself,
- * rather than take the slower path the replay was meant to spare it; one
- * being fetched it leaves to the source, which lets the read go on as soon
- * as its own bytes are in.
+ * turns its ranges into a plan (profile_plan.c): the first
+ * PROFILE_PREFETCH_MAX bytes in first-touch order, sorted, merged when
+ * closer than PROFILE_MERGE_GAP, fetched by several threads with the
+ * source's warm() hook, the earliest-touched first.  The metadata the
+ * profile read goes first, and the opener's pin of all of it waits for the
+ * replay's end (see profiled_prefetch()); where all of it is smaller than
+ * PROFILE_PIN_DEFER_MIN it is simply pinned at once, and the plan leaves
+ * it out.  A read that wants a range of the plan before its turn fetches
+ * it at once itself, rather than take the slower path the replay was meant
+ * to spare it; one being fetched it leaves to the source, which lets the
+ * read go on as soon as its own bytes are in.
  * A profile that does not match or does not parse costs one line in the
  * source's notice and nothing else: it is only a hint.
  *
