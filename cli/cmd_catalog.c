@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -95,6 +96,8 @@ static int list_main(int argc, char **argv)
 #define CATALOG_REFRESH_FILE ".quash-refresh"
 #define CATALOG_STATUS_MAX (256u << 20)     /* 1,000,000 images of 256 bytes */
 #define CATALOG_COLUMNS 9
+#define CATALOG_REFRESH_POLL_MS 20          /* between looks at a refresh the daemon is doing */
+#define CATALOG_REFRESH_WAIT_S 600          /* a listing not done by then is reported, not waited for */
 
 /* The whole control file 'name' of the catalog mounted at 'mp', or NULL with a message. */
 static char *read_control(const char *cmd, const char *mp, const char *name, size_t *len)
@@ -231,6 +234,57 @@ static void print_status(const char *text)
 	}
 }
 
+/*
+ * Ask the daemon of the catalog at 'mp' for a listing and wait for it here:
+ * the daemon answers at once ("pending", then "done N images" or "failed
+ * ERROR" once the listing is merged and the kernel told), so no request of
+ * its waits for the listing.  Prints "MP: N images"; 0 or CLI_EXIT_ERROR.
+ */
+static int refresh_one(const char *cmd, const char *mp)
+{
+	char text[512];
+	ssize_t n = -1;
+	int dfd, fd;
+
+	dfd = open(mp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	fd = dfd < 0 ? -1 : openat(dfd, CATALOG_REFRESH_FILE, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0) {
+		int err = errno;
+
+		fprintf(stderr, "quash: %s: %s: %s\n", cmd, mp, dfd >= 0 && err == ENOENT ?
+			"not a catalog mount (quash mount --catalog)" : strerror(err));
+		if (dfd >= 0)
+			close(dfd);
+		return CLI_EXIT_ERROR;
+	}
+	close(dfd);
+	for (long waited = 0; waited <= CATALOG_REFRESH_WAIT_S * 1000L; waited += CATALOG_REFRESH_POLL_MS) {
+		n = pread(fd, text, sizeof(text) - 1, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 || strncmp(text, "pending\n", (size_t)n) != 0 || n == 0)
+			break;
+		nanosleep(&(struct timespec){ 0, CATALOG_REFRESH_POLL_MS * 1000000L }, NULL);
+	}
+	close(fd);
+	if (n < 0) {
+		fprintf(stderr, "quash: %s: %s: %s\n", cmd, mp, strerror(errno));
+		return CLI_EXIT_ERROR;
+	}
+	text[n] = '\0';
+	text[strcspn(text, "\n")] = '\0';
+	for (char *p = text; *p; p++)       /* a hostile mount's answer must not reach the terminal raw */
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
+	if (strncmp(text, "done ", 5) == 0) {
+		printf("%s: %s\n", mp, text + 5);
+		return CLI_EXIT_OK;
+	}
+	fprintf(stderr, "quash: %s: %s: %s\n", cmd, mp, strncmp(text, "failed ", 7) == 0 ? text + 7 :
+		strcmp(text, "pending") == 0 ? "the listing did not end in time" : "not a catalog's answer");
+	return CLI_EXIT_ERROR;
+}
+
 static int control_main(const struct cli_command *cmd, int argc, char **argv, bool refresh)
 {
 	static const struct option ls_longopts[] = {
@@ -259,19 +313,19 @@ static int control_main(const struct cli_command *cmd, int argc, char **argv, bo
 		return cli_usage(cmd, "missing MOUNTPOINT");
 	for (int i = optind; i < argc; i++) {
 		size_t len;
-		char *text = read_control(cmd->name, argv[i], refresh ? CATALOG_REFRESH_FILE : CATALOG_STATUS_FILE,
-					  &len);
+		char *text;
 
+		if (refresh) {
+			if (refresh_one(cmd->name, argv[i]) != CLI_EXIT_OK)
+				status = CLI_EXIT_ERROR;
+			continue;
+		}
+		text = read_control(cmd->name, argv[i], CATALOG_STATUS_FILE, &len);
 		if (!text) {
 			status = CLI_EXIT_ERROR;
 			continue;
 		}
-		if (refresh && strncmp(text, "quash: ", 7) == 0) {
-			fputs(text, stderr);        /* the daemon's own one-line error */
-			status = CLI_EXIT_ERROR;
-		} else if (refresh) {
-			printf("%s: %s", argv[i], text);
-		} else if (json) {
+		if (json) {
 			print_status_json(text);
 		} else {
 			print_status(text);

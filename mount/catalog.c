@@ -17,16 +17,21 @@
  * image, which closes for good once the last of them is closed.
  *
  * Locks: c->lock (a rwlock) guards the names and directories; each image
- * version has its own mutex for opening, closing and its counters, taken
- * after c->lock when both are held.  The slot table is written once per
- * slot and read without a lock.  The kernel is told of changed names by
- * the watcher, never by a request's thread: invalidating an entry takes the
- * directory's lock, which a lookup in flight holds.
+ * version has its own mutex for its state and counters, taken after
+ * c->lock when both are held, and never held across I/O: an image being
+ * opened is marked so, and its other readers wait on its own condition
+ * variable, so a slow server costs only that image's readers.  c->slot_lock
+ * guards handing slots out and taking them back, never held with I/O
+ * either.  Request threads never list: listings are the watcher's, at most
+ * once every QC_LIST_MIN_MS whatever asks for them.  The kernel is told of
+ * changed names by the watcher, never by a request's thread: invalidating
+ * an entry takes the directory's lock, which a lookup in flight holds.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <malloc.h>
 #include <poll.h>
 #include <stdarg.h>
@@ -39,6 +44,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <stddef.h>
+#include <xxhash.h>
+
 #include "catalog.h"
 #include "squashfs_fs.h"
 
@@ -46,9 +54,6 @@
 #define QC_TICK_MS 1000             /* the watcher's clock: idle checks, refreshes */
 #define QC_SETTLE_MS 100            /* inotify events are gathered this long before a listing */
 #define QC_NOTIFY_MAX 65536         /* invalidations queued for the watcher; more: a full flush */
-#define QC_NOTICE_WAIT_MS 1000      /* a refresh waits this long for the kernel to be told */
-#define QC_CTL_REFRESH_MS 1000      /* `quash catalog refresh` lists at most this often */
-#define QC_LIST_WAIT_S 30           /* `quash catalog refresh` waits this long for a listing under way */
 
 /* Extensions that make a file an image; anything else needs the squashfs magic (local only). */
 static const char *const image_exts[] = { ".sqfs", ".squashfs", ".img", ".sif" };
@@ -66,21 +71,27 @@ struct qc_node {                    /* a name in the catalog: a directory or an 
 
 struct qc_image {                   /* one version of one image: a slot */
 	uint32_t slot;
+	uint64_t serial;            /* unique over the mount's life: a reused slot's new version differs */
 	struct qm_catalog *cat;
 	char *key;                  /* as listed: the path below the source */
 	char *display;              /* the source and key, no secrets, for messages: made at first open */
 	uint64_t size, dev, ino;
 	int64_t mtime;
 	char *etag;                 /* NULL: none */
+	uint32_t mode, uid, gid;    /* a local image file's: its NAME directory's access */
 
 	pthread_mutex_t lock;
+	pthread_cond_t opened;      /* an open under way ended */
 	struct qm_view view;        /* view.img NULL: closed */
 	atomic_bool open;           /* view.img is set: the idle sweep's quick look */
+	bool opening;               /* a request is opening it, without the lock */
 	unsigned users;             /* requests in flight */
 	atomic_int opens;           /* open files and listings (view.opens) */
+	_Atomic uint64_t lookups;   /* node ids the kernel holds (view.lookups); never below 0 if all are counted */
 	int64_t last_used;
-	bool superseded;            /* a newer version has the name, or the name is gone */
+	atomic_bool superseded;     /* a newer version has the name, or the name is gone */
 	bool gone;                  /* closed for good: its bytes cannot be found again */
+	struct qc_image *lru_prev, *lru_next;   /* on c's list of open images, most recently opened first */
 	int error;                  /* of the last failed open */
 	int64_t failed_at;
 	bool logged;                /* its failure has had its one line */
@@ -103,26 +114,50 @@ struct qm_catalog {
 	struct qs_memory_budget remote_memory;  /* the one bound on remote images' chunks in memory */
 	unsigned idle, refresh, open_max;
 
+	bool file_modes;            /* allow_other: an image is served to those its file is readable by */
+	struct qc_ctl *ctl;         /* the control files' opens and shared status text */
+
 	pthread_rwlock_t lock;
 	struct qc_node root;
 	struct qc_node **dirs;      /* by index; NULL once removed */
 	uint32_t ndirs, dirs_cap;
 	size_t nimages;
 	_Atomic(struct qc_image *) *slots;  /* QC_SLOTS_MAX + 1, calloc'd: untouched pages cost nothing */
-	atomic_uint nslots;         /* slots handed out; slot 0 is the catalog itself */
+	atomic_uint nslots;         /* slots ever handed out; slot 0 is the catalog itself */
 	int64_t changed;            /* when a name last came or went: the directories' mtime */
+
+	pthread_mutex_t slot_lock;  /* handing out and taking back slots */
+	struct freed { uint32_t slot; int64_t at; } *freed;     /* a FIFO of slots taken back */
+	size_t freed_head, freed_n, freed_cap;
+	uint64_t next_serial;
+	size_t slots_short;         /* changed images the last listing left at their old version */
+
+	pthread_mutex_t open_lock;  /* the list of open images */
+	struct qc_image *lru_head, *lru_tail;
+	unsigned nopen, nopen_old;
+	_Atomic int64_t emfile_logged;
+
+	_Atomic uint64_t bytes_read;    /* from every image's source */
+	atomic_uint epoch;          /* bumped by anything the status shows but counters */
 
 	pthread_mutex_t list_lock;  /* one listing at a time */
 	int64_t listed_at;
-	_Atomic int64_t listed_at_ms;   /* the same, to the millisecond, for the refresh rate */
-	char list_error[256];
+	_Atomic int64_t listed_at_ms;   /* when the last listing ended, for the rate limit */
+	_Atomic uint64_t gen_started, gen_done; /* listings begun; listings merged and told to the kernel */
+	_Atomic uint64_t gen_wanted;    /* the listing a refresh asked for */
+	_Atomic int64_t miss_at;    /* when a lookup's miss last asked for a listing */
+	_Atomic uint64_t last_hash; /* of the last listing merged: an equal one changes nothing */
+	char list_error[256];       /* under nlock */
+	int *wds;                   /* the inotify watches of the last listing, sorted */
+	size_t nwds, wds_cap;
+	unsigned dirs_walked;
+	bool watches_full, dirs_full;
 
-	pthread_mutex_t nlock;      /* the notices */
-	pthread_cond_t nsent;
+	pthread_mutex_t nlock;      /* the notices, and the last listing's result */
+	char result[300];           /* for qc_refresh_state: "done N images" or "failed ERROR" */
 	struct notice *notices;
 	size_t nnotices, notices_cap;
 	bool flush_all;
-	uint64_t notice_batches_taken, notice_batches_sent;
 
 	int inotify_fd;
 	int wake[2];                /* a pipe: refresh now, notices waiting, stop */
@@ -293,6 +328,7 @@ static void image_free(struct qc_image *im)
 	if (im->view.img)
 		qs_image_close(im->view.img);
 	pthread_mutex_destroy(&im->lock);
+	pthread_cond_destroy(&im->opened);
 	free(im->key);
 	free(im->display);
 	free(im->etag);
@@ -339,36 +375,91 @@ static const char *display_of(struct qc_image *im)
 	return d ? d : im->key;
 }
 
-static struct qc_image *new_version(struct qm_catalog *c, const char *key, const char *etag)
+/* A slot for a new version: one taken back over QC_SLOT_QUARANTINE_S ago, or a new one; 0: none left. */
+static uint32_t take_slot(struct qm_catalog *c)
 {
-	unsigned slot = atomic_load(&c->nslots);
-	struct qc_image *im;
+	uint32_t slot = 0;
+
+	pthread_mutex_lock(&c->slot_lock);
+	if (c->freed_n && now_s() - c->freed[c->freed_head].at >= QC_SLOT_QUARANTINE_S) {
+		slot = c->freed[c->freed_head].slot;
+		c->freed_head = (c->freed_head + 1) % c->freed_cap;
+		c->freed_n--;
+	} else if (atomic_load(&c->nslots) <= QC_SLOTS_MAX) {
+		slot = atomic_fetch_add(&c->nslots, 1);
+	}
+	pthread_mutex_unlock(&c->slot_lock);
+	return slot;
+}
+
+/* NULL with *err: -ENOSPC when every slot holds a version the kernel or a reader still uses. */
+static struct qc_image *new_version(struct qm_catalog *c, const char *key, const char *etag, int *err)
+{
+	struct qc_image *im = calloc(1, sizeof(*im));
 	bool failed = false;
 
-	if (slot > QC_SLOTS_MAX) {
-		qm_log(c->fs, "catalog: %s: no version slots left (%u over this mount's life); remount",
-		       key, QC_SLOTS_MAX);
-		return NULL;
-	}
-	im = calloc(1, sizeof(*im));
+	*err = -ENOMEM;
 	if (!im)
 		return NULL;
-	im->slot = slot;
-	im->cat = c;
 	im->key = strdup(key);
 	im->etag = etag_dup(etag, &failed);
-	if (!im->key || failed) {
+	if (!im->key || failed || !(im->slot = take_slot(c))) {
+		if (im->key && !failed)
+			*err = -ENOSPC;
 		free(im->key);
 		free(im->etag);
 		free(im);
 		return NULL;
 	}
+	im->cat = c;
+	im->serial = ++c->next_serial;      /* under c->lock, held for writing by every merge */
 	pthread_mutex_init(&im->lock, NULL);
+	pthread_cond_init(&im->opened, NULL);
 	atomic_init(&im->opens, 0);
+	atomic_init(&im->lookups, 0);
 	im->last_used = now_s();
-	atomic_store_explicit(&c->slots[slot], im, memory_order_release);
-	atomic_store(&c->nslots, slot + 1);
+	atomic_store_explicit(&c->slots[im->slot], im, memory_order_release);
 	return im;
+}
+
+/*
+ * Take a superseded version's slot back once nothing can name it: closed,
+ * no request, file or listing on it, and every node id forgotten by the
+ * kernel.  The watcher's alone, so no two run at once.
+ */
+static bool reclaim(struct qm_catalog *c, struct qc_image *im)
+{
+	bool free_it;
+
+	pthread_mutex_lock(&c->slot_lock);
+	pthread_mutex_lock(&im->lock);
+	free_it = atomic_load(&im->superseded) && !im->view.img && !im->opening && im->users == 0 &&
+		  atomic_load(&im->opens) == 0 && atomic_load(&im->lookups) == 0;
+	if (free_it && c->freed_n == c->freed_cap) {
+		size_t cap = c->freed_cap ? c->freed_cap * 2 : 256;
+		struct freed *p = malloc(cap * sizeof(*p));
+
+		if (p) {
+			for (size_t i = 0; i < c->freed_n; i++)
+				p[i] = c->freed[(c->freed_head + i) % c->freed_cap];
+			free(c->freed);
+			c->freed = p;
+			c->freed_head = 0;
+			c->freed_cap = cap;
+		} else {
+			free_it = false;        /* kept for the next sweep */
+		}
+	}
+	if (free_it) {
+		c->freed[(c->freed_head + c->freed_n) % c->freed_cap] = (struct freed){ im->slot, now_s() };
+		c->freed_n++;
+		atomic_store_explicit(&c->slots[im->slot], NULL, memory_order_release);
+	}
+	pthread_mutex_unlock(&im->lock);
+	pthread_mutex_unlock(&c->slot_lock);
+	if (free_it)
+		image_free(im);
+	return free_it;
 }
 
 struct qc_image *qc_slot(struct qm_catalog *c, uint32_t slot)
@@ -376,6 +467,15 @@ struct qc_image *qc_slot(struct qm_catalog *c, uint32_t slot)
 	if (slot == 0 || slot >= atomic_load(&c->nslots))
 		return NULL;
 	return atomic_load_explicit(&c->slots[slot], memory_order_acquire);
+}
+
+void qc_forget(struct qm_catalog *c, fuse_ino_t nodeid, uint64_t n)
+{
+	struct qc_image *im = qc_slot(c, qc_slot_of(nodeid));
+
+	/* the last access: once at zero, the watcher may take the slot back */
+	if (im)
+		atomic_fetch_sub(&im->lookups, n);
 }
 
 /* ---- the counting source: what each image read, for the status and tests ---- */
@@ -391,6 +491,7 @@ static int counted_pread(struct qs_source *src, void *buf, size_t len, uint64_t 
 
 	atomic_fetch_add_explicit(&k->im->bytes_read, len, memory_order_relaxed);
 	atomic_fetch_add_explicit(&k->im->reads, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&k->im->cat->bytes_read, len, memory_order_relaxed);
 	return qs_source_pread(k->base, buf, len, off);
 }
 
@@ -475,22 +576,26 @@ static int open_local(struct qm_catalog *c, struct qc_image *im)
 		close(fd);
 		return qs_set_error(-ESTALE, "no longer a regular file");
 	}
+	pthread_rwlock_wrlock(&c->lock);
 	if ((uint64_t)st.st_dev != im->dev || (uint64_t)st.st_ino != im->ino || (uint64_t)st.st_size != im->size ||
 	    st.st_mtime != im->mtime) {
-		if (im->open_total || im->superseded) {
+		if (im->open_total || atomic_load(&im->superseded)) {
+			pthread_rwlock_unlock(&c->lock);
 			close(fd);
 			return qs_set_error(-ESTALE, "replaced since it was listed");
 		}
 		/*
 		 * Nobody has read this version yet (the listing caught the
 		 * file being written, or just before a rename): it becomes
-		 * what is there now, and keeps its node ids.
+		 * what is there now, and keeps its node ids.  Under c->lock,
+		 * which the merge compares identities under.
 		 */
 		im->dev = (uint64_t)st.st_dev;
 		im->ino = (uint64_t)st.st_ino;
 		im->size = (uint64_t)st.st_size;
 		im->mtime = st.st_mtime;
 	}
+	pthread_rwlock_unlock(&c->lock);
 	return fd;
 }
 
@@ -559,18 +664,159 @@ static int open_image(struct qm_catalog *c, struct qc_image *im)
 	im->view.root_nodeid = im->view.id_base | 1;
 	im->view.ino_base = (uint64_t)im->slot << 32;
 	im->view.opens = &im->opens;
-	im->open_total++;
-	atomic_store(&im->open, true);
+	im->view.lookups = &im->lookups;
+	im->view.generation = im->serial;
 	if (src->notice)
 		qm_info(c->fs, "%s: %s", display_of(im), src->notice);
 	return 0;
 }
 
-static void close_image(struct qc_image *im)
+/* ---- the open images: at most open_max, the least recently opened closed first ---- */
+
+static void lru_unlink(struct qm_catalog *c, struct qc_image *im)
 {
-	qs_image_close(im->view.img);
+	if (im->lru_prev)
+		im->lru_prev->lru_next = im->lru_next;
+	else
+		c->lru_head = im->lru_next;
+	if (im->lru_next)
+		im->lru_next->lru_prev = im->lru_prev;
+	else
+		c->lru_tail = im->lru_prev;
+	im->lru_prev = im->lru_next = NULL;
+	c->nopen--;
+}
+
+static bool closable(struct qc_image *im)
+{
+	return im->view.img && !im->opening && im->users == 0 && atomic_load(&im->opens) == 0;
+}
+
+/*
+ * Close an open image nobody uses (im->lock held): it leaves the list, and
+ * its image is returned for the caller to close once every lock is let go.
+ */
+static struct qs_image *detach_image(struct qm_catalog *c, struct qc_image *im)
+{
+	struct qs_image *img = im->view.img;
+
+	pthread_mutex_lock(&c->open_lock);
+	lru_unlink(c, im);
+	pthread_mutex_unlock(&c->open_lock);
 	im->view.img = NULL;
 	atomic_store(&im->open, false);
+	if (atomic_load(&im->superseded))
+		im->gone = true;
+	atomic_fetch_add(&im->cat->epoch, 1);
+	return img;
+}
+
+/*
+ * Room for one more open image: a place under open_max, if need be by
+ * closing the least recently opened image nobody uses.  -EMFILE when every
+ * open image has a file, a listing or a request on it.  The walk is at most
+ * open_max long and takes no lock but the list's and, by trylock, images'.
+ */
+static int reserve_open(struct qm_catalog *c)
+{
+	struct qs_image *victim = NULL;
+	int err = 0;
+
+	pthread_mutex_lock(&c->open_lock);
+	if (c->nopen >= c->open_max) {
+		for (struct qc_image *im = c->lru_tail; im && !victim; im = im->lru_prev) {
+			if (pthread_mutex_trylock(&im->lock) != 0)
+				continue;
+			if (closable(im)) {
+				victim = im->view.img;
+				lru_unlink(c, im);
+				im->view.img = NULL;
+				atomic_store(&im->open, false);
+				if (atomic_load(&im->superseded))
+					im->gone = true;
+			}
+			pthread_mutex_unlock(&im->lock);
+		}
+		err = victim ? 0 : -EMFILE;
+	}
+	if (!err)
+		c->nopen++;         /* the caller's place, linked once open */
+	pthread_mutex_unlock(&c->open_lock);
+	if (victim) {
+		atomic_fetch_add(&c->epoch, 1);
+		qs_image_close(victim);
+	}
+	return err;
+}
+
+static void unreserve_open(struct qm_catalog *c)
+{
+	pthread_mutex_lock(&c->open_lock);
+	c->nopen--;
+	pthread_mutex_unlock(&c->open_lock);
+}
+
+/* The image just opened takes the place reserve_open() kept (im->lock held). */
+static void link_open(struct qm_catalog *c, struct qc_image *im)
+{
+	pthread_mutex_lock(&c->open_lock);
+	im->lru_prev = NULL;
+	im->lru_next = c->lru_head;
+	if (c->lru_head)
+		c->lru_head->lru_prev = im;
+	else
+		c->lru_tail = im;
+	c->lru_head = im;
+	pthread_mutex_unlock(&c->open_lock);
+	im->open_total++;
+	atomic_store(&im->open, true);
+	atomic_fetch_add(&c->epoch, 1);
+}
+
+/* Open a version for qc_pin (im->lock held on entry and exit, let go across the I/O). */
+static int pin_open(struct qm_catalog *c, struct qc_image *im, int64_t now)
+{
+	int err;
+
+	if (im->gone)
+		return -ESTALE;
+	if (im->error && now - im->failed_at < QC_RETRY_S)
+		return im->error;       /* failed a moment ago: not tried again before QC_RETRY_S */
+	err = reserve_open(c);
+	if (err) {
+		if (now != c->emfile_logged) {
+			c->emfile_logged = now;
+			qm_log(c->fs, "catalog: %s: open_max=%u images are open and in use; not opened",
+			       display_of(im), c->open_max);
+		}
+		return err;
+	}
+	im->opening = true;
+	pthread_mutex_unlock(&im->lock);
+	err = open_image(c, im);
+	pthread_mutex_lock(&im->lock);
+	im->opening = false;
+	pthread_cond_broadcast(&im->opened);
+	if (!err) {
+		link_open(c, im);
+		return 0;
+	}
+	unreserve_open(c);
+	if (!im->logged || err == -ESTALE)
+		qm_log(c->fs, "%s: %s", display_of(im), qs_last_error());
+	im->logged = true;
+	im->failed_at = now;
+	atomic_fetch_add(&c->epoch, 1);
+	if (err == -ESTALE) {
+		/* the file changed behind the listing: list again, this version is over */
+		im->gone = true;
+		atomic_store(&c->refresh_wanted, true);
+		wake(c);
+	} else if (err != -ENOMEM) {
+		err = -EIO;
+	}
+	im->error = err;
+	return err;
 }
 
 struct qc_image *qc_pin(struct qm_catalog *c, uint32_t slot, int *err)
@@ -583,36 +829,10 @@ struct qc_image *qc_pin(struct qm_catalog *c, uint32_t slot, int *err)
 		return NULL;
 	}
 	pthread_mutex_lock(&im->lock);
-	*err = 0;
-	if (!im->view.img) {
-		bool tried = false;
-
-		if (im->gone) {
-			*err = -ESTALE;
-		} else if (im->error && now - im->failed_at < QC_RETRY_S) {
-			*err = im->error;       /* failed a moment ago: not tried again before QC_RETRY_S */
-		} else {
-			*err = open_image(c, im);
-			tried = true;
-		}
-		if (*err && tried) {
-			bool stale = *err == -ESTALE;
-
-			if (!im->logged || stale)
-				qm_log(c->fs, "%s: %s", display_of(im), qs_last_error());
-			im->logged = true;
-			im->failed_at = now;
-			if (stale) {
-				/* the file changed behind the listing: list again, this version is over */
-				im->gone = true;
-				atomic_store(&c->refresh_wanted, true);
-				wake(c);
-			} else if (*err != -ENOMEM) {
-				*err = -EIO;
-			}
-			im->error = *err;
-		}
-	}
+	/* another request is opening it: this image's readers wait for it, nobody else does */
+	while (im->opening)
+		pthread_cond_wait(&im->opened, &im->lock);
+	*err = im->view.img ? 0 : pin_open(c, im, now);
 	if (*err) {
 		pthread_mutex_unlock(&im->lock);
 		return NULL;
@@ -639,49 +859,35 @@ struct qm_view *qc_view(struct qc_image *im)
 
 /*
  * Close what nobody uses: superseded versions at once (their name has moved
- * on), the rest after c->idle seconds, and the least recently used beyond
- * c->open_max.  Never an image with a request in flight or a file open.
+ * on), the rest after c->idle seconds (open_max is kept by reserve_open),
+ * and take back the slots of superseded versions nothing can name any more.
+ * Never an image with a request in flight or a file open.
  */
 static void sweep_idle(struct qm_catalog *c)
 {
-	unsigned n = atomic_load(&c->nslots), open = 0;
+	unsigned n = atomic_load(&c->nslots), old = 0;
 	int64_t now = now_s();
 
 	for (unsigned s = 1; s < n; s++) {
-		struct qc_image *im = c->slots[s];
+		struct qc_image *im = atomic_load_explicit(&c->slots[s], memory_order_acquire);
+		struct qs_image *img = NULL;
 
-		if (!im || !atomic_load(&im->open) || pthread_mutex_trylock(&im->lock) != 0)
+		if (!im)
 			continue;
-		if (im->view.img && im->users == 0 && atomic_load(&im->opens) == 0 &&
-		    (im->superseded || now - im->last_used >= (int64_t)c->idle)) {
-			close_image(im);
-			if (im->superseded)
-				im->gone = true;
+		if (atomic_load(&im->open) && pthread_mutex_trylock(&im->lock) == 0) {
+			if (closable(im) && (atomic_load(&im->superseded) || now - im->last_used >= (int64_t)c->idle))
+				img = detach_image(c, im);
+			pthread_mutex_unlock(&im->lock);
+			if (img)
+				qs_image_close(img);
 		}
-		open += im->view.img != NULL;
-		pthread_mutex_unlock(&im->lock);
+		if (atomic_load(&im->superseded) && !atomic_load(&im->open) && reclaim(c, im))
+			continue;
+		old += atomic_load(&im->superseded) && atomic_load(&im->open);
 	}
-	while (open > c->open_max) {
-		struct qc_image *oldest = NULL;
-
-		for (unsigned s = 1; s < n; s++) {
-			struct qc_image *im = c->slots[s];
-
-			if (im && atomic_load(&im->open) && im->users == 0 && atomic_load(&im->opens) == 0 &&
-			    (!oldest || im->last_used < oldest->last_used))
-				oldest = im;
-		}
-		if (!oldest)
-			break;
-		pthread_mutex_lock(&oldest->lock);
-		if (oldest->view.img && oldest->users == 0 && atomic_load(&oldest->opens) == 0) {
-			close_image(oldest);
-			open--;
-		}
-		pthread_mutex_unlock(&oldest->lock);
-		if (oldest->view.img)
-			break;
-	}
+	pthread_mutex_lock(&c->open_lock);
+	c->nopen_old = old;
+	pthread_mutex_unlock(&c->open_lock);
 }
 
 /* ---- listing the source ------------------------------------------------- */
@@ -691,16 +897,18 @@ struct item {                       /* one image as a listing gives it */
 	uint64_t size, dev, ino;
 	int64_t mtime;
 	char *etag;
+	uint32_t mode, uid, gid;
 };
 
 struct items {
 	struct item *v;
 	size_t n, cap;
 	bool too_many;
+	XXH3_state_t *hash;         /* of every item, in order: an unchanged listing merges nothing */
 };
 
-static int items_add(struct items *it, const char *key, uint64_t size, int64_t mtime, const char *etag,
-		     uint64_t dev, uint64_t ino)
+static int items_add(struct items *it, const char *key, const struct stat *st, const char *etag,
+		     const struct qs_list_entry *ent)
 {
 	bool failed = false;
 	struct item *x;
@@ -719,6 +927,7 @@ static int items_add(struct items *it, const char *key, uint64_t size, int64_t m
 		it->cap = cap;
 	}
 	x = &it->v[it->n];
+	memset(x, 0, sizeof(*x));
 	x->key = strdup(key);
 	x->etag = etag_dup(etag, &failed);
 	if (!x->key || failed) {
@@ -726,10 +935,24 @@ static int items_add(struct items *it, const char *key, uint64_t size, int64_t m
 		free(x->etag);
 		return -ENOMEM;
 	}
-	x->size = size;
-	x->mtime = mtime;
-	x->dev = dev;
-	x->ino = ino;
+	if (st) {
+		x->size = (uint64_t)st->st_size;
+		x->mtime = st->st_mtime;
+		x->dev = (uint64_t)st->st_dev;
+		x->ino = (uint64_t)st->st_ino;
+		x->mode = st->st_mode & 07777;
+		x->uid = st->st_uid;
+		x->gid = st->st_gid;
+	} else {
+		x->size = ent->size;
+		x->mtime = ent->mtime;
+		x->mode = 0444;
+	}
+	XXH3_64bits_update(it->hash, key, strlen(key) + 1);
+	XXH3_64bits_update(it->hash, &x->size, offsetof(struct item, etag) - offsetof(struct item, size));
+	XXH3_64bits_update(it->hash, &x->mode, sizeof(x->mode) * 3);
+	if (x->etag)
+		XXH3_64bits_update(it->hash, x->etag, strlen(x->etag));
 	it->n++;
 	return 0;
 }
@@ -741,6 +964,8 @@ static void items_free(struct items *it)
 		free(it->v[i].etag);
 	}
 	free(it->v);
+	if (it->hash)
+		XXH3_freeState(it->hash);
 }
 
 static bool has_image_ext(const char *name)
@@ -756,38 +981,91 @@ static bool has_image_ext(const char *name)
 	return false;
 }
 
+/* Control characters make names that forge lines in the status text and reach terminals. */
+static bool has_control(const char *name)
+{
+	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+		if (*p < 0x20 || *p == 0x7f)
+			return true;
+	return false;
+}
+
 /* Does the file start with the squashfs magic?  For local names without a known extension. */
 static bool has_magic(int dfd, const char *name)
 {
 	int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
 	unsigned char m[4];
+	struct stat st;
 	bool yes;
 
 	if (fd < 0)
 		return false;
-	yes = pread(fd, m, 4, 0) == 4 && (m[0] | m[1] << 8 | m[2] << 16 | (uint32_t)m[3] << 24) == SQFS_MAGIC;
+	yes = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && pread(fd, m, 4, 0) == 4 &&
+	      (m[0] | m[1] << 8 | m[2] << 16 | (uint32_t)m[3] << 24) == SQFS_MAGIC;
 	close(fd);
 	return yes;
 }
 
-static void watch_dir(struct qm_catalog *c, int dfd)
+/* Is this directory entry an image (a regular file with an extension or the magic)? */
+static bool local_image(int dfd, const char *name, const struct stat *st)
+{
+	return S_ISREG(st->st_mode) && !has_control(name) && (has_image_ext(name) || has_magic(dfd, name));
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Watch directory 'dfd': it holds images, or leads to some.  Recorded for stale_watches(). */
+static void watch_dir(struct qm_catalog *c, int dfd, int **wds, size_t *n, size_t *cap)
 {
 	char path[64];
+	int wd;
 
 	if (c->inotify_fd < 0)
 		return;
+	if (*n >= QC_WATCH_MAX) {
+		c->watches_full = true;
+		return;
+	}
+	if (*n == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 64;
+		int *p = realloc(*wds, ncap * sizeof(*p));
+
+		if (!p)
+			return;
+		*wds = p;
+		*cap = ncap;
+	}
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", dfd);
-	inotify_add_watch(c->inotify_fd, path, IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO |
-			  IN_CLOSE_WRITE | IN_ATTRIB | IN_DELETE_SELF | IN_ONLYDIR);
+	wd = inotify_add_watch(c->inotify_fd, path, IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO |
+			       IN_CLOSE_WRITE | IN_ATTRIB | IN_DELETE_SELF | IN_ONLYDIR);
+	if (wd >= 0)
+		(*wds)[(*n)++] = wd;
 }
 
-/* Every image below directory 'dfd' (whose key prefix is 'prefix'), depth-first. */
-static int scan_local(struct qm_catalog *c, int dfd, char *prefix, size_t plen, unsigned depth,
-		      struct items *out)
+struct walk {                       /* one local listing */
+	struct items *out;
+	int *wds;                   /* the directories watched, for stale_watches() */
+	size_t nwds, wds_cap;
+	unsigned dirs;
+};
+
+/*
+ * Every image below directory 'dfd' (whose key prefix is 'prefix'),
+ * depth-first; at most QC_DIRS_MAX directories.  Only directories that
+ * hold images, or lead to some, are watched: a tree of empty directories
+ * costs a walk, not the uid's inotify watches.  Returns 1 if it found an
+ * image, 0 if not, or -errno.
+ */
+static int scan_local(struct qm_catalog *c, struct walk *w, int dfd, char *prefix, size_t plen, unsigned depth)
 {
 	DIR *d;
 	struct dirent *de;
-	int fd = dup(dfd), err = 0;
+	int fd = dup(dfd), err = 0, found = 0;
 
 	if (fd < 0 || !(d = fdopendir(fd))) {
 		if (fd >= 0)
@@ -795,33 +1073,62 @@ static int scan_local(struct qm_catalog *c, int dfd, char *prefix, size_t plen, 
 		return -errno;
 	}
 	rewinddir(d);               /* a dup shares the offset: the last listing left it at the end */
-	watch_dir(c, dfd);
-	while (!err && (de = readdir(d))) {
+	while (err >= 0 && (de = readdir(d))) {
 		struct stat st;
 		size_t nlen = strlen(de->d_name);
 
-		if (de->d_name[0] == '.' || plen + nlen + 2 > QC_KEY_MAX)
-			continue;       /* hidden names (and "." "..") are not images */
+		err = 0;
+		if (de->d_name[0] == '.' || plen + nlen + 2 > QC_KEY_MAX || has_control(de->d_name))
+			continue;       /* hidden names (and "." ".."), and names that would forge lines */
 		if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
 			continue;
 		memcpy(prefix + plen, de->d_name, nlen + 1);
 		if (S_ISDIR(st.st_mode) && depth < QC_DEPTH_MAX) {
-			int sub = openat(dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			int sub;
 
+			if (++w->dirs > QC_DIRS_MAX) {
+				c->dirs_full = true;
+				continue;
+			}
+			sub = openat(dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			if (sub >= 0) {
 				prefix[plen + nlen] = '/';
 				prefix[plen + nlen + 1] = '\0';
-				err = scan_local(c, sub, prefix, plen + nlen + 1, depth + 1, out);
+				err = scan_local(c, w, sub, prefix, plen + nlen + 1, depth + 1);
 				close(sub);
+				found |= err > 0;
 			}
-		} else if (S_ISREG(st.st_mode) && (has_image_ext(de->d_name) || has_magic(dfd, de->d_name))) {
-			err = items_add(out, prefix, (uint64_t)st.st_size, st.st_mtime, "", (uint64_t)st.st_dev,
-					(uint64_t)st.st_ino);
+		} else if (local_image(dfd, de->d_name, &st)) {
+			err = items_add(w->out, prefix, &st, "", NULL);
+			found = 1;
 		}
 		prefix[plen] = '\0';
 	}
 	closedir(d);
-	return err;
+	if (err < 0)
+		return err;
+	if (found || depth == 0)
+		watch_dir(c, dfd, &w->wds, &w->nwds, &w->wds_cap);
+	return found;
+}
+
+/* Watches the last listing kept and this one did not: the directory lost its images. */
+static void stale_watches(struct qm_catalog *c, struct walk *w)
+{
+	size_t j = 0;
+
+	qsort(w->wds, w->nwds, sizeof(*w->wds), cmp_int);
+	for (size_t i = 0; i < c->nwds; i++) {
+		while (j < w->nwds && w->wds[j] < c->wds[i])
+			j++;
+		if (j == w->nwds || w->wds[j] != c->wds[i])
+			inotify_rm_watch(c->inotify_fd, c->wds[i]);
+	}
+	free(c->wds);
+	c->wds = w->wds;
+	c->nwds = w->nwds;
+	c->wds_cap = w->wds_cap;
+	w->wds = NULL;
 }
 
 static int list_remote_entry(void *arg, const struct qs_list_entry *ent)
@@ -830,16 +1137,28 @@ static int list_remote_entry(void *arg, const struct qs_list_entry *ent)
 
 	if (!has_image_ext(ent->key))
 		return 0;
-	return items_add(out, ent->key, ent->size, ent->mtime, ent->etag, 0, 0);
+	return items_add(out, ent->key, NULL, ent->etag, ent);
 }
 
 static int list_source(struct qm_catalog *c, struct items *out)
 {
 	char prefix[QC_KEY_MAX + 1] = "";
+	struct walk w = { .out = out };
+	int err;
 
 	if (c->remote)
 		return qs_source_list(c->spec, &c->fs->opt->source, list_remote_entry, out);
-	return scan_local(c, c->root_fd, prefix, 0, 0, out);
+	c->watches_full = c->dirs_full = false;
+	err = scan_local(c, &w, c->root_fd, prefix, 0, 0);
+	if (err >= 0)
+		stale_watches(c, &w);
+	free(w.wds);
+	if (c->dirs_full)
+		qm_log(c->fs, "catalog: %s: more than %u directories; the rest are left out", c->fs->name, QC_DIRS_MAX);
+	if (c->watches_full)
+		qm_log(c->fs, "catalog: %s: more than %u directories hold images; the rest are seen every refresh=, "
+		       "not at once", c->fs->name, QC_WATCH_MAX);
+	return err < 0 ? err : 0;
 }
 
 /* ---- merging a listing ---------------------------------------------------- */
@@ -859,78 +1178,130 @@ static void strip_ext(char *name)
 	}
 }
 
+/* A name an image may take: checked after its extension is dropped ("..sqfs" is ".."). */
+static bool image_name_ok(const char *name)
+{
+	return *name && strcmp(name, ".") != 0 && strcmp(name, "..") != 0 && !has_control(name) &&
+	       strcmp(name, QC_CTL_STATUS_NAME) != 0 && strcmp(name, QC_CTL_REFRESH_NAME) != 0;
+}
+
 static bool same_identity(const struct qc_image *im, const struct item *x)
 {
 	return im->size == x->size && im->mtime == x->mtime && im->dev == x->dev && im->ino == x->ino &&
 	       etag_eq(im->etag, x->etag);
 }
 
-static void supersede(struct qc_image *im)
+static void supersede(struct qm_catalog *c, struct qc_image *im)
 {
-	pthread_mutex_lock(&im->lock);
-	im->superseded = true;
-	pthread_mutex_unlock(&im->lock);
+	atomic_store(&im->superseded, true);
+	atomic_fetch_add(&c->epoch, 1);
 }
 
-/* One listed image into the tree (c->lock held for writing). */
-static int merge_item(struct qm_catalog *c, const struct item *x)
+/* The catalog directory a key's directories name, made as needed; NULL: shadowed, too deep or no memory. */
+static struct qc_node *key_dir(struct qm_catalog *c, char *key, char **last, int *err)
 {
-	char key[QC_KEY_MAX + 1], *comp, *next, *save = NULL;
+	char *comp, *next, *save = NULL;
 	struct qc_node *dir = &c->root, *n;
 	unsigned depth = 0;
-	struct qc_image *im;
 
-	snprintf(key, sizeof(key), "%s", x->key);
+	*err = 0;
 	for (comp = strtok_r(key, "/", &save); comp; comp = next) {
 		next = strtok_r(NULL, "/", &save);
 		if (!next)
 			break;
-		if (++depth > QC_DEPTH_MAX)
-			return 0;
+		if (++depth > QC_DEPTH_MAX || strcmp(comp, ".") == 0 || strcmp(comp, "..") == 0)
+			return NULL;
 		n = find_kid(dir, comp);
 		if (n && !n->is_dir)
-			return 0;       /* an image has this name already; the key is shadowed */
+			return NULL;    /* an image has this name already; the key is shadowed */
 		if (!n) {
 			n = add_kid(c, dir, comp, true);
-			if (!n)
-				return -ENOMEM;
+			if (!n) {
+				*err = -ENOMEM;
+				return NULL;
+			}
 			queue_notice(c, dir, comp);
 			c->changed = time(NULL);
 		}
 		n->seen = true;
 		dir = n;
 	}
-	if (!comp)
-		return 0;
+	*last = comp;
+	return comp ? dir : NULL;
+}
+
+/* A version's access bits changed with no new bytes (chmod): new lookups get the new ones. */
+static void update_access(struct qm_catalog *c, struct qc_node *dir, struct qc_node *n, const struct item *x)
+{
+	struct qc_image *im = n->cur;
+
+	if (im->mode == x->mode && im->uid == x->uid && im->gid == x->gid)
+		return;
+	im->mode = x->mode;
+	im->uid = x->uid;
+	im->gid = x->gid;
+	queue_notice(c, dir, n->name);
+	atomic_fetch_add(&c->epoch, 1);
+}
+
+/*
+ * One listed image into the tree (c->lock held for writing).  When no slot
+ * is free for a changed image, it keeps its old version (counted in
+ * c->slots_short) and the rest of the listing still merges.
+ */
+static int merge_item(struct qm_catalog *c, const struct item *x)
+{
+	char key[QC_KEY_MAX + 1], *comp = NULL;
+	struct qc_node *dir, *n;
+	struct qc_image *im;
+	int err;
+
+	snprintf(key, sizeof(key), "%s", x->key);
+	dir = key_dir(c, key, &comp, &err);
+	if (!dir)
+		return err;
 	strip_ext(comp);
-	if (!*comp || strcmp(comp, QC_CTL_STATUS_NAME) == 0 || strcmp(comp, QC_CTL_REFRESH_NAME) == 0)
+	if (!image_name_ok(comp))
 		return 0;
 	n = find_kid(dir, comp);
 	if (n && (n->is_dir || n->seen))
 		return 0;               /* a directory, or another key of the same name listed first */
 	if (n && same_identity(n->cur, x)) {
 		n->seen = true;
+		update_access(c, dir, n, x);
 		return 0;
 	}
-	im = new_version(c, x->key, x->etag);
-	if (!im)
-		return -ENOMEM;
+	im = new_version(c, x->key, x->etag, &err);
+	if (!im) {
+		if (err != -ENOSPC)
+			return err;
+		c->slots_short++;
+		if (n)
+			n->seen = true;
+		return 0;
+	}
 	im->size = x->size;
 	im->mtime = x->mtime;
 	im->dev = x->dev;
 	im->ino = x->ino;
+	im->mode = x->mode;
+	im->uid = x->uid;
+	im->gid = x->gid;
 	if (n) {
-		supersede(n->cur);
+		supersede(c, n->cur);
 	} else {
 		n = add_kid(c, dir, comp, false);
-		if (!n)
+		if (!n) {
+			atomic_store(&im->superseded, true);    /* never named: the sweep takes its slot back */
 			return -ENOMEM;
+		}
 		c->nimages++;
 	}
 	n->cur = im;
 	n->seen = true;
 	queue_notice(c, dir, comp);
 	c->changed = time(NULL);
+	atomic_fetch_add(&c->epoch, 1);
 	return 0;
 }
 
@@ -954,7 +1325,7 @@ static void drop_unseen(struct qm_catalog *c, struct qc_node *dir)
 		if (n->seen && !(n->is_dir && n->nkids == 0))
 			continue;
 		if (!n->is_dir) {
-			supersede(n->cur);
+			supersede(c, n->cur);
 			c->nimages--;
 		}
 		remove_kid(c, n);
@@ -962,62 +1333,74 @@ static void drop_unseen(struct qm_catalog *c, struct qc_node *dir)
 	}
 }
 
+/* Under nlock: the status text reads it while a listing writes it. */
+static void set_list_error(struct qm_catalog *c, const char *msg)
+{
+	pthread_mutex_lock(&c->nlock);
+	snprintf(c->list_error, sizeof(c->list_error), "%s", msg);
+	pthread_mutex_unlock(&c->nlock);
+}
+
+/* Merge a listing into the tree: 0 or -ENOMEM (what merged so far stays). */
+static int merge(struct qm_catalog *c, struct items *items)
+{
+	int err = 0;
+
+	c->slots_short = 0;
+	pthread_rwlock_wrlock(&c->lock);
+	clear_seen(&c->root);
+	for (size_t i = 0; !err && i < items->n; i++)
+		err = merge_item(c, &items->v[i]);
+	if (!err)
+		drop_unseen(c, &c->root);
+	pthread_rwlock_unlock(&c->lock);
+	if (c->slots_short)
+		qm_log(c->fs, "catalog: %s: %zu changed images keep their old version: all %u version slots are "
+		       "held by files open or names the kernel still caches", c->fs->name, c->slots_short,
+		       QC_SLOTS_MAX);
+	return err;
+}
+
 /*
  * List the source and merge: 0, or -errno with c->list_error set (the tree
- * is kept as it was).  'wait' says how a listing already under way is met:
- * QC_LIST_WAIT waits for it, QC_LIST_BOUNDED for QC_LIST_WAIT_S at most,
- * QC_LIST_SKIP not at all (-EBUSY) — a lookup must not hang behind a slow
- * server's pages.
+ * is kept as it was).  The watcher's and qc_create()'s alone: a request
+ * never lists.  A listing equal to the last merged one takes no write lock.
  */
-enum { QC_LIST_WAIT, QC_LIST_BOUNDED, QC_LIST_SKIP };
-
-static int refresh(struct qm_catalog *c, int wait)
+static int refresh(struct qm_catalog *c)
 {
-	struct items items = { 0 };
-	struct timespec until;
+	struct items items = { .hash = XXH3_createState() };
+	uint64_t hash;
 	int err;
 
-	if (wait == QC_LIST_SKIP) {
-		if (pthread_mutex_trylock(&c->list_lock) != 0)
-			return -EBUSY;
-	} else if (wait == QC_LIST_BOUNDED) {
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_sec += QC_LIST_WAIT_S;
-		if (pthread_mutex_timedlock(&c->list_lock, &until) != 0) {
-			snprintf(c->list_error, sizeof(c->list_error), "a listing already under way takes over %d s",
-				 QC_LIST_WAIT_S);
-			return -EBUSY;
-		}
-	} else {
-		pthread_mutex_lock(&c->list_lock);
-	}
+	if (!items.hash)
+		return -ENOMEM;
+	XXH3_64bits_reset(items.hash);
+	pthread_mutex_lock(&c->list_lock);
 	err = list_source(c, &items);
 	c->listed_at = now_s();
 	atomic_store(&c->listed_at_ms, now_ms());
 	if (err) {
-		snprintf(c->list_error, sizeof(c->list_error), "%s", err == -ENOMEM ? "out of memory" :
-			 c->remote ? qs_last_error() : strerror(-err));
+		set_list_error(c, err == -ENOMEM ? "out of memory" : c->remote ? qs_last_error() : strerror(-err));
 		items_free(&items);
 		pthread_mutex_unlock(&c->list_lock);
 		return err;
 	}
-	c->list_error[0] = '\0';
+	set_list_error(c, "");
 	if (items.too_many)
 		qm_log(c->fs, "catalog: more than %u images; the rest are left out", QC_ENTRIES_MAX);
-	pthread_rwlock_wrlock(&c->lock);
-	clear_seen(&c->root);
-	for (size_t i = 0; !err && i < items.n; i++)
-		err = merge_item(c, &items.v[i]);
-	if (!err)
-		drop_unseen(c, &c->root);
-	pthread_rwlock_unlock(&c->lock);
+	hash = XXH3_64bits_digest(items.hash);
+	if (hash != atomic_load(&c->last_hash) || c->slots_short) {
+		atomic_store(&c->last_hash, hash);      /* before the merge: a probe during it clears it */
+		err = merge(c, &items);
+		if (err)
+			atomic_store(&c->last_hash, 0);
+	}
 	pthread_mutex_unlock(&c->list_lock);
 	items_free(&items);
 	/* the listing's copies are gone: give their pages back rather than keep them for the next one */
 	malloc_trim(0);
 	if (err)
-		snprintf(c->list_error, sizeof(c->list_error), "out of memory");
-	wake(c);                    /* the notices */
+		set_list_error(c, "out of memory");
 	return err;
 }
 
@@ -1029,8 +1412,6 @@ static void send_notices(struct qm_catalog *c)
 	size_t n;
 	bool all;
 
-	uint64_t batch;
-
 	pthread_mutex_lock(&c->nlock);
 	v = c->notices;
 	n = c->nnotices;
@@ -1038,7 +1419,6 @@ static void send_notices(struct qm_catalog *c)
 	c->notices = NULL;
 	c->nnotices = c->notices_cap = 0;
 	c->flush_all = false;
-	batch = ++c->notice_batches_taken;
 	pthread_mutex_unlock(&c->nlock);
 	for (size_t i = 0; i < n; i++) {
 		/* -ENOENT: the kernel had nothing cached under that name */
@@ -1055,34 +1435,6 @@ static void send_notices(struct qm_catalog *c)
 				fuse_lowlevel_notify_inval_inode(c->fs->se, (fuse_ino_t)d + 1, -1, 0);
 		pthread_rwlock_unlock(&c->lock);
 	}
-	pthread_mutex_lock(&c->nlock);
-	c->notice_batches_sent = batch;
-	pthread_cond_broadcast(&c->nsent);
-	pthread_mutex_unlock(&c->nlock);
-}
-
-/*
- * Wait (QC_NOTICE_WAIT_MS at most) until the watcher has told the kernel
- * of what is queued now, so that `quash catalog refresh` returns with the
- * new names visible.  Bounded, since the watcher may itself wait on a
- * directory lock that the caller's own request holds.
- */
-static void wait_notices(struct qm_catalog *c)
-{
-	struct timespec until;
-	uint64_t want;
-
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_nsec += QC_NOTICE_WAIT_MS * 1000000L;
-	until.tv_sec += until.tv_nsec / 1000000000L;
-	until.tv_nsec %= 1000000000L;
-	pthread_mutex_lock(&c->nlock);
-	want = c->notice_batches_taken + 1;
-	wake(c);
-	while (c->watching && c->notice_batches_sent < want &&
-	       pthread_cond_timedwait(&c->nsent, &c->nlock, &until) == 0)
-		;
-	pthread_mutex_unlock(&c->nlock);
 }
 
 static bool drain(int fd)
@@ -1095,32 +1447,69 @@ static bool drain(int fd)
 	return any;
 }
 
+/*
+ * Whether to list now.  Inotify, `quash catalog refresh`, lookups of names
+ * not found and the refresh= period all ask; none lists sooner than
+ * QC_LIST_MIN_MS after the last listing ended, so a flood of any of them
+ * costs one listing a second.  *wait_ms: how long until a pending ask may
+ * be served.
+ */
+static bool list_due(struct qm_catalog *c, bool *pending, int *wait_ms)
+{
+	int64_t since = now_ms() - atomic_load(&c->listed_at_ms);
+
+	if (!*pending && atomic_exchange(&c->refresh_wanted, false))
+		*pending = true;
+	if (!*pending && now_s() - c->listed_at >= (int64_t)c->refresh)
+		*pending = true;
+	if (*pending && since < QC_LIST_MIN_MS) {
+		*wait_ms = (int)(QC_LIST_MIN_MS - since);
+		return false;
+	}
+	return *pending;
+}
+
 static void *watcher(void *arg)
 {
 	struct qm_catalog *c = arg;
 	int64_t last_tick = now_s();
+	bool pending = false;
+	int wait_ms = QC_TICK_MS;
 
 	while (!atomic_load(&c->stop)) {
 		struct pollfd p[2] = { { c->wake[0], POLLIN, 0 }, { c->inotify_fd, POLLIN, 0 } };
-		bool changed = false;
 
-		if (poll(p, c->inotify_fd >= 0 ? 2 : 1, QC_TICK_MS) > 0) {
+		if (poll(p, c->inotify_fd >= 0 ? 2 : 1, wait_ms) > 0) {
 			drain(c->wake[0]);
 			if (c->inotify_fd >= 0 && (p[1].revents & POLLIN)) {
 				struct timespec settle = { 0, QC_SETTLE_MS * 1000000L };
 
 				nanosleep(&settle, NULL);
-				changed = drain(c->inotify_fd);
+				pending |= drain(c->inotify_fd);
 			}
 		}
 		if (atomic_load(&c->stop))
 			break;
-		if (changed || atomic_exchange(&c->refresh_wanted, false) ||
-		    now_s() - c->listed_at >= (int64_t)c->refresh) {
-			if (refresh(c, QC_LIST_WAIT) != 0)
+		wait_ms = QC_TICK_MS;
+		if (list_due(c, &pending, &wait_ms)) {
+			uint64_t gen = atomic_fetch_add(&c->gen_started, 1) + 1;
+
+			pending = false;
+			int err = refresh(c);
+
+			if (err)
 				qm_log(c->fs, "catalog: %s: %s; keeping the last listing", c->fs->name, c->list_error);
+			send_notices(c);
+			pthread_mutex_lock(&c->nlock);
+			if (err)
+				snprintf(c->result, sizeof(c->result), "failed %s\n", c->list_error);
+			else
+				snprintf(c->result, sizeof(c->result), "done %zu images\n", c->nimages);
+			pthread_mutex_unlock(&c->nlock);
+			atomic_store(&c->gen_done, gen);
+		} else {
+			send_notices(c);
 		}
-		send_notices(c);
 		if (now_s() != last_tick) {
 			last_tick = now_s();
 			sweep_idle(c);
@@ -1129,25 +1518,67 @@ static void *watcher(void *arg)
 	return NULL;
 }
 
+uint64_t qc_refresh_request(struct qm_catalog *c)
+{
+	/* a listing under way may have read the directory before the change: the next one */
+	uint64_t want = atomic_load(&c->gen_started) + 1;
+
+	atomic_store(&c->refresh_wanted, true);
+	wake(c);
+	return want;
+}
+
+int qc_refresh_state(struct qm_catalog *c, uint64_t gen, char *buf, size_t size)
+{
+	if (!c->watching)
+		return snprintf(buf, size, "failed the catalog's watcher is not running\n");
+	if (atomic_load(&c->gen_done) < gen)
+		return snprintf(buf, size, "pending\n");
+	pthread_mutex_lock(&c->nlock);
+	snprintf(buf, size, "%s", c->result);
+	pthread_mutex_unlock(&c->nlock);
+	return (int)strlen(buf);
+}
+
 /* ---- the catalog's own directories ------------------------------------- */
 
-static void node_attr(const struct qc_node *n, struct qc_attr *a, int64_t changed)
+/*
+ * An image's NAME directory.  With file_modes (allow_other), it is the
+ * image file's owner's and group's, and each of the file's read bits gives
+ * r-x: the kernel (default_permissions) then lets in exactly those who
+ * could read the file, groups and all, cached dentries or not.
+ */
+static void image_attr(const struct qm_catalog *c, const struct qc_image *im, struct qc_attr *a)
 {
 	memset(a, 0, sizeof(*a));
-	a->is_dir = n->is_dir;
-	if (n->is_dir) {
-		a->nodeid = dir_nodeid(n);
-		a->ino = a->nodeid;
-		a->mtime = changed;
-		a->nlink = 2;
-		for (uint32_t i = 0; i < n->nkids; i++)
-			a->nlink += n->kids[i]->is_dir;
-	} else {
-		a->nodeid = (fuse_ino_t)n->cur->slot << QC_SLOT_SHIFT | 1;
-		a->ino = (uint64_t)n->cur->slot << 32;
-		a->mtime = n->cur->mtime;
-		a->nlink = 2;
+	a->nodeid = (fuse_ino_t)im->slot << QC_SLOT_SHIFT | 1;
+	a->ino = (uint64_t)im->slot << 32;
+	a->mtime = im->mtime;
+	a->nlink = 2;
+	a->mode = 0555;
+	if (c->file_modes && !c->remote) {
+		a->mode = (im->mode & 0444) | (im->mode & 0444) >> 2;
+		a->own = true;
+		a->uid = im->uid;
+		a->gid = im->gid;
 	}
+}
+
+static void node_attr(const struct qm_catalog *c, const struct qc_node *n, struct qc_attr *a)
+{
+	if (!n->is_dir) {
+		image_attr(c, n->cur, a);
+		return;
+	}
+	memset(a, 0, sizeof(*a));
+	a->is_dir = true;
+	a->nodeid = dir_nodeid(n);
+	a->ino = a->nodeid;
+	a->mtime = c->changed;
+	a->nlink = 2;
+	a->mode = 0555;
+	for (uint32_t i = 0; i < n->nkids; i++)
+		a->nlink += n->kids[i]->is_dir;
 }
 
 static struct qc_node *dir_of(struct qm_catalog *c, fuse_ino_t nodeid)
@@ -1164,7 +1595,7 @@ int qc_dir_attr(struct qm_catalog *c, fuse_ino_t nodeid, struct qc_attr *out)
 	pthread_rwlock_rdlock(&c->lock);
 	d = dir_of(c, nodeid);
 	if (d)
-		node_attr(d, out, c->changed);
+		node_attr(c, d, out);
 	pthread_rwlock_unlock(&c->lock);
 	return d ? 0 : -ENOENT;
 }
@@ -1175,14 +1606,13 @@ int qc_image_attr(struct qm_catalog *c, uint32_t slot, struct qc_attr *out)
 
 	if (!im)
 		return -ESTALE;
-	memset(out, 0, sizeof(*out));
-	out->nodeid = (fuse_ino_t)slot << QC_SLOT_SHIFT | 1;
-	out->ino = (uint64_t)slot << 32;
-	out->mtime = im->mtime;
-	out->nlink = 2;
+	pthread_rwlock_rdlock(&c->lock);        /* update_access() writes the bits under it */
+	image_attr(c, im, out);
+	pthread_rwlock_unlock(&c->lock);
 	return 0;
 }
 
+/* 'name' in 'parent'; an image's lookup is counted while c->lock keeps its version current. */
 static int lookup_locked(struct qm_catalog *c, fuse_ino_t parent, const char *name, struct qc_attr *out)
 {
 	struct qc_node *d, *n;
@@ -1193,53 +1623,134 @@ static int lookup_locked(struct qm_catalog *c, fuse_ino_t parent, const char *na
 	if (!d) {
 		err = -ESTALE;
 	} else if ((n = find_kid(d, name))) {
-		node_attr(n, out, c->changed);
+		node_attr(c, n, out);
+		if (!n->is_dir)
+			atomic_fetch_add(&n->cur->lookups, 1);
 		err = 0;
 	}
 	pthread_rwlock_unlock(&c->lock);
 	return err;
 }
 
-/*
- * Is there a file in a local catalog that would list as 'name' in catalog
- * directory 'parent'?  One fstatat() per extension: a name created a moment
- * ago is found before inotify's listing, without listing on every miss.
- */
-static bool local_candidate(struct qm_catalog *c, fuse_ino_t parent, const char *name)
+bool qc_lookup_ref(struct qm_catalog *c, const struct qc_attr *a, uint64_t serial)
 {
-	char path[QC_KEY_MAX + 1], tmp[2 * QC_KEY_MAX + 2];
-	struct qc_node *d;
-	struct stat st;
-	bool yes = false;
+	struct qc_image *im;
+	bool ok;
 
-	if (c->remote || name[0] == '.')
-		return false;
+	if (a->is_dir)
+		return true;
+	/* the slot lock keeps reclaim() from taking the slot between the look and the count */
+	pthread_mutex_lock(&c->slot_lock);
+	im = qc_slot(c, qc_slot_of(a->nodeid));
+	ok = im && im->serial == serial;
+	if (ok)
+		atomic_fetch_add(&im->lookups, 1);
+	pthread_mutex_unlock(&c->slot_lock);
+	return ok;
+}
+
+/* The key prefix of catalog directory 'parent' ("" for the root, else ending in '/'); false: gone or too long. */
+static bool dir_key(struct qm_catalog *c, fuse_ino_t parent, char *path, size_t size)
+{
+	char tmp[2 * QC_KEY_MAX + 2];
+	struct qc_node *d;
+	bool ok = true;
+
 	path[0] = '\0';
 	pthread_rwlock_rdlock(&c->lock);
-	for (d = dir_of(c, parent); d && d->parent; d = d->parent) {
-		if ((size_t)snprintf(tmp, sizeof(tmp), "%s/%s", d->name, path) >= sizeof(path))
+	d = dir_of(c, parent);
+	ok = d != NULL;
+	for (; d && d->parent; d = d->parent) {
+		size_t n = (size_t)snprintf(tmp, sizeof(tmp), "%s/%s", d->name, path);
+
+		if (n >= size) {
+			ok = false;
 			break;
-		memcpy(path, tmp, sizeof(path));
+		}
+		memcpy(path, tmp, n + 1);
 	}
 	pthread_rwlock_unlock(&c->lock);
-	for (size_t i = 0; !yes && i <= sizeof(image_exts) / sizeof(image_exts[0]); i++) {
+	return ok;
+}
+
+/* The directory of key prefix 'path', walked one name at a time with O_NOFOLLOW; -errno if gone. */
+static int open_key_dir(struct qm_catalog *c, const char *path)
+{
+	char buf[QC_KEY_MAX + 1], *name, *save = NULL;
+	int dfd = c->root_fd;
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (name = strtok_r(buf, "/", &save); name; name = strtok_r(NULL, "/", &save)) {
+		int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+		if (dfd != c->root_fd)
+			close(dfd);
+		if (fd < 0)
+			return -errno;
+		dfd = fd;
+	}
+	return dfd;
+}
+
+/*
+ * A file in a local catalog that would list as 'name' in 'parent', merged
+ * alone: a name created a moment ago is found before inotify's listing,
+ * with a few fstatat()s and one open at most, never a listing.  0 if it
+ * was merged, else -ENOENT.
+ */
+static int probe_local(struct qm_catalog *c, fuse_ino_t parent, const char *name)
+{
+	char path[QC_KEY_MAX + 1], key[2 * QC_KEY_MAX + 2], file[NAME_MAX + 1];
+	struct items items = { .hash = XXH3_createState() };
+	struct stat st;
+	int dfd = -1, err = -ENOENT;
+
+	if (!image_name_ok(name) || !items.hash || !dir_key(c, parent, path, sizeof(path)) ||
+	    (dfd = open_key_dir(c, path)) < 0)
+		goto out;
+	XXH3_64bits_reset(items.hash);
+	for (size_t i = 0; err && i <= sizeof(image_exts) / sizeof(image_exts[0]); i++) {
 		const char *ext = i < sizeof(image_exts) / sizeof(image_exts[0]) ? image_exts[i] : "";
 
-		if ((size_t)snprintf(tmp, sizeof(tmp), "%s%s%s", path, name, ext) < sizeof(tmp))
-			yes = fstatat(c->root_fd, tmp, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
+		/* no extension: an image by its magic, whose name has no extension that would rename it */
+		if ((!*ext && has_image_ext(name)) ||
+		    (size_t)snprintf(file, sizeof(file), "%s%s", name, ext) >= sizeof(file) ||
+		    (size_t)snprintf(key, sizeof(key), "%s%s", path, file) > QC_KEY_MAX ||
+		    fstatat(dfd, file, &st, AT_SYMLINK_NOFOLLOW) != 0 || !local_image(dfd, file, &st))
+			continue;
+		err = items_add(&items, key, &st, "", NULL) ? -ENOENT : 0;
 	}
-	return yes;
+	if (err)
+		goto out;
+	/*
+	 * Not under list_lock, which a listing holds across its I/O: a listing
+	 * that began before the file came may drop the name again, and the
+	 * file's inotify event lists once more.
+	 */
+	pthread_rwlock_wrlock(&c->lock);
+	err = dir_of(c, parent) ? merge_item(c, &items.v[0]) : -ENOENT;
+	pthread_rwlock_unlock(&c->lock);
+	atomic_store(&c->last_hash, 0);         /* the next listing merges whatever it finds */
+out:
+	if (dfd >= 0 && dfd != c->root_fd)
+		close(dfd);
+	items_free(&items);
+	return err;
 }
 
 int qc_lookup(struct qm_catalog *c, fuse_ino_t parent, const char *name, struct qc_attr *out)
 {
 	int err = lookup_locked(c, parent, name, out);
+	int64_t now = now_ms(), last = atomic_load(&c->miss_at);
 
+	if (err != -ENOENT)
+		return err;
 	/* autofs mounts on first access; a name not listed yet may have just arrived */
-	if (err == -ENOENT && (now_s() - c->listed_at >= QC_MISS_REFRESH_S || local_candidate(c, parent, name)) &&
-	    refresh(c, QC_LIST_SKIP) == 0)
-		err = lookup_locked(c, parent, name, out);
-	return err;
+	if (!c->remote && probe_local(c, parent, name) == 0)
+		return lookup_locked(c, parent, name, out);
+	if (now - last >= QC_MISS_REFRESH_S * 1000 && atomic_compare_exchange_strong(&c->miss_at, &last, now))
+		qc_refresh_request(c);
+	return -ENOENT;
 }
 
 void qc_listing_free(struct qc_listing *l)
@@ -1250,6 +1761,7 @@ void qc_listing_free(struct qc_listing *l)
 		free(l->names[i]);
 	free(l->names);
 	free(l->attrs);
+	free(l->serials);
 	free(l);
 }
 
@@ -1270,8 +1782,9 @@ int qc_list(struct qm_catalog *c, fuse_ino_t nodeid, struct qc_listing **out)
 	l->self_ino = dir_nodeid(d);
 	l->parent_ino = d->parent ? dir_nodeid(d->parent) : FUSE_ROOT_ID;
 	l->attrs = calloc(d->nkids ? d->nkids : 1, sizeof(*l->attrs));
+	l->serials = calloc(d->nkids ? d->nkids : 1, sizeof(*l->serials));
 	l->names = calloc(d->nkids ? d->nkids : 1, sizeof(*l->names));
-	if (!l->attrs || !l->names) {
+	if (!l->attrs || !l->names || !l->serials) {
 		err = -ENOMEM;
 		goto out;
 	}
@@ -1280,7 +1793,8 @@ int qc_list(struct qm_catalog *c, fuse_ino_t nodeid, struct qc_listing **out)
 			err = -ENOMEM;
 			break;
 		}
-		node_attr(d->kids[i], &l->attrs[i], c->changed);
+		node_attr(c, d->kids[i], &l->attrs[i]);
+		l->serials[i] = d->kids[i]->is_dir ? 0 : d->kids[i]->cur->serial;
 		l->count++;
 	}
 out:
@@ -1336,6 +1850,22 @@ static void tprintf(struct text *t, const char *fmt, ...)
 	}
 }
 
+/* 's' with bytes below 0x20, 0x7f and '\\' as \xHH: no name or ETag can forge a line or reach a terminal raw. */
+static void tescape(struct text *t, const char *s)
+{
+	const char *run = s;
+
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (ch >= 0x20 && ch != 0x7f && ch != '\\')
+			continue;
+		tprintf(t, "%.*s\\x%02x", (int)(s - run), run, ch);
+		run = s + 1;
+	}
+	tprintf(t, "%s", run);
+}
+
 static void status_node(struct text *t, const struct qc_node *n, char *path, size_t plen, int64_t now)
 {
 	for (uint32_t i = 0; i < n->nkids; i++) {
@@ -1355,44 +1885,54 @@ static void status_node(struct text *t, const struct qc_node *n, char *path, siz
 
 			pthread_mutex_lock(&im->lock);
 			state = im->view.img ? "open" : im->error ? "failed" : "closed";
-			tprintf(t, "%s\t%s\t%u\t%" PRIu64 "\t%d\t%" PRIu64 "\t%" PRIu64 "\t%" PRId64 "\t%s\n", path,
-				state, im->slot, im->size, atomic_load(&im->opens), atomic_load(&im->reads),
-				atomic_load(&im->bytes_read), im->open_total ? now - im->last_used : -1,
-				im->etag ? im->etag : "-");
+			tescape(t, path);
+			tprintf(t, "\t%s\t%u\t%" PRIu64 "\t%d\t%" PRIu64 "\t%" PRIu64 "\t%" PRId64 "\t", state, im->slot,
+				im->size, atomic_load(&im->opens), atomic_load(&im->reads), atomic_load(&im->bytes_read),
+				im->open_total ? now - im->last_used : -1);
+			tescape(t, im->etag ? im->etag : "-");
+			tprintf(t, "\n");
 			pthread_mutex_unlock(&im->lock);
 		}
 		path[plen] = '\0';
 	}
 }
 
+uint64_t qc_status_epoch(struct qm_catalog *c)
+{
+	struct qs_cache_stats cs;
+
+	qs_cache_stats(c->cache, &cs);
+	return XXH3_64bits_withSeed(&cs, sizeof(cs), atomic_load(&c->epoch) ^
+				    atomic_load(&c->bytes_read) << 20 ^
+				    __atomic_load_n(&c->remote_memory.used, __ATOMIC_RELAXED) << 40);
+}
+
 char *qc_status(struct qm_catalog *c, size_t *len)
 {
 	struct text t = { 0 };
 	struct qs_cache_stats cs;
-	char path[QC_KEY_MAX + 1] = "";
-	unsigned n = atomic_load(&c->nslots), open = 0, old = 0;
-	uint64_t bytes_read = 0;
+	char path[QC_KEY_MAX + 1] = "", err[sizeof(c->list_error)];
+	unsigned open, old;
 	int64_t now = now_s();
 
-	for (unsigned s = 1; s < n; s++) {
-		struct qc_image *im = c->slots[s];
-
-		if (!im)
-			continue;
-		open += atomic_load(&im->open);
-		old += atomic_load(&im->open) && im->superseded;
-		bytes_read += atomic_load(&im->bytes_read);
-	}
+	pthread_mutex_lock(&c->open_lock);
+	open = c->nopen;
+	old = c->nopen_old;
+	pthread_mutex_unlock(&c->open_lock);
 	qs_cache_stats(c->cache, &cs);
+	pthread_mutex_lock(&c->nlock);
+	snprintf(err, sizeof(err), "%s", c->list_error);
+	pthread_mutex_unlock(&c->nlock);
 	pthread_rwlock_rdlock(&c->lock);
-	tprintf(&t, "# catalog %s: %zu images, %u open (%u old versions), listed %" PRId64 " s ago%s%s\n",
-		c->fs->name, c->nimages, open, old, now - c->listed_at, c->list_error[0] ? "; last listing failed: " : "",
-		c->list_error);
+	tprintf(&t, "# catalog %s: %zu images, %u open (%u old versions), listed %" PRId64 " s ago%s",
+		c->fs->name, c->nimages, open, old, now - c->listed_at, err[0] ? "; last listing failed: " : "");
+	tescape(&t, err);
+	tprintf(&t, "\n");
 	tprintf(&t, "# block cache %" PRIu64 " of %" PRIu64 " bytes, %" PRIu64 " hits, %" PRIu64 " misses, %" PRIu64
 		" let go once in the page cache; remote chunks %" PRIu64 " of %" PRIu64 " bytes; %" PRIu64
 		" bytes read from sources\n", cs.bytes, cs.limit, cs.hits, cs.misses, cs.drops,
 		__atomic_load_n(&c->remote_memory.used, __ATOMIC_RELAXED),
-		c->remote_memory.limit, bytes_read);
+		c->remote_memory.limit, atomic_load(&c->bytes_read));
 	tprintf(&t, "# name\tstate\tversion\tsize\topen_files\treads\tbytes_read\tidle_s\tetag\n");
 	status_node(&t, &c->root, path, 0, now);
 	pthread_rwlock_unlock(&c->lock);
@@ -1402,32 +1942,6 @@ char *qc_status(struct qm_catalog *c, size_t *len)
 	}
 	*len = t.len;
 	return t.buf ? t.buf : strdup("");
-}
-
-char *qc_refresh_now(struct qm_catalog *c, size_t *len)
-{
-	struct text t = { 0 };
-	int64_t wait_ms = atomic_load(&c->listed_at_ms) + QC_CTL_REFRESH_MS - now_ms();
-	int err;
-
-	/* anyone who can reach the mount may ask: it always lists, but a second after the last listing at most */
-	if (wait_ms > 0) {
-		struct timespec ts = { wait_ms / 1000, (wait_ms % 1000) * 1000000L };
-
-		nanosleep(&ts, NULL);
-	}
-	err = refresh(c, QC_LIST_BOUNDED);
-	wait_notices(c);
-	if (err)
-		tprintf(&t, "quash: catalog refresh: %s: %s\n", c->fs->name, c->list_error);
-	else
-		tprintf(&t, "%zu images\n", c->nimages);
-	if (t.failed) {
-		free(t.buf);
-		return NULL;
-	}
-	*len = t.len;
-	return t.buf;
 }
 
 /* ---- life ----------------------------------------------------------------- */
@@ -1473,6 +1987,39 @@ static void fit_descriptors(struct qm_catalog *c)
 	}
 }
 
+/*
+ * What a remote catalog's keys are appended to: "s3://BUCKET/PREFIX/", or
+ * the http(s) URL's scheme and authority and the directory of its path
+ * ("/" when it has none), its query and fragment dropped.  The authority
+ * is found before any key is seen, so no key can choose the host.
+ */
+static char *remote_base(const char *spec)
+{
+	size_t len = strlen(spec), path, end, dir;
+	const char *sep = strstr(spec, "://");
+	char *base;
+
+	if (strncmp(spec, "s3://", 5) == 0) {
+		base = malloc(len + 2);
+		if (base)
+			snprintf(base, len + 2, "%s%s", spec, spec[len - 1] == '/' ? "" : "/");
+		return base;
+	}
+	path = sep ? (size_t)(sep - spec) + 3 : 0;
+	path += strcspn(spec + path, "/?#");
+	end = path + strcspn(spec + path, "?#");
+	dir = end;
+	while (dir > path && spec[dir - 1] != '/')
+		dir--;
+	if (dir == path) {          /* no path: the server's root */
+		base = malloc(path + 2);
+		if (base)
+			snprintf(base, path + 2, "%.*s/", (int)path, spec);
+		return base;
+	}
+	return strndup(spec, dir);
+}
+
 int qc_create(struct qm_fs *fs, struct qm_catalog **out)
 {
 	struct qm_catalog *c = calloc(1, sizeof(*c));
@@ -1489,10 +2036,12 @@ int qc_create(struct qm_fs *fs, struct qm_catalog **out)
 	c->refresh = opt->catalog_refresh ? opt->catalog_refresh : QC_DEFAULT_REFRESH;
 	c->open_max = opt->catalog_open_max ? opt->catalog_open_max : QC_DEFAULT_OPEN_MAX;
 	fit_descriptors(c);
+	c->file_modes = qm_has_kernel_opt(opt, "allow_other") && !opt->catalog_any_reader;
 	pthread_rwlock_init(&c->lock, NULL);
 	pthread_mutex_init(&c->list_lock, NULL);
 	pthread_mutex_init(&c->nlock, NULL);
-	pthread_cond_init(&c->nsent, NULL);
+	pthread_mutex_init(&c->slot_lock, NULL);
+	pthread_mutex_init(&c->open_lock, NULL);
 	c->root.is_dir = true;
 	c->dirs_cap = 64;
 	c->dirs = calloc(c->dirs_cap, sizeof(*c->dirs));
@@ -1502,25 +2051,15 @@ int qc_create(struct qm_fs *fs, struct qm_catalog **out)
 			      opt->source.memory_cache ? opt->source.memory_cache : QC_DEFAULT_REMOTE_MEMORY);
 	atomic_init(&c->nslots, 1);
 	c->changed = time(NULL);
-	if (!c->dirs || !c->slots || !c->cache || pipe2(c->wake, O_CLOEXEC | O_NONBLOCK) != 0) {
+	c->ctl = qc_ctl_create();
+	if (!c->dirs || !c->slots || !c->cache || !c->ctl || pipe2(c->wake, O_CLOEXEC | O_NONBLOCK) != 0) {
 		qc_destroy(c);
 		fprintf(stderr, "%s: out of memory\n", opt->msgname);
 		return -ENOMEM;
 	}
 	c->dirs[c->ndirs++] = &c->root;
 	if (c->remote) {
-		/* keys are relative to the prefix, or to the index file's directory */
-		const char *slash = strrchr(c->spec, '/');
-		size_t len = strlen(c->spec);
-		bool s3 = strncmp(c->spec, "s3://", 5) == 0;
-
-		if (s3 && c->spec[len - 1] != '/') {
-			c->base = malloc(len + 2);
-			if (c->base)
-				snprintf(c->base, len + 2, "%s/", c->spec);
-		} else {
-			c->base = strndup(c->spec, (size_t)(slash - c->spec) + 1);
-		}
+		c->base = remote_base(c->spec);
 		if (!c->base) {
 			qc_destroy(c);
 			return -ENOMEM;
@@ -1533,7 +2072,7 @@ int qc_create(struct qm_fs *fs, struct qm_catalog **out)
 		}
 		c->inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 	}
-	err = refresh(c, QC_LIST_WAIT);
+	err = refresh(c);
 	if (err) {
 		fprintf(stderr, "%s: catalog %s: %s\n", opt->msgname, fs->name, c->list_error);
 		qc_destroy(c);
@@ -1541,6 +2080,11 @@ int qc_create(struct qm_fs *fs, struct qm_catalog **out)
 	}
 	*out = c;
 	return 0;
+}
+
+struct qc_ctl *qc_ctl_of(struct qm_catalog *c)
+{
+	return c->ctl;
 }
 
 int qc_start(struct qm_catalog *c)
@@ -1551,17 +2095,23 @@ int qc_start(struct qm_catalog *c)
 	return err;
 }
 
+void qc_stop(struct qm_catalog *c)
+{
+	if (!c || !c->watching)
+		return;
+	atomic_store(&c->stop, true);
+	wake(c);
+	pthread_join(c->watcher, NULL);
+	c->watching = false;
+}
+
 void qc_destroy(struct qm_catalog *c)
 {
 	unsigned n;
 
 	if (!c)
 		return;
-	if (c->watching) {
-		atomic_store(&c->stop, true);
-		wake(c);
-		pthread_join(c->watcher, NULL);
-	}
+	qc_stop(c);
 	n = c->slots ? atomic_load(&c->nslots) : 0;
 	for (unsigned s = 1; s < n; s++)
 		image_free(c->slots[s]);
@@ -1583,10 +2133,14 @@ void qc_destroy(struct qm_catalog *c)
 		close(c->wake[1]);
 	}
 	free(c->base);
+	qc_ctl_destroy(c->ctl);
 	pthread_rwlock_destroy(&c->lock);
 	pthread_mutex_destroy(&c->list_lock);
 	pthread_mutex_destroy(&c->nlock);
-	pthread_cond_destroy(&c->nsent);
+	pthread_mutex_destroy(&c->slot_lock);
+	pthread_mutex_destroy(&c->open_lock);
+	free(c->freed);
+	free(c->wds);
 	qs_memory_budget_destroy(&c->remote_memory);
 	free(c);
 }

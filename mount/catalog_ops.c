@@ -29,29 +29,6 @@
 #define QC_NEGATIVE_TIMEOUT 1.0     /* s a missing name stays missing in the kernel */
 #define QC_DIR_ATTR_TIMEOUT 1.0     /* s a catalog directory's attributes (nlink, mtime) hold */
 
-/*
- * An open control file: its text, made at open.  Counted, because the
- * reply to the last read is still in our writev() when the kernel, which
- * copied the bytes before it returned, lets the reader close and sends
- * RELEASE to another worker.  The reads hold a reference across their
- * reply; the open holds one until RELEASE.  (ASan's writev interceptor
- * checks the iovec after the call returns, which caught this: the one
- * place a reply's bytes belonged to the file handle.)
- */
-struct ctl_file {
-	char *text;
-	size_t len;
-	int refs;
-};
-
-static void ctl_file_put(struct ctl_file *f)
-{
-	if (__atomic_sub_fetch(&f->refs, 1, __ATOMIC_ACQ_REL) == 0) {
-		free(f->text);
-		free(f);
-	}
-}
-
 static inline struct qm_fs *fs_of(fuse_req_t req)
 {
 	return fuse_req_userdata(req);
@@ -61,10 +38,10 @@ static void catalog_stat(const struct qm_fs *fs, const struct qc_attr *a, struct
 {
 	memset(st, 0, sizeof(*st));
 	st->st_ino = a->ino;
-	st->st_mode = S_IFDIR | 0555;
+	st->st_mode = S_IFDIR | a->mode;
 	st->st_nlink = a->nlink;
-	st->st_uid = fs->opt->uid_set ? fs->opt->uid : getuid();
-	st->st_gid = fs->opt->gid_set ? fs->opt->gid : getgid();
+	st->st_uid = fs->opt->uid_set ? fs->opt->uid : a->own ? a->uid : getuid();
+	st->st_gid = fs->opt->gid_set ? fs->opt->gid : a->own ? a->gid : getgid();
 	st->st_blksize = 1024;
 	st->st_atime = st->st_mtime = st->st_ctime = a->mtime;
 }
@@ -141,7 +118,9 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	e.entry_timeout = QM_CACHE_TIMEOUT;
 	e.attr_timeout = a.is_dir ? QC_DIR_ATTR_TIMEOUT : QM_CACHE_TIMEOUT;
 	catalog_stat(fs, &a, &e.attr);
-	fuse_reply_entry(req, &e);
+	/* qc_lookup() counted an image's lookup; a reply the kernel never took is none */
+	if (fuse_reply_entry(req, &e) != 0 && !a.is_dir)
+		qc_forget(fs->catalog, a.nodeid, 1);
 }
 
 static void op_getattr(fuse_req_t req, fuse_ino_t nodeid, struct fuse_file_info *fi)
@@ -189,25 +168,6 @@ static void op_readlink(fuse_req_t req, fuse_ino_t nodeid)
 	}
 }
 
-static void ctl_open(fuse_req_t req, fuse_ino_t nodeid, struct fuse_file_info *fi)
-{
-	struct qm_catalog *c = fs_of(req)->catalog;
-	struct ctl_file *f = calloc(1, sizeof(*f));
-
-	if (f)
-		f->text = nodeid == QC_CTL_STATUS ? qc_status(c, &f->len) : qc_refresh_now(c, &f->len);
-	if (!f || !f->text) {
-		free(f);
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
-	f->refs = 1;
-	fi->fh = (uintptr_t)f;
-	fi->direct_io = 1;          /* the size is not known to stat: read to the end */
-	if (fuse_reply_open(req, fi) != 0)
-		ctl_file_put(f);
-}
-
 static void op_open(fuse_req_t req, fuse_ino_t nodeid, struct fuse_file_info *fi)
 {
 	struct qc_image *im;
@@ -217,7 +177,7 @@ static void op_open(fuse_req_t req, fuse_ino_t nodeid, struct fuse_file_info *fi
 		return;
 	}
 	if (is_ctl(nodeid)) {
-		ctl_open(req, nodeid, fi);
+		qc_ctl_open(fs_of(req)->catalog, qc_ctl_of(fs_of(req)->catalog), req, nodeid, fi);
 		return;
 	}
 	if (qc_slot_of(nodeid) == 0 || is_image_root(nodeid)) {
@@ -235,7 +195,7 @@ static void op_release(fuse_req_t req, fuse_ino_t nodeid, struct fuse_file_info 
 	struct qc_image *im;
 
 	if (is_ctl(nodeid)) {
-		ctl_file_put((struct ctl_file *)(uintptr_t)fi->fh);
+		qc_ctl_release(qc_ctl_of(fs_of(req)->catalog), fi);
 		fuse_reply_err(req, 0);
 		return;
 	}
@@ -252,14 +212,7 @@ static void op_read(fuse_req_t req, fuse_ino_t nodeid, size_t size, off_t off, s
 	struct qc_image *im;
 
 	if (is_ctl(nodeid)) {
-		struct ctl_file *f = (struct ctl_file *)(uintptr_t)fi->fh;
-
-		__atomic_add_fetch(&f->refs, 1, __ATOMIC_RELAXED);
-		if (off < 0 || (size_t)off >= f->len)
-			fuse_reply_buf(req, NULL, 0);
-		else
-			fuse_reply_buf(req, f->text + off, f->len - (size_t)off < size ? f->len - (size_t)off : size);
-		ctl_file_put(f);
+		qc_ctl_read(fs_of(req)->catalog, req, size, off, fi);
 		return;
 	}
 	if ((im = pin(req, nodeid))) {
@@ -311,38 +264,53 @@ static void op_releasedir(fuse_req_t req, fuse_ino_t nodeid, struct fuse_file_in
 		fuse_reply_err(req, 0);
 }
 
+/*
+ * Entry i of a catalog directory's listing into buf; 0 and nothing added
+ * when it does not fit.  With plus, an image's node id goes out only if
+ * its version is still the one listed, counted as a lookup (*counted).
+ */
 static size_t add_catalog_entry(fuse_req_t req, const struct qc_listing *l, size_t i, bool plus, char *buf,
-				size_t room)
+				size_t room, fuse_ino_t *counted)
 {
 	struct fuse_entry_param e = { 0 };
+	const struct qc_attr *a = NULL;
 	const char *name;
+	size_t need;
 
+	*counted = 0;
 	if (i < 2) {
 		name = i == 0 ? "." : "..";
 		e.attr.st_ino = i == 0 ? l->self_ino : l->parent_ino;
 		e.attr.st_mode = S_IFDIR;
 	} else {
-		const struct qc_attr *a = &l->attrs[i - 2];
-
+		a = &l->attrs[i - 2];
 		name = l->names[i - 2];
 		catalog_stat(fs_of(req), a, &e.attr);
-		if (plus) {
-			e.ino = a->nodeid;
-			e.entry_timeout = QM_CACHE_TIMEOUT;
-			e.attr_timeout = a->is_dir ? QC_DIR_ATTR_TIMEOUT : QM_CACHE_TIMEOUT;
-		}
 	}
-	if (plus)
-		return fuse_add_direntry_plus(req, buf, room, name, &e, (off_t)(i + 1));
-	return fuse_add_direntry(req, buf, room, name, &e.attr, (off_t)(i + 1));
+	if (!plus) {
+		need = fuse_add_direntry(req, NULL, 0, name, &e.attr, (off_t)(i + 1));
+		return need > room ? 0 : fuse_add_direntry(req, buf, room, name, &e.attr, (off_t)(i + 1));
+	}
+	need = fuse_add_direntry_plus(req, NULL, 0, name, &e, (off_t)(i + 1));
+	if (need > room)
+		return 0;
+	if (a && qc_lookup_ref(fs_of(req)->catalog, a, l->serials[i - 2])) {
+		e.ino = a->nodeid;
+		e.entry_timeout = QM_CACHE_TIMEOUT;
+		e.attr_timeout = a->is_dir ? QC_DIR_ATTR_TIMEOUT : QM_CACHE_TIMEOUT;
+		*counted = a->is_dir ? 0 : a->nodeid;
+	}
+	return fuse_add_direntry_plus(req, buf, room, name, &e, (off_t)(i + 1));
 }
 
 static void do_readdir(fuse_req_t req, fuse_ino_t nodeid, size_t size, off_t off, struct fuse_file_info *fi,
 		       bool plus)
 {
 	const struct qc_listing *l = (const struct qc_listing *)(uintptr_t)fi->fh;
+	struct qm_catalog *c = fs_of(req)->catalog;
+	fuse_ino_t *counted = NULL;
 	struct qc_image *im;
-	size_t used = 0;
+	size_t used = 0, ncounted = 0;
 	char *buf;
 
 	if (qc_slot_of(nodeid) != 0) {
@@ -353,18 +321,29 @@ static void do_readdir(fuse_req_t req, fuse_ino_t nodeid, size_t size, off_t off
 		return;
 	}
 	buf = malloc(size);
-	if (!buf) {
+	/* an entry is at least 24 bytes (plus: 152), so at most size / 24 of them */
+	if (buf && plus)
+		counted = malloc((size / 24 + 1) * sizeof(*counted));
+	if (!buf || (plus && !counted)) {
+		free(buf);
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
 	for (size_t i = off < 0 ? 0 : (size_t)off; i < l->count + 2; i++) {
-		size_t n = add_catalog_entry(req, l, i, plus, buf + used, size - used);
+		fuse_ino_t id;
+		size_t n = add_catalog_entry(req, l, i, plus, buf + used, size - used, &id);
 
-		if (n > size - used)
+		if (n == 0)
 			break;
 		used += n;
+		if (id)
+			counted[ncounted++] = id;
 	}
-	fuse_reply_buf(req, buf, used);
+	/* the kernel links or forgets every node id of a reply it takes; one it never took is none */
+	if (fuse_reply_buf(req, buf, used) != 0)
+		for (size_t k = 0; k < ncounted; k++)
+			qc_forget(c, counted[k], 1);
+	free(counted);
 	free(buf);
 }
 
@@ -426,9 +405,27 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t nodeid, size_t size)
 	}
 }
 
+/* Node ids of images are counted, so that a version's slot can be reused once all are forgotten. */
+static void op_forget(fuse_req_t req, fuse_ino_t nodeid, uint64_t nlookup)
+{
+	if (qc_slot_of(nodeid) != 0)
+		qc_forget(fs_of(req)->catalog, nodeid, nlookup);
+	fuse_reply_none(req);
+}
+
+static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
+{
+	for (size_t i = 0; i < count; i++)
+		if (qc_slot_of(forgets[i].ino) != 0)
+			qc_forget(fs_of(req)->catalog, forgets[i].ino, forgets[i].nlookup);
+	fuse_reply_none(req);
+}
+
 const struct fuse_lowlevel_ops qm_catalog_ops = {
 	.init = op_init,
 	.lookup = op_lookup,
+	.forget = op_forget,
+	.forget_multi = op_forget_multi,
 	.getattr = op_getattr,
 	.readlink = op_readlink,
 	.open = op_open,

@@ -28,6 +28,12 @@
 /* Worker threads by default: the fio runs of bench/mount.sh on 2 cores. */
 #define QM_DEFAULT_THREADS 2
 #define QM_MAX_THREADS 64
+/*
+ * A catalog adds a worker whenever none is idle, up to this many: a request
+ * waiting on one slow image (its open, a remote read) then holds a thread,
+ * not the other users' requests.
+ */
+#define QM_CATALOG_MAX_WORKERS 256
 
 /* An image never changes under its node ids, so the kernel may cache for ever. */
 #define QM_CACHE_TIMEOUT (365.0 * 24 * 3600)
@@ -62,6 +68,7 @@ struct qm_options {
 	unsigned catalog_idle;      /* -o idle=: seconds an unused image stays open; 0: the default */
 	unsigned catalog_refresh;   /* -o refresh=: seconds between listings; 0: the default */
 	unsigned catalog_open_max;  /* -o open_max=: images open at once; 0: the default */
+	bool catalog_any_reader;    /* -o image_access=all: with allow_other, ignore image files' modes */
 	bool foreground, debug, single_thread;
 	bool squashfuse_compat;
 	unsigned threads;           /* 0: QM_DEFAULT_THREADS */
@@ -128,6 +135,8 @@ struct qm_view {
 	bool has_xattrs;
 	bool remote;                /* reads may wait on a server: they heed FUSE INTERRUPT */
 	atomic_int *opens;          /* open files and listings are counted here too, or NULL */
+	_Atomic uint64_t *lookups;  /* node ids handed to the kernel and not yet forgotten, or NULL */
+	uint64_t generation;        /* of every node id handed out: a catalog slot's reuse changes it */
 };
 
 struct qm_catalog;
@@ -152,6 +161,12 @@ struct qm_fs {
 	/* idle timeout: only maintained when opt->idle_timeout is set */
 	_Atomic int64_t last_access;
 	atomic_int open_count;
+
+	/* the /dev/fuse workers: a catalog adds one when none is idle */
+	pthread_mutex_t workers_lock;
+	pthread_t workers[QM_CATALOG_MAX_WORKERS];
+	unsigned nworkers;
+	atomic_int idle_workers;
 
 	atomic_int log_count;
 	bool use_syslog;            /* daemonized: stderr is gone */

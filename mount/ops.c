@@ -193,8 +193,13 @@ void qm_img_lookup(struct qm_fs *fs, const struct qm_view *v, fuse_req_t req, fu
 		return;
 	}
 	e.ino = qm_nodeid_of(v, child.ref);
+	e.generation = v->generation;
 	fill_stat(fs, v, &child, &e.attr);
-	fuse_reply_entry(req, &e);
+	/* counted before the reply: the kernel may forget the node before this thread runs again */
+	if (v->lookups)
+		atomic_fetch_add(v->lookups, 1);
+	if (fuse_reply_entry(req, &e) != 0 && v->lookups)
+		atomic_fetch_sub(v->lookups, 1);
 }
 
 void qm_img_getattr(struct qm_fs *fs, const struct qm_view *v, fuse_req_t req, fuse_ino_t nodeid)
@@ -430,7 +435,7 @@ void qm_img_releasedir(struct qm_fs *fs, const struct qm_view *v, fuse_req_t req
  * then the directory's entries.  The offset of entry i is i + 1.
  */
 static size_t add_entry(fuse_req_t req, struct qm_fs *fs, const struct qm_view *v, const struct qm_dir *d,
-			size_t i, bool plus, char *buf, size_t room)
+			size_t i, bool plus, char *buf, size_t room, bool *handed)
 {
 	struct fuse_entry_param e = { .attr_timeout = QM_CACHE_TIMEOUT, .entry_timeout = QM_CACHE_TIMEOUT };
 	const char *name;
@@ -455,10 +460,12 @@ static size_t add_entry(fuse_req_t req, struct qm_fs *fs, const struct qm_view *
 				       (unsigned long long)ent->ref, qs_last_error());
 			} else {
 				e.ino = qm_nodeid_of(v, ent->ref);
+				e.generation = v->generation;
 				fill_stat(fs, v, &in, &e.attr);
 			}
 		}
 	}
+	*handed = e.ino != 0;
 	if (plus)
 		return fuse_add_direntry_plus(req, buf, room, name, &e, (off_t)(i + 1));
 	return fuse_add_direntry(req, buf, room, name, &e.attr, (off_t)(i + 1));
@@ -470,6 +477,7 @@ void qm_img_readdir(struct qm_fs *fs, const struct qm_view *v, fuse_req_t req, f
 	const struct qm_dir *d = (const struct qm_dir *)(uintptr_t)fi->fh;
 	struct qm_node *node = NULL;
 	size_t used = 0, total;
+	uint64_t handed = 0;
 	char *buf;
 	int err;
 
@@ -491,13 +499,19 @@ void qm_img_readdir(struct qm_fs *fs, const struct qm_view *v, fuse_req_t req, f
 		return;
 	}
 	for (size_t i = off < 0 ? 0 : (size_t)off; i < total; i++) {
-		size_t n = add_entry(req, fs, v, d, i, plus, buf + used, size - used);
+		bool has_id;
+		size_t n = add_entry(req, fs, v, d, i, plus, buf + used, size - used, &has_id);
 
 		if (n > size - used)
 			break;
 		used += n;
+		handed += has_id;
 	}
-	fuse_reply_buf(req, buf, used);
+	/* the kernel links or forgets every node id of a readdirplus reply it takes */
+	if (v->lookups && handed)
+		atomic_fetch_add(v->lookups, handed);
+	if (fuse_reply_buf(req, buf, used) != 0 && v->lookups && handed)
+		atomic_fetch_sub(v->lookups, handed);
 	free(buf);
 	if (node)
 		qm_nodes_put(node);

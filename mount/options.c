@@ -179,6 +179,10 @@ static int parse_one(struct qm_options *opt, char *o)
 			opt->catalog_refresh = (unsigned)n;
 		else
 			opt->catalog_open_max = (unsigned)n;
+	} else if (strcmp(o, "image_access") == 0) {
+		if (strcmp(value, "all") != 0 && strcmp(value, "file") != 0)
+			return bad_value(opt, o, value);
+		opt->catalog_any_reader = strcmp(value, "all") == 0;
 	} else if (strcmp(o, "readahead") == 0) {
 		if (parse_u64(value, &n) || n > QM_MAX_READAHEAD_KB)
 			return bad_value(opt, o, value);
@@ -386,6 +390,8 @@ void qm_usage(const struct qm_options *opt)
 		"    -o idle=N              catalog: close an image unused for N seconds (default %d)\n"
 		"    -o refresh=N           catalog: list SOURCE again every N seconds (default %d)\n"
 		"    -o open_max=N          catalog: images open at once (default %d)\n"
+		"    -o image_access=all    catalog with allow_other: serve every image to every user\n"
+		"                           (default 'file': only to those who may read its file)\n"
 		"    -o uid=N               set file owner to uid N\n"
 		"    -o gid=N               set file group to gid N\n"
 		"    -o cache_size=SIZE     bytes of decompressed blocks held (K, M, G suffixes)\n"

@@ -67,18 +67,35 @@ void qm_info(struct qm_fs *fs, const char *fmt, ...)
 		fprintf(stderr, "%s: %s: %s\n", fs->opt->msgname, fs->name, msg);
 }
 
+static void *worker(void *arg);
+
+/* One more worker, if the limit allows (a catalog's, when the last idle one took a request). */
+static void add_worker(struct qm_fs *fs)
+{
+	pthread_mutex_lock(&fs->workers_lock);
+	if (fs->nworkers < QM_CATALOG_MAX_WORKERS &&
+	    pthread_create(&fs->workers[fs->nworkers], NULL, worker, fs) == 0)
+		fs->nworkers++;
+	pthread_mutex_unlock(&fs->workers_lock);
+}
+
 static void *worker(void *arg)
 {
 	struct qm_fs *fs = arg;
 	struct fuse_buf buf = { 0 };
 
 	while (!fuse_session_exited(fs->se)) {
-		int r = fuse_session_receive_buf(fs->se, &buf);
+		int r, idle;
 
+		atomic_fetch_add(&fs->idle_workers, 1);
+		r = fuse_session_receive_buf(fs->se, &buf);
+		idle = atomic_fetch_sub(&fs->idle_workers, 1) - 1;
 		if (r == -EINTR)
 			continue;
 		if (r <= 0)
 			break;
+		if (idle == 0 && fs->catalog)
+			add_worker(fs);
 		fuse_session_process_buf(fs->se, &buf);
 	}
 	free(buf.mem);
@@ -323,7 +340,6 @@ static int mount_quietly(struct qm_fs *fs)
 int qm_session_run(struct qm_fs *fs, int ready_fd, void (*on_ready)(struct qm_fs *fs))
 {
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
-	pthread_t workers[QM_MAX_THREADS];
 	unsigned n = thread_count(fs->opt), started = 0;
 	sigset_t set;
 	int err = 0;
@@ -355,8 +371,12 @@ int qm_session_run(struct qm_fs *fs, int ready_fd, void (*on_ready)(struct qm_fs
 
 	if (!err && fs->opt->notify_store && !(fs->fill = qm_fill_start(fs->se)))
 		err = -ENOMEM;
+	pthread_mutex_init(&fs->workers_lock, NULL);
+	pthread_mutex_lock(&fs->workers_lock);
 	for (; !err && started < n; started++)
-		err = -pthread_create(&workers[started], NULL, worker, fs);
+		err = -pthread_create(&fs->workers[started], NULL, worker, fs);
+	fs->nworkers = err ? started - 1 : started;
+	pthread_mutex_unlock(&fs->workers_lock);
 	if (!err)
 		err = start_detached(signal_waiter, fs);
 	if (err) {
@@ -385,9 +405,20 @@ int qm_session_run(struct qm_fs *fs, int ready_fd, void (*on_ready)(struct qm_fs
 			on_ready(fs);
 	}
 
-	for (unsigned i = 0; i < started; i++)
-		pthread_join(workers[i], NULL);
+	/* workers added meanwhile are joined too: each is added before the one that added it returns */
+	for (unsigned i = 0;; i++) {
+		pthread_mutex_lock(&fs->workers_lock);
+		n = fs->nworkers;
+		pthread_mutex_unlock(&fs->workers_lock);
+		if (i >= n)
+			break;
+		pthread_join(fs->workers[i], NULL);
+	}
+	pthread_mutex_destroy(&fs->workers_lock);
 	qm_transport_stop(fs);
+	/* the watcher tells the kernel of changed names through fs->se: it ends before the session */
+	if (fs->catalog)
+		qc_stop(fs->catalog);
 	qm_fill_stop(fs->fill, fs->opt->debug || getenv("QUASH_FILL_STATS"));
 	fs->fill = NULL;
 	if (!fs->catalog && fs->view.img && (fs->opt->debug || getenv("QUASH_FILL_STATS"))) {
