@@ -24,10 +24,45 @@
 #include "json.h"
 #include "source.h"
 
+/*
+ * Print 'len' bytes of text from a server or a daemon with control
+ * characters and backslashes as C escapes (\t, \n, \\, \xHH): a name then
+ * cannot move the terminal's cursor or forge a row of the table.  Returns
+ * the width printed; with 'f' NULL it only counts.
+ */
+static size_t print_escaped(FILE *f, const char *s, size_t len)
+{
+	size_t width = 0;
+
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)s[i];
+		const char *esc = c == '\t' ? "\\t" : c == '\n' ? "\\n" : c == '\\' ? "\\\\" : NULL;
+		char hex[5];
+
+		if (!esc && (c < 0x20 || c == 0x7f)) {
+			snprintf(hex, sizeof(hex), "\\x%02x", c);
+			esc = hex;
+		}
+		if (esc) {
+			if (f)
+				fputs(esc, f);
+			width += strlen(esc);
+		} else {
+			if (f)
+				fputc(c, f);
+			width++;
+		}
+	}
+	return width;
+}
+
 static int list_print(void *arg, const struct qs_list_entry *ent)
 {
 	(void)arg;
-	printf("%s\t%" PRIu64 "\t%" PRId64 "\t%s\n", ent->key, ent->size, ent->mtime, ent->etag);
+	print_escaped(stdout, ent->key, strlen(ent->key));
+	printf("\t%" PRIu64 "\t%" PRId64 "\t", ent->size, ent->mtime);
+	print_escaped(stdout, ent->etag, strlen(ent->etag));
+	putchar('\n');
 	return ferror(stdout) ? -EIO : 0;
 }
 
@@ -144,27 +179,30 @@ static char *read_control(const char *cmd, const char *mp, const char *name, siz
 	return buf;
 }
 
-/* One row of the status table: '#' lines other than the column names are printed as they are. */
+/* One row of the status table: '#' lines other than the column names are printed as they are, escaped. */
 static void status_row(char *line, size_t *width, bool print)
 {
 	const char *f = line;
 
 	if (line[0] == '#') {
 		if (!strchr(line, '\t')) {
-			if (print)
-				printf("%s\n", line);
+			if (print) {
+				print_escaped(stdout, line, strlen(line));
+				putchar('\n');
+			}
 			return;
 		}
 		f = line + 2;       /* "# name<TAB>...": the column names */
 	}
 	for (int col = 0; col < CATALOG_COLUMNS && f; col++) {
 		const char *tab = strchr(f, '\t');
-		int len = tab ? (int)(tab - f) : (int)strlen(f);
+		size_t len = tab ? (size_t)(tab - f) : strlen(f);
+		size_t shown = print_escaped(print ? stdout : NULL, f, len);
 
-		if (!print && (size_t)len > width[col])
-			width[col] = (size_t)len;
-		if (print)
-			printf("%-*.*s%s", tab ? (int)width[col] : 0, len, f, tab ? "  " : "");
+		if (!print && shown > width[col])
+			width[col] = shown;
+		if (print && tab)
+			printf("%*s", (int)(width[col] - shown + 2), "");
 		f = tab ? tab + 1 : NULL;
 	}
 	if (print)
@@ -231,6 +269,15 @@ static void print_status(const char *text)
 	}
 }
 
+/* The daemon's one-line answer, escaped, and the newline that ends it. */
+static void print_line(FILE *f, const char *text)
+{
+	size_t len = strlen(text);
+
+	print_escaped(f, text, len && text[len - 1] == '\n' ? len - 1 : len);
+	fputc('\n', f);
+}
+
 static int control_main(const struct cli_command *cmd, int argc, char **argv, bool refresh)
 {
 	static const struct option ls_longopts[] = {
@@ -267,10 +314,11 @@ static int control_main(const struct cli_command *cmd, int argc, char **argv, bo
 			continue;
 		}
 		if (refresh && strncmp(text, "quash: ", 7) == 0) {
-			fputs(text, stderr);        /* the daemon's own one-line error */
+			print_line(stderr, text);   /* the daemon's own one-line error */
 			status = CLI_EXIT_ERROR;
 		} else if (refresh) {
-			printf("%s: %s", argv[i], text);
+			printf("%s: ", argv[i]);
+			print_line(stdout, text);
 		} else if (json) {
 			print_status_json(text);
 		} else {
