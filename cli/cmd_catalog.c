@@ -217,6 +217,16 @@ static const char *const status_columns[CATALOG_COLUMNS] = {
 	"name", "state", "version", "size", "open_files", "reads", "bytes_read", "idle_s", "etag",
 };
 
+/* A number of the status as JSON has them: an optional '-' and digits, no leading zero. */
+static bool json_integer(const char *s)
+{
+	if (*s == '-')
+		s++;
+	if (*s == '0')
+		return s[1] == '\0';
+	return *s >= '1' && *s <= '9' && s[strspn(s, "0123456789")] == '\0';
+}
+
 static void print_status_json(const char *text)
 {
 	char *copy = strdup(text), *line, *save = NULL;
@@ -240,7 +250,7 @@ static void print_status_json(const char *text)
 			if ((col == 7 && strcmp(f, "-1") == 0) || (col == 8 && strcmp(f, "-") == 0))
 				printf("null");
 			else if (col >= 2 && col <= 7)
-				printf("%s", f[strspn(f, "0123456789-")] == '\0' && *f ? f : "null");
+				printf("%s", json_integer(f) ? f : "null");
 			else
 				cli_print_json_string(stdout, f);
 			f = tab ? tab + 1 : NULL;
