@@ -215,7 +215,8 @@ static int print_paths(struct profile_walk *w, const struct qs_profile *prof)
 		err = -ENOMEM;
 		goto out;
 	}
-	qsort(w->ext, n, sizeof(*w->ext), by_start);
+	if (n)          /* an image without file data has no extent array at all */
+		qsort(w->ext, n, sizeof(*w->ext), by_start);
 	for (size_t i = 0; i <= n; i++)
 		skip[i] = i;
 	for (size_t i = 0; i < size; i++)

@@ -481,6 +481,14 @@ st=$?
 check "profile paths at scale, sanitized build: the same list, a clean exit" \
 	bash -c "[ $st = 0 ] && cmp -s '$P/want' '$P/got-asan' && ! [ -s '$P/err' ]"
 
+# An image without file data: no extents at all.
+mkdir -p "$P/empty/d" && "$QUASH" pack -q --no-progress "$P/empty" "$P/empty.sqfs" &&
+	"$QUASH" profile record "$P/empty.sqfs" -o "record=$P/empty.profile" -- true 2>"$P/err"
+echo "0 4096" >>"$P/empty.profile"
+"$QUASH_ASAN" profile paths "$P/empty.profile" "$P/empty.sqfs" >"$P/got" 2>"$P/err"; st=$?
+check "profile paths, an image without file data: nothing listed, a clean exit" \
+	bash -c "[ $st = 0 ] && ! [ -s '$P/got' ] && ! [ -s '$P/err' ]"
+
 # ---- decompressed ahead (lib/format/warm.c) ---------------------------------------
 # A zstd image of compressible files: the replay's blocks are decompressed
 # into the cache before the workload reads them, counted by the daemon's
