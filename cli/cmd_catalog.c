@@ -25,10 +25,51 @@
 #include "json.h"
 #include "source.h"
 
+/*
+ * Print 'len' bytes of text from a server or a daemon with control
+ * characters as C escapes (\t, \n, \xHH), and backslashes as \\ unless
+ * the text comes escaped already (the daemon's status writes them \x5c):
+ * a name then cannot move the terminal's cursor or forge a row of the
+ * table.  Returns the width printed; with 'f' NULL it only counts.
+ */
+static size_t print_escaped_as(FILE *f, const char *s, size_t len, bool backslash)
+{
+	size_t width = 0;
+
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)s[i];
+		const char *esc = c == '\t' ? "\\t" : c == '\n' ? "\\n" : c == '\\' && backslash ? "\\\\" : NULL;
+		char hex[5];
+
+		if (!esc && (c < 0x20 || c == 0x7f)) {
+			snprintf(hex, sizeof(hex), "\\x%02x", c);
+			esc = hex;
+		}
+		if (esc) {
+			if (f)
+				fputs(esc, f);
+			width += strlen(esc);
+		} else {
+			if (f)
+				fputc(c, f);
+			width++;
+		}
+	}
+	return width;
+}
+
+static size_t print_escaped(FILE *f, const char *s, size_t len)
+{
+	return print_escaped_as(f, s, len, true);
+}
+
 static int list_print(void *arg, const struct qs_list_entry *ent)
 {
 	(void)arg;
-	printf("%s\t%" PRIu64 "\t%" PRId64 "\t%s\n", ent->key, ent->size, ent->mtime, ent->etag);
+	print_escaped(stdout, ent->key, strlen(ent->key));
+	printf("\t%" PRIu64 "\t%" PRId64 "\t", ent->size, ent->mtime);
+	print_escaped(stdout, ent->etag, strlen(ent->etag));
+	putchar('\n');
 	return ferror(stdout) ? -EIO : 0;
 }
 
@@ -43,7 +84,8 @@ static const struct cli_command cmd_catalog_list = {
 		"ending in '/' (nginx's autoindex_format json listing, directories\n"
 		"included) or an http(s):// URL of a text index (one KEY [SIZE] a line).\n"
 		"Prints KEY<TAB>SIZE<TAB>MTIME<TAB>ETAG for each object, keys relative to\n"
-		"SPEC; unsafe keys (\"..\", control characters, ...) are left out.\n"
+		"SPEC; unsafe keys (\"..\", control characters, ...) are left out.  In KEY and\n"
+		"ETAG a control character prints as \\xHH (\\t, \\n), a backslash as \\\\.\n"
 		"\n"
 		"Options:\n"
 		"      --endpoint URL    S3 endpoint (else AWS_ENDPOINT_URL), addressed path-style\n"
@@ -147,27 +189,30 @@ static char *read_control(const char *cmd, const char *mp, const char *name, siz
 	return buf;
 }
 
-/* One row of the status table: '#' lines other than the column names are printed as they are. */
+/* One row of the status table: '#' lines other than the column names are printed as they are, escaped (the daemon's \xHH as they are). */
 static void status_row(char *line, size_t *width, bool print)
 {
 	const char *f = line;
 
 	if (line[0] == '#') {
 		if (!strchr(line, '\t')) {
-			if (print)
-				printf("%s\n", line);
+			if (print) {
+				print_escaped_as(stdout, line, strlen(line), false);
+				putchar('\n');
+			}
 			return;
 		}
 		f = line + 2;       /* "# name<TAB>...": the column names */
 	}
 	for (int col = 0; col < CATALOG_COLUMNS && f; col++) {
 		const char *tab = strchr(f, '\t');
-		int len = tab ? (int)(tab - f) : (int)strlen(f);
+		size_t len = tab ? (size_t)(tab - f) : strlen(f);
+		size_t shown = print_escaped_as(print ? stdout : NULL, f, len, false);
 
-		if (!print && (size_t)len > width[col])
-			width[col] = (size_t)len;
-		if (print)
-			printf("%-*.*s%s", tab ? (int)width[col] : 0, len, f, tab ? "  " : "");
+		if (!print && shown > width[col])
+			width[col] = shown;
+		if (print && tab)
+			printf("%*s", (int)(width[col] - shown + 2), "");
 		f = tab ? tab + 1 : NULL;
 	}
 	if (print)
@@ -181,6 +226,16 @@ static void status_row(char *line, size_t *width, bool print)
 static const char *const status_columns[CATALOG_COLUMNS] = {
 	"name", "state", "version", "size", "open_files", "reads", "bytes_read", "idle_s", "etag",
 };
+
+/* A number of the status as JSON has them: an optional '-' and digits, no leading zero. */
+static bool json_integer(const char *s)
+{
+	if (*s == '-')
+		s++;
+	if (*s == '0')
+		return s[1] == '\0';
+	return *s >= '1' && *s <= '9' && s[strspn(s, "0123456789")] == '\0';
+}
 
 static void print_status_json(const char *text)
 {
@@ -205,7 +260,7 @@ static void print_status_json(const char *text)
 			if ((col == 7 && strcmp(f, "-1") == 0) || (col == 8 && strcmp(f, "-") == 0))
 				printf("null");
 			else if (col >= 2 && col <= 7)
-				printf("%s", f[strspn(f, "0123456789-")] == '\0' && *f ? f : "null");
+				printf("%s", json_integer(f) ? f : "null");
 			else
 				cli_print_json_string(stdout, f);
 			f = tab ? tab + 1 : NULL;
@@ -273,15 +328,19 @@ static int refresh_one(const char *cmd, const char *mp)
 	}
 	text[n] = '\0';
 	text[strcspn(text, "\n")] = '\0';
-	for (char *p = text; *p; p++)       /* a hostile mount's answer must not reach the terminal raw */
-		if ((unsigned char)*p < 0x20 || *p == 0x7f)
-			*p = '?';
 	if (strncmp(text, "done ", 5) == 0) {
-		printf("%s: %s\n", mp, text + 5);
+		printf("%s: ", mp);
+		print_escaped(stdout, text + 5, strlen(text + 5));   /* a hostile mount's answer too */
+		putchar('\n');
 		return CLI_EXIT_OK;
 	}
-	fprintf(stderr, "quash: %s: %s: %s\n", cmd, mp, strncmp(text, "failed ", 7) == 0 ? text + 7 :
-		strcmp(text, "pending") == 0 ? "the listing did not end in time" : "not a catalog's answer");
+	fprintf(stderr, "quash: %s: %s: ", cmd, mp);
+	if (strncmp(text, "failed ", 7) == 0)
+		print_escaped(stderr, text + 7, strlen(text + 7));
+	else
+		fputs(strcmp(text, "pending") == 0 ? "the listing did not end in time" : "not a catalog's answer",
+		      stderr);
+	fputc('\n', stderr);
 	return CLI_EXIT_ERROR;
 }
 
@@ -347,7 +406,9 @@ static const struct cli_command cmd_catalog_ls = {
 		"image is replaced), size, files open, reads and bytes read from the source,\n"
 		"seconds since last use (-1: never opened), ETag.  The first lines give the\n"
 		"totals: images, open ones, old versions still open for their readers, the\n"
-		"shared block cache.\n"
+		"shared block cache.  Control characters and backslashes in names and ETags\n"
+		"print as \\xHH (\\t, \\n), so that no name can move the terminal's cursor or\n"
+		"forge a row.\n"
 		"\n"
 		"Options:\n"
 		"  -j, --json            the images as a JSON array of objects, one per image\n"

@@ -155,20 +155,78 @@ static int by_start(const void *a, const void *b)
 
 	if (x->start != y->start)
 		return x->start < y->start ? -1 : 1;
-	return x->end < y->end ? -1 : x->end > y->end;
+	if (x->end != y->end)
+		return x->end < y->end ? -1 : 1;
+	/* The files of one fragment block in the tree's order, whatever qsort does with equal keys. */
+	return x->file < y->file ? -1 : x->file > y->file;
 }
 
-/* Print every file whose bytes the profile's ranges overlap, first touch first. */
-static void print_paths(struct profile_walk *w, const struct qs_profile *prof)
+/*
+ * One past the last extent before 'p' that ends at or before 'off', or 0:
+ * the extents from there up to 'p' all reach past 'off'.  'min_end' is a
+ * tree over the sorted extents, node 1 its root, nodes 2k and 2k+1 the
+ * halves of node k, each holding the smallest end below it; node 'node'
+ * covers the extents lo..hi-1.  It goes down one path and looks at a
+ * sibling of each node on it, so it costs O(log n).
+ */
+static size_t reach_back(const uint64_t *min_end, size_t node, size_t lo, size_t hi, size_t p, uint64_t off)
 {
-	bool *done = calloc(w->npaths ? w->npaths : 1, sizeof(*done));
+	size_t mid = lo + (hi - lo) / 2, j;
 
-	if (!done)
-		return;
-	qsort(w->ext, w->next, sizeof(*w->ext), by_start);
-	for (size_t r = 0; r < prof->count; r++) {
+	if (lo >= p || min_end[node] > off)
+		return 0;
+	if (hi - lo == 1)
+		return hi;
+	j = reach_back(min_end, 2 * node + 1, mid, hi, p, off);
+	return j ? j : reach_back(min_end, 2 * node, lo, mid, p, off);
+}
+
+/* The first extent at or after 'i' not yet spent: skip[] jumps over the spent ones (union-find). */
+static size_t next_live(size_t *skip, size_t i)
+{
+	while (skip[i] != i) {
+		skip[i] = skip[skip[i]];
+		i = skip[i];
+	}
+	return i;
+}
+
+/*
+ * Print every file whose bytes the profile's ranges overlap, first touch
+ * first.  A range names the files of a run of the sorted extents: from the
+ * first one starting at or after it, back over those before it that reach
+ * into it, on to the last one starting inside it.  A visited extent's file
+ * is printed, so the extent is spent: the skip pointers pass over it from
+ * then on, each extent is visited once in all rather than once per range
+ * over it, and the walk ends when every file is printed.
+ */
+static int print_paths(struct profile_walk *w, const struct qs_profile *prof)
+{
+	size_t n = w->next, size = 1, left = w->npaths;
+	bool *done = calloc(w->npaths ? w->npaths : 1, sizeof(*done));
+	size_t *skip = malloc((n + 1) * sizeof(*skip));
+	uint64_t *min_end;
+	int err = 0;
+
+	while (size < n)
+		size *= 2;
+	min_end = malloc(2 * size * sizeof(*min_end));
+	if (!done || !skip || !min_end) {
+		err = -ENOMEM;
+		goto out;
+	}
+	if (n)          /* an image without file data has no extent array at all */
+		qsort(w->ext, n, sizeof(*w->ext), by_start);
+	for (size_t i = 0; i <= n; i++)
+		skip[i] = i;
+	for (size_t i = 0; i < size; i++)
+		min_end[size + i] = i < n ? w->ext[i].end : UINT64_MAX;
+	for (size_t k = size - 1; k > 0; k--)
+		min_end[k] = min_end[2 * k] < min_end[2 * k + 1] ? min_end[2 * k] : min_end[2 * k + 1];
+
+	for (size_t r = 0; r < prof->count && left; r++) {
 		uint64_t off = prof->ranges[r].off, end = off + prof->ranges[r].len;
-		size_t lo = 0, hi = w->next;
+		size_t lo = 0, hi = n;
 
 		if (off < PATHS_OPEN_PROBE)
 			off = PATHS_OPEN_PROBE;
@@ -183,16 +241,26 @@ static void print_paths(struct profile_walk *w, const struct qs_profile *prof)
 			else
 				hi = mid;
 		}
-		while (lo > 0 && w->ext[lo - 1].end > off)   /* and those before it that reach in */
-			lo--;
-		for (size_t i = lo; i < w->next && w->ext[i].start < end; i++) {
-			if (w->ext[i].end <= off || done[w->ext[i].file])
+		lo = reach_back(min_end, 1, 0, size, lo, off);      /* and those before it that reach in */
+		for (size_t i = next_live(skip, lo); i < n && w->ext[i].start < end; i = next_live(skip, i + 1)) {
+			size_t file = w->ext[i].file;
+
+			/* Only an end wrapped past 2^64 (a corrupt image) is before off: a later range may name it. */
+			if (w->ext[i].end <= off)
 				continue;
-			done[w->ext[i].file] = true;
-			printf("%s\n", w->paths[w->ext[i].file]);
+			if (!done[file]) {
+				done[file] = true;
+				left--;
+				printf("%s\n", w->paths[file]);
+			}
+			skip[i] = i + 1;
 		}
 	}
+out:
+	free(min_end);
+	free(skip);
 	free(done);
+	return err;
 }
 
 static int paths_main(struct cli_common *co, const char *profile, const char *image)
@@ -231,7 +299,11 @@ static int paths_main(struct cli_common *co, const char *profile, const char *im
 		st = CLI_EXIT_ERROR;
 		goto out;
 	}
-	print_paths(&w, prof);
+	if (print_paths(&w, prof) < 0) {
+		fprintf(stderr, "quash: profile: out of memory\n");
+		st = CLI_EXIT_ERROR;
+		goto out;
+	}
 	st = cli_finish_stdout(CLI_EXIT_OK);
 out:
 	for (size_t i = 0; i < w.npaths; i++)

@@ -351,6 +351,144 @@ else
 	not_ok "pack --order: the prefetch takes at most 2 requests" "$with - $base: $(cat "$W/requests.log")"
 fi
 
+# ---- profile paths at scale ------------------------------------------------------
+# A million ranges against 30,000 small files, most of them in one 1 MiB
+# fragment block that nearly every range falls in, and one file whose
+# blocks only the last range reads.  Each extent is visited once in all,
+# not once for every range over it, so this takes well under the bound.
+# The oracle reads the extents from the image itself (quash stat, the
+# fragment table) and applies the rule in Python: for each range, the files
+# of the extents it overlaps, in their order, each the first time only.
+P=$W/paths
+rm -rf "$P" && mkdir -p "$P"
+# The tree as a tar on a pipe: 30,000 files are slow to create on a busy disk.
+python3 - "$P/files.json" <<'PY' | "$QUASH" pack -q --no-progress -c gzip -b 1M - "$P/image.sqfs" 2>"$P/err" &&
+import io, json, os, random, sys, tarfile
+rnd, files = random.Random(36), []
+tar = tarfile.open(fileobj=sys.stdout.buffer, mode="w|")
+def add(name, data=None, link=None):
+    ti = tarfile.TarInfo(name)
+    if link is None:
+        ti.size = len(data)
+        files.append(name)
+    else:
+        ti.type, ti.linkname = tarfile.SYMTYPE, link
+    tar.addfile(ti, None if data is None else io.BytesIO(data))
+for d in range(30):
+    for f in range(1000):
+        add(f"d{d:02d}/f{f:04d}", f"d{d:02d}/f{f:04d} {'x' * rnd.randrange(10)}\n".encode())
+for b in range(10):     # a full block and a tail each; two of them twice (the same blocks)
+    data = os.urandom(rnd.randrange(1100000, 1300000))
+    for name in ("b", "c") if b % 5 == 0 else ("b",):
+        add(f"big/{name}{b:02d}", data)
+add("big/whole", os.urandom(2 << 20))      # full blocks only
+add("empty", b"")
+add("odd\nname", b"a name with a newline is not listed\n")
+add("link", link="big/b00")
+tar.close()
+json.dump(files, open(sys.argv[1], "w"))
+PY
+	"$QUASH" profile record "$P/image.sqfs" -o "record=$P/recorded.profile" -- true 2>>"$P/err"
+check "profile paths at scale: the image packs, a profile of it records" test -s "$P/recorded.profile"
+python3 - "$QUASH" "$P/image.sqfs" "$P/files.json" "$P/recorded.profile" "$P/big.profile" "$P/want" <<'PY'
+import bisect, json, os, random, struct, subprocess, sys, zlib
+
+quash, image, listed, recorded, profile, want = sys.argv[1:7]
+PROBE = 128         # the bytes every open reads name no file
+
+# The regular files in the image's order: each directory's names sorted as bytes.
+files = sorted((os.fsencode(f) for f in json.load(open(listed))), key=lambda f: f.split(b"/"))
+stats = json.loads(subprocess.check_output([quash, "stat", "--json", image] + [os.fsdecode(f) for f in files]))
+
+img = open(image, "rb").read()
+magic, _, _, block_size, nfrags, comp = struct.unpack_from("<IIIIIH", img, 0)
+assert magic == 0x73717368 and comp == 1          # gzip: zlib reads its metadata
+frag_table = struct.unpack_from("<Q", img, 80)[0]
+entries = b""
+for i in range((nfrags + 511) // 512):
+    ptr = struct.unpack_from("<Q", img, frag_table + 8 * i)[0]
+    head = struct.unpack_from("<H", img, ptr)[0]
+    raw = img[ptr + 2:ptr + 2 + (head & 0x7fff)]
+    entries += raw if head & 0x8000 else zlib.decompress(raw)
+frags = [struct.unpack_from("<QI", entries, 16 * i) for i in range(nfrags)]
+
+# Each file's extents: its full blocks (random bytes, stored whole) and its fragment block.
+extents = {}        # (start, end): the indexes of its files, in the image's order
+paths, runs, keep = [], set(), None
+for st, path in zip(stats, files):
+    if b"\n" in path or st["size"] == 0:
+        continue
+    k = len(paths)
+    paths.append(path)
+    if st["block_count"]:
+        run = (st["blocks_start"], st["blocks_start"] + st["block_count"] * block_size)
+        extents.setdefault(run, []).append(k)
+        runs.add(run)
+        if st["fragment"] is None:
+            keep = run
+    if st["fragment"] is not None:
+        start, size = frags[st["fragment"]]
+        extents.setdefault((start, start + (size & 0xffffff)), []).append(k)
+iv = sorted(extents)
+assert all(a[1] <= b[0] for a, b in zip(iv, iv[1:])), "extents overlap"
+starts, ends = [a for a, _ in iv], [b for _, b in iv]
+
+# The ranges: a few at the edges, then short ones, most in a fragment block
+# (chosen by its files), a few long ones; never over the file of full
+# blocks only, which the last range reads.
+rnd = random.Random(11).random
+size = len(img)
+byfile = [x for x in iv if x not in runs for _ in extents[x]]
+ranges = [(0, 100), (0, PROBE + 1), (size - 8, 8), (size, 4096)]
+while len(ranges) < 999_999:
+    if rnd() < 0.97:
+        s, e = byfile[int(rnd() * len(byfile))]
+        off = s + int(rnd() * (e - s))
+    else:
+        off = PROBE + int(rnd() * (size - PROBE))
+    n = 1 + int(rnd() * (2000 if rnd() < 0.999 else 300000))
+    if off < keep[1] and off + n > keep[0]:
+        continue
+    ranges.append((off, n))
+ranges.append((keep[0] + 5, 1))
+with open(profile, "w") as f:
+    f.write("quash-profile 1\n" + open(recorded).read().splitlines()[1] + "\n")
+    f.write("".join(f"{o} {n}\n" for o, n in ranges))
+
+done, spent = [False] * len(paths), [False] * len(iv)
+with open(want, "wb") as f:
+    for off, n in ranges:
+        end, off = off + n, max(off, PROBE)
+        i = bisect.bisect_right(ends, off)
+        while i < len(iv) and starts[i] < end:
+            if not spent[i]:
+                spent[i] = True
+                f.write(b"".join(paths[k] + b"\n" for k in extents[iv[i]] if not done[k]))
+                for k in extents[iv[i]]:
+                    done[k] = True
+            i += 1
+print(f"# {len(ranges)} ranges, {len(paths)} files, {sum(map(len, extents.values()))} extents at {len(iv)} places")
+PY
+check "profile paths at scale: the oracle lists the file of full blocks last" \
+	test "$(tail -1 "$P/want")" = big/whole
+t0=$EPOCHREALTIME
+timeout 10 "$QUASH" profile paths "$P/big.profile" "$P/image.sqfs" >"$P/got" 2>"$P/err"
+st=$? took=$(awk "BEGIN { printf \"%.2f\", $EPOCHREALTIME - $t0 }")
+check "profile paths, 1,000,000 ranges over $(wc -l <"$P/want") files: done in ${took}s (bound 10 s)" test $st = 0
+check "profile paths at scale: the files the oracle lists, in its order" cmp -s "$P/want" "$P/got"
+timeout 20 "$QUASH_ASAN" profile paths "$P/big.profile" "$P/image.sqfs" >"$P/got-asan" 2>"$P/err"
+st=$?
+check "profile paths at scale, sanitized build: the same list, a clean exit" \
+	bash -c "[ $st = 0 ] && cmp -s '$P/want' '$P/got-asan' && ! [ -s '$P/err' ]"
+
+# An image without file data: no extents at all.
+mkdir -p "$P/empty/d" && "$QUASH" pack -q --no-progress "$P/empty" "$P/empty.sqfs" &&
+	"$QUASH" profile record "$P/empty.sqfs" -o "record=$P/empty.profile" -- true 2>"$P/err"
+echo "0 4096" >>"$P/empty.profile"
+"$QUASH_ASAN" profile paths "$P/empty.profile" "$P/empty.sqfs" >"$P/got" 2>"$P/err"; st=$?
+check "profile paths, an image without file data: nothing listed, a clean exit" \
+	bash -c "[ $st = 0 ] && ! [ -s '$P/got' ] && ! [ -s '$P/err' ]"
+
 # ---- decompressed ahead (lib/format/warm.c) ---------------------------------------
 # A zstd image of compressible files: the replay's blocks are decompressed
 # into the cache before the workload reads them, counted by the daemon's
