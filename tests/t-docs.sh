@@ -18,6 +18,8 @@ for page in "$top"/docs/*.1; do
 	check "$name renders without warnings (groff -ww)" test ! -s "$W/groff.err"
 	if command -v man >/dev/null; then
 		check "$name: man -l renders it" bash -c "MANWIDTH=80 man -l '$page' 2>&1 >/dev/null | (! grep -q .)"
+	else
+		skip_check "$name: man -l renders it" "man is not installed"
 	fi
 	missing=""
 	for section in NAME SYNOPSIS DESCRIPTION OPTIONS "EXIT STATUS" ENVIRONMENT FILES EXAMPLES "SEE ALSO"; do

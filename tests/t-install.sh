@@ -58,6 +58,8 @@ for l in squashfuse_ll squashfuse mksquashfs; do
 done
 if command -v man >/dev/null; then
 	check "man finds quash-mount(1)" bash -c "man -w quash-mount | grep -q quash-mount.1"
+else
+	skip_check "man finds quash-mount(1)" "man is not installed"
 fi
 
 # The README's quick start with the installed quash (S3 on Ceph RGW).

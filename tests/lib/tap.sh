@@ -4,6 +4,9 @@
 #   check NAME CMD...                 ok if CMD succeeds
 #   check_fails NAME CMD...           ok if CMD fails cleanly: non-zero exit,
 #                                     no sanitizer report, no signal
+#   skip_check NAME REASON            a check this machine cannot run, and why:
+#                                     "ok - NAME # SKIP REASON" (the runner
+#                                     counts it skipped if it allows REASON)
 set -u
 QUASH=${QUASH_BIN:?run through tests/run.sh}
 QUASH_ASAN=${QUASH_ASAN_BIN:?}
@@ -11,6 +14,7 @@ WORK=${QUASH_WORK:?}
 
 ok() { echo "ok - $1"; }
 not_ok() { echo "not ok - $1${2:+: $2}"; }
+skip_check() { echo "ok - $1 # SKIP $2"; }
 
 check() {
 	local name=$1; shift
