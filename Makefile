@@ -1,4 +1,5 @@
-# The two commands the README starts with: `make demo` and `make check`.
+# The commands the README starts with: `make demo`, `make check` (the fast
+# tier of the tests) and `make check-full` (every test; what CI runs).
 # Everything else is meson + ninja in build/ (release) and build-asan/
 # (AddressSanitizer + UndefinedBehaviorSanitizer, used by the tests).
 
@@ -6,7 +7,7 @@ BUILD      ?= build
 BUILD_ASAN ?= build-asan
 MESON_OPTS ?= -Dwerror=true
 
-.PHONY: all deps test-deps bench-deps build asan check demo bench clean
+.PHONY: all deps test-deps bench-deps build asan check check-full demo bench clean
 
 all: build
 
@@ -31,7 +32,11 @@ build: $(BUILD)/build.ninja
 asan: $(BUILD_ASAN)/build.ninja
 	ninja -C $(BUILD_ASAN)
 
+# tests/plan.txt gives each test its tier and the number of checks it reports.
 check: test-deps build asan
+	@tests/run.sh --tier fast
+
+check-full: test-deps build asan
 	@tests/run.sh
 
 demo: test-deps build
