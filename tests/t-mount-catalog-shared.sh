@@ -138,13 +138,20 @@ S1=$!
 timeout 60 cat "$C/mp5/slow/inner/data" >/dev/null 2>&1 &
 S2=$!
 sleep 0.5
+# A reader the daemon does not answer cannot be killed (FUSE waits for the
+# answer once the daemon has the request): the watchdog lets the hung file
+# answer after 10 s, so a daemon that froze fails the check instead of
+# hanging the test.
+( sleep 10; kill -CONT "$OUTER" 2>/dev/null ) &
+WATCHDOG=$!
 start=$(date +%s%N)
 ok5=yes
-timeout 5 cat "$C/mp5/.quash-catalog" >/dev/null || ok5="status hung"
-timeout 5 cat "$C/mp5/img3/bin/tool" >/dev/null || ok5="img3 hung"
-timeout 5 ls "$C/mp5/img4/bin" >/dev/null || ok5="img4 hung"
-timeout 5 stat "$C/mp5/no-such-image" >/dev/null 2>&1; [ $? = 124 ] && ok5="a miss hung"
+cat "$C/mp5/.quash-catalog" >/dev/null || ok5="status failed"
+cat "$C/mp5/img3/bin/tool" >/dev/null || ok5="img3 failed"
+ls "$C/mp5/img4/bin" >/dev/null || ok5="img4 failed"
+stat "$C/mp5/no-such-image" >/dev/null 2>&1 && ok5="a miss found something"
 ms=$(( ($(date +%s%N) - start) / 1000000 ))
+kill "$WATCHDOG" 2>/dev/null; wait "$WATCHDOG" 2>/dev/null
 check "while one image's file hangs (two readers on it), the status, other images and misses answer ($ok5, $ms ms)" \
 	test "$ok5" = yes -a "$ms" -lt 3000
 kill -CONT "$OUTER"
@@ -285,6 +292,8 @@ victim_round() {   # victim_round attack|ordinary: the victim's "median p99 coun
 	local kind=$1 pids=() p
 	if [ "$kind" = attack ]; then
 		kill -STOP "$OUTER"
+		( sleep 6; kill -CONT "$OUTER" 2>/dev/null ) &     # as in 5: a frozen daemon fails, not hangs
+		pids+=($!)
 		for m in ctl miss hold slow; do
 			as_nobody $LOAD "$m" --mp "$C/mp9" --seconds 5 >/dev/null 2>&1 &
 			pids+=($!)
