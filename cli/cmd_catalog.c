@@ -142,26 +142,32 @@ static int list_main(int argc, char **argv)
 #define CATALOG_REFRESH_WAIT_S 600          /* a listing not done by then is reported, not waited for */
 
 /* The whole control file 'name' of the catalog mounted at 'mp', or NULL with a message. */
+/* Control file 'name' of the catalog mounted at 'mp', opened; -1 with a message. */
+static int open_control(const char *cmd, const char *mp, const char *name)
+{
+	int dfd = open(mp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int fd = dfd < 0 ? -1 : openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	int err = errno;
+
+	if (dfd >= 0)
+		close(dfd);
+	if (fd < 0)
+		fprintf(stderr, "quash: %s: %s: %s\n", cmd, mp, dfd >= 0 && err == ENOENT ?
+			"not a catalog mount (quash mount --catalog)" : strerror(err));
+	return fd;
+}
+
 static char *read_control(const char *cmd, const char *mp, const char *name, size_t *len)
 {
 	char *buf = NULL, *p;
 	size_t cap = 0;
 	ssize_t n;
-	int dfd, fd;
+	int fd;
 
 	*len = 0;
-	dfd = open(mp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	fd = dfd < 0 ? -1 : openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0) {
-		int err = errno;
-
-		fprintf(stderr, "quash: %s: %s: %s\n", cmd, mp, dfd >= 0 && err == ENOENT ?
-			"not a catalog mount (quash mount --catalog)" : strerror(err));
-		if (dfd >= 0)
-			close(dfd);
+	fd = open_control(cmd, mp, name);
+	if (fd < 0)
 		return NULL;
-	}
-	close(dfd);
 	do {
 		if (*len + 65536 > cap) {
 			cap = cap ? cap * 2 : 65536;
@@ -299,20 +305,10 @@ static int refresh_one(const char *cmd, const char *mp)
 {
 	char text[512];
 	ssize_t n = -1;
-	int dfd, fd;
+	int fd = open_control(cmd, mp, CATALOG_REFRESH_FILE);
 
-	dfd = open(mp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	fd = dfd < 0 ? -1 : openat(dfd, CATALOG_REFRESH_FILE, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0) {
-		int err = errno;
-
-		fprintf(stderr, "quash: %s: %s: %s\n", cmd, mp, dfd >= 0 && err == ENOENT ?
-			"not a catalog mount (quash mount --catalog)" : strerror(err));
-		if (dfd >= 0)
-			close(dfd);
+	if (fd < 0)
 		return CLI_EXIT_ERROR;
-	}
-	close(dfd);
 	for (long waited = 0; waited <= CATALOG_REFRESH_WAIT_S * 1000L; waited += CATALOG_REFRESH_POLL_MS) {
 		n = pread(fd, text, sizeof(text) - 1, 0);
 		if (n < 0 && errno == EINTR)

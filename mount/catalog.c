@@ -1705,7 +1705,8 @@ static int probe_local(struct qm_catalog *c, fuse_ino_t parent, const char *name
 	struct stat st;
 	int dfd = -1, err = -ENOENT;
 
-	if (!image_name_ok(name) || !items.hash || !dir_key(c, parent, path, sizeof(path)) ||
+	/* hidden names are never images in a local catalog: the listing skips them too */
+	if (name[0] == '.' || !image_name_ok(name) || !items.hash || !dir_key(c, parent, path, sizeof(path)) ||
 	    (dfd = open_key_dir(c, path)) < 0)
 		goto out;
 	XXH3_64bits_reset(items.hash);

@@ -94,6 +94,8 @@ struct qm_ur_cmd_req {                      /* struct fuse_uring_cmd_req, in the
 #define QM_URING_MAX_THREADS 512
 /* SQ entries per thread: one command in flight, room to spare. */
 #define QM_URING_DEPTH 4
+/* Times a queue thread registers a new entry after an unexpected error. */
+#define QM_URING_REREGISTER_MAX 3
 /* How often an idle thread looks at the stop flag. */
 #define QM_URING_POLL_SECONDS 1
 /* The kernel's smallest payload buffer (FUSE_MIN_READ_BUFFER) and default max_pages. */
@@ -179,9 +181,12 @@ static int ring_setup(struct qm_ur_thread *t)
 	if (err < 0)
 		return err;
 	t->ring_ok = true;
-	t->hdr = calloc(1, sizeof(*t->hdr));
-	t->payload = malloc(t->u->payload_size);
-	t->flat = malloc(sizeof(struct qm_fuse_in_header) + QM_FUSE_URING_OP_IN_OUT_SZ + t->u->payload_size);
+	if (!t->hdr)
+		t->hdr = calloc(1, sizeof(*t->hdr));
+	if (!t->payload)
+		t->payload = malloc(t->u->payload_size);
+	if (!t->flat)
+		t->flat = malloc(sizeof(struct qm_fuse_in_header) + QM_FUSE_URING_OP_IN_OUT_SZ + t->u->payload_size);
 	if (!t->hdr || !t->payload || !t->flat)
 		return -ENOMEM;
 	return 0;
@@ -241,31 +246,26 @@ static void report_setup(struct qm_uring *u, bool ok)
 	pthread_mutex_unlock(&u->lock);
 }
 
-static void *queue_thread(void *arg)
+/* A ring and an entry registered for the thread's queue: 0 or -errno. */
+static int register_entry(struct qm_ur_thread *t)
 {
-	struct qm_ur_thread *t = arg;
-	struct qm_uring *u = t->u;
 	struct iovec iov[2];
-	bool ok;
+	int err = ring_setup(t);
 
-	if (t->cpu >= 0) {
-		cpu_set_t set;
+	if (err)
+		return err;
+	iov[0] = (struct iovec){ .iov_base = t->hdr, .iov_len = sizeof(*t->hdr) };
+	iov[1] = (struct iovec){ .iov_base = t->payload, .iov_len = t->u->payload_size };
+	return prep_cmd(t, QM_FUSE_IO_URING_CMD_REGISTER, 0, iov) && io_uring_submit(&t->ring) == 1 ? 0 : -EIO;
+}
 
-		CPU_ZERO(&set);
-		CPU_SET(t->cpu, &set);
-		pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-	}
-	ok = ring_setup(t) == 0;
-	if (ok) {
-		iov[0] = (struct iovec){ .iov_base = t->hdr, .iov_len = sizeof(*t->hdr) };
-		iov[1] = (struct iovec){ .iov_base = t->payload, .iov_len = u->payload_size };
-		ok = prep_cmd(t, QM_FUSE_IO_URING_CMD_REGISTER, 0, iov) && io_uring_submit(&t->ring) == 1;
-	}
-	report_setup(u, ok);
-	if (!ok)
-		return NULL;
-
-	while (!atomic_load(&u->stop)) {
+/*
+ * Serve the thread's entry until the session stops (0), the connection
+ * ends (-ENOTCONN), or something unexpected happens (another -errno).
+ */
+static int serve_entry(struct qm_ur_thread *t)
+{
+	while (!atomic_load(&t->u->stop)) {
 		struct __kernel_timespec ts = { .tv_sec = QM_URING_POLL_SECONDS };
 		struct io_uring_cqe *cqe = NULL;
 		int err = io_uring_submit_and_wait_timeout(&t->ring, &cqe, 1, &ts, NULL);
@@ -274,18 +274,52 @@ static void *queue_thread(void *arg)
 		if (err == -ETIME || err == -EINTR || err == -EAGAIN)
 			continue;
 		if (err < 0)
-			break;
+			return err;
 		/* It may return what it submitted without a completion (the timeout ran out first). */
 		if (!cqe && io_uring_peek_cqe(&t->ring, &cqe) != 0)
 			continue;
 		res = cqe->res;
 		io_uring_cqe_seen(&t->ring, cqe);
 		if (res < 0)
-			break;      /* -ENOTCONN: the connection ended (unmount); anything else: give up the entry */
+			return res;
 		serve(t);
 		if (!prep_cmd(t, QM_FUSE_IO_URING_CMD_COMMIT_AND_FETCH, t->hdr->ent.commit_id, NULL))
+			return -EBUSY;
+	}
+	return 0;
+}
+
+static void *queue_thread(void *arg)
+{
+	struct qm_ur_thread *t = arg;
+	struct qm_uring *u = t->u;
+	int err, tries = 0;
+
+	if (t->cpu >= 0) {
+		cpu_set_t set;
+
+		CPU_ZERO(&set);
+		CPU_SET(t->cpu, &set);
+		pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+	}
+	err = register_entry(t);
+	report_setup(u, err == 0);
+	if (err)
+		return NULL;            /* uring_start() says so, and switches io_uring off */
+	/*
+	 * An entry given up on an unexpected error is no longer the kernel's to
+	 * fill: closing the ring cancels it, and a new one takes its place, so
+	 * that the queue's requests never wait for an entry nobody serves.
+	 */
+	while ((err = serve_entry(t)) != 0 && err != -ENOTCONN && tries++ < QM_URING_REREGISTER_MAX) {
+		qm_log(u->fs, "FUSE over io_uring: queue %d: %s; registering its entry again", t->qid, strerror(-err));
+		io_uring_queue_exit(&t->ring);
+		t->ring_ok = false;
+		if ((err = register_entry(t)) != 0)
 			break;
 	}
+	if (err && err != -ENOTCONN && !atomic_load(&u->stop))
+		qm_log(u->fs, "FUSE over io_uring: queue %d lost a thread: %s", t->qid, strerror(-err));
 	return NULL;
 }
 

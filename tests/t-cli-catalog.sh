@@ -71,7 +71,7 @@ want = b"".join((r if isinstance(r, bytes) else
                 + b"\n" for r in rows)
 if got != want:
     sys.exit("got:\n%s\nwant:\n%s" % (got.decode("ascii", "replace"), want.decode("ascii", "replace")))
-for s in (rb"/srv/\x1b[2Jcat", rb"evil\x1b]0;owned\x07", rb"car\x0driage", rb"back\\slash\\x1b", rb"\x1b[1A\x1b[2Kforged"):
+for s in (rb"/srv/\x1b[2Jcat", rb"evil\x1b]0;owned\x07", rb"car\x0driage", rb"back\slash\x1b", rb"\x1b[1A\x1b[2Kforged"):
     if s not in got:
         sys.exit("no %r in the table" % s)
 PY

@@ -138,13 +138,20 @@ S1=$!
 timeout 60 cat "$C/mp5/slow/inner/data" >/dev/null 2>&1 &
 S2=$!
 sleep 0.5
+# A reader the daemon does not answer cannot be killed (FUSE waits for the
+# answer once the daemon has the request): the watchdog lets the hung file
+# answer after 10 s, so a daemon that froze fails the check instead of
+# hanging the test.
+( sleep 10; kill -CONT "$OUTER" 2>/dev/null ) &
+WATCHDOG=$!
 start=$(date +%s%N)
 ok5=yes
-timeout 5 cat "$C/mp5/.quash-catalog" >/dev/null || ok5="status hung"
-timeout 5 cat "$C/mp5/img3/bin/tool" >/dev/null || ok5="img3 hung"
-timeout 5 ls "$C/mp5/img4/bin" >/dev/null || ok5="img4 hung"
-timeout 5 stat "$C/mp5/no-such-image" >/dev/null 2>&1; [ $? = 124 ] && ok5="a miss hung"
+cat "$C/mp5/.quash-catalog" >/dev/null || ok5="status failed"
+cat "$C/mp5/img3/bin/tool" >/dev/null || ok5="img3 failed"
+ls "$C/mp5/img4/bin" >/dev/null || ok5="img4 failed"
+stat "$C/mp5/no-such-image" >/dev/null 2>&1 && ok5="a miss found something"
 ms=$(( ($(date +%s%N) - start) / 1000000 ))
+kill "$WATCHDOG" 2>/dev/null; wait "$WATCHDOG" 2>/dev/null
 check "while one image's file hangs (two readers on it), the status, other images and misses answer ($ok5, $ms ms)" \
 	test "$ok5" = yes -a "$ms" -lt 3000
 kill -CONT "$OUTER"
@@ -272,7 +279,7 @@ fusermount3 -u "$C/mp7"
 mkdir -p "$C/cat9/w" "$C/outer9"
 catalog "$C/cat9" 20
 chown "$NOBODY" "$C/cat9/w"
-cp "$C/img.sqfs" "$C/outer9/inner.sqfs"
+for r in 1 2 3; do cp "$C/img.sqfs" "$C/outer9/inner$r.sqfs"; done
 "$QUASH" pack -q --no-progress "$C/outer9" "$C/outer9.sqfs"
 mkdir -p "$C/cat9/slow"
 "$QUASH" mount -f "$C/outer9.sqfs" "$C/cat9/slow" 2>/dev/null &
@@ -281,18 +288,24 @@ wait_mounted "$C/cat9/slow"; ls -l "$C/cat9/slow" >/dev/null
 serve "$C/cat9" "$C/mp9"
 ls "$C/mp9/slow" >/dev/null
 base_rss=$(rss_kb "$PID") base_fds=$(fds "$PID")
-victim_round() {   # victim_round attack|ordinary: the victim's "median p99 count" over 4 s, in $C/victim
+# victim_round attack|ordinary ROUND: the victim's "median p99 count" over 4 s, in $C/victim;
+# seven other processes of user nobody meanwhile, attackers or ordinary users
+victim_round() {
 	local kind=$1 pids=() p
 	if [ "$kind" = attack ]; then
 		kill -STOP "$OUTER"
-		for m in ctl miss hold slow; do
+		( sleep 6; kill -CONT "$OUTER" 2>/dev/null ) &     # as in 5: a frozen daemon fails, not hangs
+		pids+=($!)
+		for m in ctl ctl ctl miss hold; do
 			as_nobody $LOAD "$m" --mp "$C/mp9" --seconds 5 >/dev/null 2>&1 &
 			pids+=($!)
 		done
+		as_nobody $LOAD slow --mp "$C/mp9" --seconds 5 --image "inner$2" >/dev/null 2>&1 &
+		pids+=($!)
 		as_nobody $LOAD writer --mp "$C/mp9" --seconds 5 --dir "$C/cat9/w" --image "$C/img.sqfs" >/dev/null 2>&1 &
 		pids+=($!)
 	else
-		for m in 1 2 3 4 5; do
+		for m in 1 2 3 4 5 6 7; do
 			as_nobody $LOAD ordinary --mp "$C/mp9" --seconds 5 >/dev/null 2>&1 &
 			pids+=($!)
 		done
@@ -305,12 +318,12 @@ victim_round() {   # victim_round attack|ordinary: the victim's "median p99 coun
 }
 ratios=() rounds="" && : >"$C/peaks"
 for r in 1 2 3; do
-	victim_round ordinary; read -r om op on <"$C/victim"
-	victim_round attack; read -r am ap an <"$C/victim"
+	victim_round ordinary "$r"; read -r om op on <"$C/victim"
+	victim_round attack "$r"; read -r am ap an <"$C/victim"
 	rounds="$rounds [$om/$op vs $am/$ap ms]"
-	# within 2x, with a floor: sub-millisecond medians swing more than that on a shared host
+	# within 2x, with floors: medians under 0.5 ms and p99s under 10 ms swing more than that on a shared host
 	ok=$(python3 -c 'import sys; om, op, am, ap = map(float, sys.argv[1:])
-print("yes" if am <= 2 * max(om, 0.5) and ap <= 2 * max(op, 5) else "no")' "${om:-0}" "${op:-0}" "${am:-9e9}" "${ap:-9e9}")
+print("yes" if am <= 2 * max(om, 0.5) and ap <= 2 * max(op, 10) else "no")' "${om:-0}" "${op:-0}" "${am:-9e9}" "${ap:-9e9}")
 	ratios+=("$ok")
 done
 good=$(printf '%s\n' "${ratios[@]}" | grep -c yes)
@@ -318,7 +331,7 @@ read -r peak_rss peak_fds peak_w < <(sort -n "$C/peaks" | tail -1)
 peak_fds=$(sort -n -k2 "$C/peaks" | tail -1 | cut -d' ' -f2)
 peak_w=$(sort -n -k3 "$C/peaks" | tail -1 | cut -d' ' -f3)
 check "a victim's median/p99 latency under attack stays within 2x of ordinary use (ordinary vs attack:$rounds; $good of 3 rounds)" \
-	test "$good" -ge 2
+	test "$good" = 3
 check "... the daemon grew $(( (peak_rss - base_rss) / 1024 )) MiB (at most 64), $((peak_fds - base_fds)) descriptors (at most 64), $peak_w watches (at most 4)" \
 	test "$((peak_rss - base_rss))" -le 65536 -a "$((peak_fds - base_fds))" -le 64 -a "$peak_w" -le 4
 check "... and it is alive and serving afterwards" bash -c "[ \"\$(cat '$C/mp9/img5/bin/tool')\" = tool ]"

@@ -16,7 +16,7 @@ Runs as UID (root may drop to any) for S seconds, then exits 0.  Modes:
   hold      every image's root directory opened and held
   writer    a directory writer: new images copied into DIR, images there
             touched, renamed over and removed (IMAGE is what is copied)
-  slow      reads of a file in MP/slow/inner, an image whose file hangs
+  slow      reads of a file in MP/slow/IMAGE, an image whose file hangs
 """
 import argparse
 import errno
@@ -121,7 +121,7 @@ def main():
             if i % 7 == 0:
                 quiet(lambda: os.unlink(f"{a.dir}/new-{(i * 3) % 50}.sqfs"))
         elif a.mode == "slow":
-            quiet(lambda: read_ctl(f"{mp}/slow/inner/data"))
+            quiet(lambda: read_ctl(f"{mp}/slow/{a.image}/data"))
         else:
             raise SystemExit(f"unknown mode {a.mode}")
     if a.mode == "victim":

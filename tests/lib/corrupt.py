@@ -3,6 +3,8 @@
 
     corrupt.py --quash BIN --work DIR [--seed N] [--per-region N]
                [--stat PATH]... [--cat PATH]... IMAGE...
+    corrupt.py write DIR SEED PER-REGION [--only LABEL,...] IMAGE...
+    corrupt.py patch IMAGE rename OLD NEW | patch IMAGE point NAME
 
 For every IMAGE it writes variants into DIR: truncations (at fixed points,
 at and around every table start, and at random points), and overwrites of
@@ -24,6 +26,15 @@ tools with it and the rest without; every tool's error paths are still
 leak-checked on about a hundred variants per run.
 
 Prints a TAP line per image and tool, with the first failures.
+
+`write` only writes the same variants (DIR/BASE/vNNN.sqfs, seeded as the
+run above seeds them) and DIR/BASE/labels.txt ("vNNN.sqfs<TAB>label"), for
+a test that serves them some other way (t-mount-catalog-hostile.sh);
+--only keeps those whose label starts with one of the LABELs ("inode
+table", "truncate", ...), numbered as in the whole set.
+`patch` overwrites one directory entry of an image made with -noI (its
+tables stored uncompressed): its name (same length), or the inode it points
+at, made the root directory's (a directory loop).
 """
 import argparse
 import os
@@ -97,6 +108,55 @@ def variants(img, rnd, per_region):
             else:
                 b[i] ^= 1 << rnd.randrange(8) if k % 3 == 0 else rnd.randrange(1, 256)
             yield "%s byte %d" % (name, i), bytes(b)
+
+
+def write_variants(src, out, seed, per_region, only=None):
+    """Write src's variants, as main() makes them, to out/BASE/; returns how many were written."""
+    base = os.path.basename(src).rsplit(".", 1)[0]
+    rnd = random.Random("%d:%s" % (seed, base))
+    d = os.path.join(out, base)
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    with open(src, "rb") as f:
+        img = f.read()
+    written = 0
+    with open(os.path.join(d, "labels.txt"), "w") as labels:
+        for n, (label, data) in enumerate(variants(img, rnd, per_region)):
+            if only and not label.startswith(tuple(only)):
+                continue
+            with open(os.path.join(d, "v%03d.sqfs" % n), "wb") as f:
+                f.write(data)
+            labels.write("v%03d.sqfs\t%s\n" % (n, label))
+            written += 1
+    return written
+
+
+def patch_entry(path, how, name, new=None):
+    """One directory entry of a -noI image: renamed to new (same length), or ("point") made the root."""
+    with open(path, "rb") as f:
+        img = bytearray(f.read())
+    sb = SUPER.unpack_from(img)
+    root_ref, dir_start = sb[11], sb[16]
+    a = name.encode()
+    pos = img.find(a, dir_start)
+    if pos < 0 or img.find(a, pos + 1) >= 0:
+        raise SystemExit("corrupt.py patch: %r must be in the directory table once" % name)
+    if how == "rename":
+        b = new.encode()
+        if len(b) != len(a):
+            raise SystemExit("corrupt.py patch: the new name must be as long as the old")
+        img[pos:pos + len(a)] = b
+    elif how == "point":
+        # The entry before the name: offset u16, inode_offset s16, type u16, size u16.
+        # Small images keep every inode in metadata block 0: the offset alone
+        # makes the entry point at the root directory's inode.
+        if root_ref >> 16 != 0:
+            raise SystemExit("corrupt.py patch: the root inode is not in the first metadata block")
+        struct.pack_into("<H", img, pos - 8, root_ref & 0xffff)
+    else:
+        raise SystemExit("corrupt.py patch: rename or point, not %r" % how)
+    with open(path, "wb") as f:
+        f.write(img)
 
 
 def check_stderr(text, image):
@@ -194,4 +254,14 @@ def main():
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["write"] and len(sys.argv) >= 6:
+        srcs, only = sys.argv[5:], None
+        if srcs[0] == "--only" and len(srcs) >= 3:
+            srcs, only = srcs[2:], srcs[1].split(",")
+        for src in srcs:
+            print(write_variants(src, sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), only))
+        sys.exit(0)
+    if sys.argv[1:2] == ["patch"] and len(sys.argv) in (5, 6):
+        patch_entry(*sys.argv[2:])
+        sys.exit(0)
     sys.exit(main())
