@@ -137,7 +137,7 @@ static int list_main(int argc, char **argv)
 #define CATALOG_STATUS_FILE ".quash-catalog"
 #define CATALOG_REFRESH_FILE ".quash-refresh"
 #define CATALOG_STATUS_MAX (256u << 20)     /* 1,000,000 images of 256 bytes */
-#define CATALOG_COLUMNS 9
+#define CATALOG_COLUMNS 10
 #define CATALOG_REFRESH_POLL_MS 20          /* between looks at a refresh the daemon is doing */
 #define CATALOG_REFRESH_WAIT_S 600          /* a listing not done by then is reported, not waited for */
 
@@ -227,10 +227,10 @@ static void status_row(char *line, size_t *width, bool print)
 
 /*
  * --json: one object per image, the columns by name, numbers as numbers
- * (idle_s -1 and etag "-" become null).
+ * (idle_s -1, etag and error "-" become null).
  */
 static const char *const status_columns[CATALOG_COLUMNS] = {
-	"name", "state", "version", "size", "open_files", "reads", "bytes_read", "idle_s", "etag",
+	"name", "state", "version", "size", "open_files", "reads", "bytes_read", "idle_s", "etag", "error",
 };
 
 /* A number of the status as JSON has them: an optional '-' and digits, no leading zero. */
@@ -263,7 +263,7 @@ static void print_status_json(const char *text)
 			if (tab)
 				*tab = '\0';
 			printf("%s\"%s\": ", col ? ", " : "", status_columns[col]);
-			if ((col == 7 && strcmp(f, "-1") == 0) || (col == 8 && strcmp(f, "-") == 0))
+			if ((col == 7 && strcmp(f, "-1") == 0) || (col >= 8 && strcmp(f, "-") == 0))
 				printf("null");
 			else if (col >= 2 && col <= 7)
 				printf("%s", json_integer(f) ? f : "null");
@@ -398,13 +398,14 @@ static const struct cli_command cmd_catalog_ls = {
 	.usage = "quash catalog ls [--json] MOUNTPOINT...",
 	.summary = "the images of a catalog mount: open or not, version, reads, idle time",
 	.help =
-		"Columns: name, state (open, closed, failed), version (a new one each time the\n"
-		"image is replaced), size, files open, reads and bytes read from the source,\n"
-		"seconds since last use (-1: never opened), ETag.  The first lines give the\n"
-		"totals: images, open ones, old versions still open for their readers, the\n"
-		"shared block cache.  Control characters and backslashes in names and ETags\n"
-		"print as \\xHH (\\t, \\n), so that no name can move the terminal's cursor or\n"
-		"forge a row.\n"
+		"Columns: name, state (open, closed, failed), version (1, then one more each\n"
+		"time the image is replaced), size, files open, reads and bytes read from\n"
+		"the source, seconds since last use (-1: never opened), ETag, and why a\n"
+		"failed image could not be opened.  The first lines give the totals: images,\n"
+		"open ones, old versions still open for their readers, the shared block\n"
+		"cache.  Control characters and backslashes in names, ETags and errors print\n"
+		"as \\xHH (\\t, \\n), so that no name can move the terminal's cursor or forge\n"
+		"a row.\n"
 		"\n"
 		"Options:\n"
 		"  -j, --json            the images as a JSON array of objects, one per image\n"

@@ -67,10 +67,12 @@ struct qc_node {                    /* a name in the catalog: a directory or an 
 	struct qc_node **kids;      /* directories: sorted by name */
 	uint32_t nkids, kids_cap;
 	struct qc_image *cur;       /* images: the version new lookups get */
+	uint32_t versions;          /* images: versions the name has had */
 };
 
 struct qc_image {                   /* one version of one image: a slot */
 	uint32_t slot;
+	uint32_t version;           /* the name's 1st, 2nd, ... version: what `quash catalog ls` shows */
 	uint64_t serial;            /* unique over the mount's life: a reused slot's new version differs */
 	struct qm_catalog *cat;
 	char *key;                  /* as listed: the path below the source */
@@ -93,6 +95,7 @@ struct qc_image {                   /* one version of one image: a slot */
 	bool gone;                  /* closed for good: its bytes cannot be found again */
 	struct qc_image *lru_prev, *lru_next;   /* on c's list of open images, most recently opened first */
 	int error;                  /* of the last failed open */
+	char *reason;               /* its message, for `quash catalog ls` */
 	int64_t failed_at;
 	bool logged;                /* its failure has had its one line */
 	uint64_t open_total;        /* times opened */
@@ -330,6 +333,7 @@ static void image_free(struct qc_image *im)
 	pthread_mutex_destroy(&im->lock);
 	pthread_cond_destroy(&im->opened);
 	free(im->key);
+	free(im->reason);
 	free(im->display);
 	free(im->etag);
 	free(im);
@@ -804,6 +808,8 @@ static int pin_open(struct qm_catalog *c, struct qc_image *im, int64_t now)
 	unreserve_open(c);
 	if (!im->logged || err == -ESTALE)
 		qm_log(c->fs, "%s: %s", display_of(im), qs_last_error());
+	free(im->reason);
+	im->reason = strdup(qs_last_error());
 	im->logged = true;
 	im->failed_at = now;
 	atomic_fetch_add(&c->epoch, 1);
@@ -1297,6 +1303,7 @@ static int merge_item(struct qm_catalog *c, const struct item *x)
 		}
 		c->nimages++;
 	}
+	im->version = ++n->versions;
 	n->cur = im;
 	n->seen = true;
 	queue_notice(c, dir, comp);
@@ -1887,10 +1894,12 @@ static void status_node(struct text *t, const struct qc_node *n, char *path, siz
 			pthread_mutex_lock(&im->lock);
 			state = im->view.img ? "open" : im->error ? "failed" : "closed";
 			tescape(t, path);
-			tprintf(t, "\t%s\t%u\t%" PRIu64 "\t%d\t%" PRIu64 "\t%" PRIu64 "\t%" PRId64 "\t", state, im->slot,
-				im->size, atomic_load(&im->opens), atomic_load(&im->reads), atomic_load(&im->bytes_read),
-				im->open_total ? now - im->last_used : -1);
+			tprintf(t, "\t%s\t%u\t%" PRIu64 "\t%d\t%" PRIu64 "\t%" PRIu64 "\t%" PRId64 "\t", state,
+				im->version, im->size, atomic_load(&im->opens), atomic_load(&im->reads),
+				atomic_load(&im->bytes_read), im->open_total ? now - im->last_used : -1);
 			tescape(t, im->etag ? im->etag : "-");
+			tprintf(t, "\t");
+			tescape(t, im->error && im->reason ? im->reason : "-");
 			tprintf(t, "\n");
 			pthread_mutex_unlock(&im->lock);
 		}
@@ -1934,7 +1943,7 @@ char *qc_status(struct qm_catalog *c, size_t *len)
 		" bytes read from sources\n", cs.bytes, cs.limit, cs.hits, cs.misses, cs.drops,
 		__atomic_load_n(&c->remote_memory.used, __ATOMIC_RELAXED),
 		c->remote_memory.limit, atomic_load(&c->bytes_read));
-	tprintf(&t, "# name\tstate\tversion\tsize\topen_files\treads\tbytes_read\tidle_s\tetag\n");
+	tprintf(&t, "# name\tstate\tversion\tsize\topen_files\treads\tbytes_read\tidle_s\tetag\terror\n");
 	status_node(&t, &c->root, path, 0, now);
 	pthread_rwlock_unlock(&c->lock);
 	if (t.failed) {

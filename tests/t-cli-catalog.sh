@@ -19,14 +19,14 @@ import sys
 open(sys.argv[1], "wb").write(
     b"# catalog /srv/\x1b[2Jcat: 7 images, 1 open (0 old versions), listed 3 s ago; last listing failed: \x07\x7f\n"
     b"# block cache 0 of 1048576 bytes, 0 hits, 0 misses\n"
-    b"# name\tstate\tversion\tsize\topen_files\treads\tbytes_read\tidle_s\tetag\n"
+    b"# name\tstate\tversion\tsize\topen_files\treads\tbytes_read\tidle_s\tetag\terror\n"
     b"evil\x1b]0;owned\x07\tclosed\t1\t100\t0\t0\t0\t-1\t-\n"
     b"car\rriage\topen\t2\t200\t1\t5\t4096\t3\tab\x1bcd\n"
     b"back\\slash\\x1b\tclosed\t3\t300\t0\t0\t0\t-1\t-\n"
-    b"del\x7f\"quote\"\tfailed\t007\t-\t1-2\t99999999999999999999\t-0\t--1\tx\x0b\n"
+    b"del\x7f\"quote\"\tfailed\t007\t-\t1-2\t99999999999999999999\t-0\t--1\tx\x0b\tbad \x1b[31mmagic\n"
     b"caf\xc3\xa9 \xff\tclosed\t4\t1\t0\t0\t0\t-1\t-\n"
     b"short\tclosed\n"
-    b"\x1b[1A\x1b[2Kforged\tclosed\t5\t1\t0\t0\t0\t-1\t-\textra\tfields\n")
+    b"\x1b[1A\x1b[2Kforged\tclosed\t5\t1\t0\t0\t0\t-1\t-\t-\textra\tfields\n")
 PY
 "$QUASH_ASAN" catalog ls "$W/mp" >"$W/table" 2>"$W/err"; st=$?
 "$QUASH_ASAN" catalog ls --json "$W/mp" >"$W/json" 2>>"$W/err"; jst=$?
@@ -61,8 +61,8 @@ for line in status.split(b"\n"):
         rows.append(esc(line))
         continue
     fields = (line[2:] if line.startswith(b"#") else line).split(b"\t")
-    rows.append([(esc(f), i < len(fields) - 1) for i, f in enumerate(fields[:9])])
-width = [0] * 9
+    rows.append([(esc(f), i < len(fields) - 1) for i, f in enumerate(fields[:10])])
+width = [0] * 10
 for r in rows:
     for i, (f, _) in enumerate(r if isinstance(r, list) else []):
         width[i] = max(width[i], len(f))
@@ -80,15 +80,15 @@ check "catalog ls --json: valid JSON, the names exact, malformed numbers null" p
 import json, re, sys
 status = open(sys.argv[1], "rb").read()
 got = json.load(open(sys.argv[2]))
-cols = ["name", "state", "version", "size", "open_files", "reads", "bytes_read", "idle_s", "etag"]
+cols = ["name", "state", "version", "size", "open_files", "reads", "bytes_read", "idle_s", "etag", "error"]
 want = []
 for line in status.split(b"\n"):
     if not line or line.startswith(b"#"):
         continue
     row = {}
-    for i, f in enumerate(line.split(b"\t")[:9]):
+    for i, f in enumerate(line.split(b"\t")[:10]):
         s = f.decode("utf-8", "surrogateescape")
-        if (i == 7 and s == "-1") or (i == 8 and s == "-"):
+        if (i == 7 and s == "-1") or (i >= 8 and s == "-"):
             row[cols[i]] = None
         elif 2 <= i <= 7:
             row[cols[i]] = int(s) if re.fullmatch(r"-?(0|[1-9][0-9]*)", s) else None

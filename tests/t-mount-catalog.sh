@@ -172,6 +172,9 @@ err=$(ls "$C/mp/corrupt" 2>&1)
 check "a corrupt image's directory gives EIO ($err)" grep -q "Input/output error" <<<"$err"
 ls "$C/mp/corrupt/x" >/dev/null 2>&1
 check "... with one line in the log" [ "$(grep -c 'corrupt.sqfs' "$C/daemon.log")" = 1 ]
+why=$(status | awk -F'\t' '$1 == "corrupt" { print $2 ": " $10 }')
+says_why() { [ "${why%%: *}" = failed ] && [ -n "${why#*: }" ] && [ "${why#*: }" != - ]; }
+check "... and catalog ls says why ($why)" says_why
 check "... and the other images keep working" [ "$(cat "$C/mp/img3/bin/tool")" = "tool 3" ]
 check "the control file is not listed" bash -c "! ls -a '$C/mp' | grep -q quash"
 
