@@ -176,6 +176,18 @@ why=$(status | awk -F'\t' '$1 == "corrupt" { print $2 ": " $10 }')
 says_why() { [ "${why%%: *}" = failed ] && [ -n "${why#*: }" ] && [ "${why#*: }" != - ]; }
 check "... and catalog ls says why ($why)" says_why
 check "... and the other images keep working" [ "$(cat "$C/mp/img3/bin/tool")" = "tool 3" ]
+
+# Name clashes: a directory wins over an image of its name, and the first
+# key listed over another of the same name; each loser is named.
+cp "$C/cat/img4.sqfs" "$C/cat/tools.sqfs"
+cp "$C/cat/img5.sqfs" "$C/cat/img6.img"
+shadowed() { status | grep -c '^# no name of its own: '; }
+check "an image named like a directory is listed as having no name of its own" \
+	eventually bash -c "$(declare -f status shadowed); C='$C'; [ \$(shadowed) = 2 ]"
+check "... the directory stays ($(ls "$C/mp/tools" | tr '\n' ' '))" [ "$(ls "$C/mp/tools")" = gcc ]
+check "... the first of two keys of one name keeps it" [ "$(cat "$C/mp/img6/bin/tool")" = "tool 6" ]
+check "... and the log says so once" [ "$(grep -c 'have no name of their own' "$C/daemon.log")" = 1 ]
+rm "$C/cat/tools.sqfs" "$C/cat/img6.img"
 check "the control file is not listed" bash -c "! ls -a '$C/mp' | grep -q quash"
 
 # The control file's reader closes the moment its read returns, so the
