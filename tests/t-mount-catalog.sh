@@ -216,6 +216,22 @@ out=$("$QUASH" mount --catalog -o subdir=x "$C/cat" "$C/mp" 2>&1)
 check "subdir= with --catalog is refused ($out)" grep -q "not a catalog" <<<"$out"
 check "nothing left mounted" not_mounted "$C/mp"
 
+# -o log=FILE: a daemon's messages where a host without syslog still has them.
+mkdir -p "$C/logcat"
+{ printf 'hsqs'; head -c 50000 /dev/urandom; } >"$C/logcat/junk.sqfs"
+"$QUASH" mount --catalog -o log="$C/quash.log" "$C/logcat" "$C/mp"
+ls "$C/mp/junk" >/dev/null 2>&1
+fusermount3 -u "$C/mp"
+check "-o log=FILE: a daemon's failure is a time-stamped line there" \
+	grep -qE '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8} quash\[[0-9]+\] error: .*junk\.sqfs' "$C/quash.log"
+ln -sf "$C/quash.log" "$C/log-link"
+out=$("$QUASH" mount --catalog -o log="$C/log-link" "$C/logcat" "$C/mp" 2>&1)
+check "-o log= a symlink is refused in one line ($out)" \
+	bash -c '[ "$(wc -l <<<"$1")" = 1 ] && grep -q "a symlink" <<<"$1" && ! mountpoint -q "$2"' _ "$out" "$C/mp"
+out=$("$QUASH" mount --catalog -o log="$C" "$C/logcat" "$C/mp" 2>&1)
+check "-o log= a directory is refused in one line ($out)" \
+	bash -c '[ "$(wc -l <<<"$1")" = 1 ] && grep -q "log=" <<<"$1" && ! mountpoint -q "$2"' _ "$out" "$C/mp"
+
 # 10,000 entries before any is opened: the daemon's memory (release build).
 mkdir -p "$C/big"
 python3 - "$C/cat/img1.sqfs" "$C/big" <<'PY'
