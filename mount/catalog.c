@@ -51,6 +51,7 @@
 #include "squashfs_fs.h"
 
 #define QC_KEY_MAX 1024             /* bytes of a key (a path below the catalog) */
+#define QC_SHADOWED_SHOWN 8         /* keys without a name the status text names */
 #define QC_TICK_MS 1000             /* the watcher's clock: idle checks, refreshes */
 #define QC_SETTLE_MS 100            /* inotify events are gathered this long before a listing */
 #define QC_NOTIFY_MAX 65536         /* invalidations queued for the watcher; more: a full flush */
@@ -134,6 +135,8 @@ struct qm_catalog {
 	size_t freed_head, freed_n, freed_cap;
 	uint64_t next_serial;
 	size_t slots_short;         /* changed images the last listing left at their old version */
+	size_t nshadowed;           /* listed keys without a name of their own (under c->lock) */
+	char shadowed[QC_SHADOWED_SHOWN][QC_KEY_MAX + 48];
 
 	pthread_mutex_t open_lock;  /* the list of open images */
 	struct qc_image *lru_head, *lru_tail;
@@ -1203,8 +1206,34 @@ static void supersede(struct qm_catalog *c, struct qc_image *im)
 	atomic_fetch_add(&c->epoch, 1);
 }
 
-/* The catalog directory a key's directories name, made as needed; NULL: shadowed, too deep or no memory. */
-static struct qc_node *key_dir(struct qm_catalog *c, char *key, char **last, int *err)
+static int cmp_item(const void *a, const void *b)
+{
+	return strcmp(((const struct item *)a)->key, ((const struct item *)b)->key);
+}
+
+/* Is 'key' in the listing (sorted by key)? */
+static bool listed(const struct items *all, const char *key)
+{
+	struct item probe = { .key = (char *)key };
+
+	return all && bsearch(&probe, all->v, all->n, sizeof(*all->v), cmp_item) != NULL;
+}
+
+/*
+ * A listed key that gets no name: the same name is a directory, or another
+ * key listed first (a.sqfs and a.img).  The first QC_SHADOWED_SHOWN are
+ * kept for the status text; all are counted, and logged once the count
+ * changes.
+ */
+static void shadow(struct qm_catalog *c, const char *key, const char *by)
+{
+	if (c->nshadowed < QC_SHADOWED_SHOWN)
+		snprintf(c->shadowed[c->nshadowed], sizeof(c->shadowed[0]), "%s (by %s)", key, by);
+	c->nshadowed++;
+}
+
+/* The catalog directory a key's directories name, made as needed; NULL: too deep or no memory. */
+static struct qc_node *key_dir(struct qm_catalog *c, char *key, char **last, int *err, const struct items *all)
 {
 	char *comp, *next, *save = NULL;
 	struct qc_node *dir = &c->root, *n;
@@ -1218,8 +1247,15 @@ static struct qc_node *key_dir(struct qm_catalog *c, char *key, char **last, int
 		if (++depth > QC_DEPTH_MAX || strcmp(comp, ".") == 0 || strcmp(comp, "..") == 0)
 			return NULL;
 		n = find_kid(dir, comp);
-		if (n && !n->is_dir)
-			return NULL;    /* an image has this name already; the key is shadowed */
+		if (n && !n->is_dir) {
+			/* a directory wins over an image of its name, whichever the listing gave first */
+			if (listed(all, n->cur->key))
+				shadow(c, n->cur->key, "a directory of the same name");
+			supersede(c, n->cur);
+			c->nimages--;
+			remove_kid(c, n);
+			n = NULL;
+		}
 		if (!n) {
 			n = add_kid(c, dir, comp, true);
 			if (!n) {
@@ -1255,7 +1291,7 @@ static void update_access(struct qm_catalog *c, struct qc_node *dir, struct qc_n
  * is free for a changed image, it keeps its old version (counted in
  * c->slots_short) and the rest of the listing still merges.
  */
-static int merge_item(struct qm_catalog *c, const struct item *x)
+static int merge_item(struct qm_catalog *c, const struct item *x, const struct items *all)
 {
 	char key[QC_KEY_MAX + 1], *comp = NULL;
 	struct qc_node *dir, *n;
@@ -1263,15 +1299,18 @@ static int merge_item(struct qm_catalog *c, const struct item *x)
 	int err;
 
 	snprintf(key, sizeof(key), "%s", x->key);
-	dir = key_dir(c, key, &comp, &err);
+	dir = key_dir(c, key, &comp, &err, all);
 	if (!dir)
 		return err;
 	strip_ext(comp);
 	if (!image_name_ok(comp))
 		return 0;
 	n = find_kid(dir, comp);
-	if (n && (n->is_dir || n->seen))
-		return 0;               /* a directory, or another key of the same name listed first */
+	/* of two keys of one name, the one that has it keeps it; else the first in key order */
+	if (n && (n->is_dir || n->seen || (strcmp(n->cur->key, x->key) != 0 && listed(all, n->cur->key)))) {
+		shadow(c, x->key, n->is_dir ? "a directory of the same name" : "another image of the same name");
+		return 0;
+	}
 	if (n && same_identity(n->cur, x)) {
 		n->seen = true;
 		update_access(c, dir, n, x);
@@ -1353,14 +1392,20 @@ static int merge(struct qm_catalog *c, struct items *items)
 {
 	int err = 0;
 
+	size_t shadowed_before = c->nshadowed;
+
 	c->slots_short = 0;
 	pthread_rwlock_wrlock(&c->lock);
+	c->nshadowed = 0;
 	clear_seen(&c->root);
 	for (size_t i = 0; !err && i < items->n; i++)
-		err = merge_item(c, &items->v[i]);
+		err = merge_item(c, &items->v[i], items);
 	if (!err)
 		drop_unseen(c, &c->root);
 	pthread_rwlock_unlock(&c->lock);
+	if (c->nshadowed && c->nshadowed != shadowed_before)
+		qm_log(c->fs, "catalog: %s: %zu images have no name of their own, first %s; a directory wins over "
+		       "an image, and the first key listed over the next", c->fs->name, c->nshadowed, c->shadowed[0]);
 	if (c->slots_short)
 		qm_log(c->fs, "catalog: %s: %zu changed images keep their old version: all %u version slots are "
 		       "held by files open or names the kernel still caches", c->fs->name, c->slots_short,
@@ -1397,6 +1442,7 @@ static int refresh(struct qm_catalog *c)
 		qm_log(c->fs, "catalog: more than %u images; the rest are left out", QC_ENTRIES_MAX);
 	hash = XXH3_64bits_digest(items.hash);
 	if (hash != atomic_load(&c->last_hash) || c->slots_short) {
+		qsort(items.v, items.n, sizeof(*items.v), cmp_item);     /* names do not hang on listing order */
 		atomic_store(&c->last_hash, hash);      /* before the merge: a probe during it clears it */
 		err = merge(c, &items);
 		if (err)
@@ -1736,7 +1782,7 @@ static int probe_local(struct qm_catalog *c, fuse_ino_t parent, const char *name
 	 * file's inotify event lists once more.
 	 */
 	pthread_rwlock_wrlock(&c->lock);
-	err = dir_of(c, parent) ? merge_item(c, &items.v[0]) : -ENOENT;
+	err = dir_of(c, parent) ? merge_item(c, &items.v[0], NULL) : -ENOENT;
 	pthread_rwlock_unlock(&c->lock);
 	atomic_store(&c->last_hash, 0);         /* the next listing merges whatever it finds */
 out:
@@ -1943,6 +1989,13 @@ char *qc_status(struct qm_catalog *c, size_t *len)
 		" bytes read from sources\n", cs.bytes, cs.limit, cs.hits, cs.misses, cs.drops,
 		__atomic_load_n(&c->remote_memory.used, __ATOMIC_RELAXED),
 		c->remote_memory.limit, atomic_load(&c->bytes_read));
+	for (size_t i = 0; i < c->nshadowed && i < QC_SHADOWED_SHOWN; i++) {
+		tprintf(&t, "# no name of its own: ");
+		tescape(&t, c->shadowed[i]);
+		tprintf(&t, "\n");
+	}
+	if (c->nshadowed > QC_SHADOWED_SHOWN)
+		tprintf(&t, "# no name of their own: %zu more\n", c->nshadowed - QC_SHADOWED_SHOWN);
 	tprintf(&t, "# name\tstate\tversion\tsize\topen_files\treads\tbytes_read\tidle_s\tetag\terror\n");
 	status_node(&t, &c->root, path, 0, now);
 	pthread_rwlock_unlock(&c->lock);

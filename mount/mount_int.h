@@ -60,6 +60,7 @@ struct qm_options {
 	const char *progname;       /* "quash" or "squashfuse_ll": syslog's name for the daemon */
 	const char *msgname;        /* what messages start with: "quash: mount" or "squashfuse_ll" */
 	const char *fsname;         /* -o fsname=: the mount table's source (else the image, secrets hidden) */
+	const char *log_file;       /* -o log=: the daemon's messages go here, not to syslog */
 	bool readahead_given;       /* -o readahead= was given, not defaulted */
 	unsigned max_read;          /* -o max_read=: 0 for the kernel's */
 	const char *image;          /* or with catalog, the catalog's SOURCE */
@@ -170,6 +171,7 @@ struct qm_fs {
 
 	atomic_int log_count;
 	bool use_syslog;            /* daemonized: stderr is gone */
+	int log_fd;                 /* -o log=FILE, or -1 */
 	atomic_bool unmounting;
 	char mountpoint[4096];      /* absolute */
 	/* transport (uring.c): INIT as the kernel sent it, the queues, what was served */

@@ -145,13 +145,43 @@ static int open_image(const struct qm_options *opt, struct qm_fs *fs)
 	return 0;
 }
 
-/* From here on the daemon talks to syslog; its terminal may be gone. */
+/*
+ * -o log=FILE: appended to, created 0640 if need be, never through a
+ * symlink, and only a regular file (a host without /dev/log loses syslog's
+ * lines; this keeps them).  0, or -errno said in one line.
+ */
+static int open_log(const struct qm_options *opt, struct qm_fs *fs)
+{
+	struct stat st;
+
+	fs->log_fd = -1;
+	if (!opt->log_file)
+		return 0;
+	fs->log_fd = open(opt->log_file, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK |
+			  O_CLOEXEC, 0640);
+	if (fs->log_fd < 0 || fstat(fs->log_fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		int err = fs->log_fd < 0 ? errno : EINVAL;
+
+		fprintf(stderr, "%s: -o log=%s: %s\n", opt->msgname, opt->log_file,
+			err == ELOOP ? "a symlink; give the file itself" : err == EINVAL ? "not a regular file" :
+			strerror(err));
+		if (fs->log_fd >= 0)
+			close(fs->log_fd);
+		fs->log_fd = -1;
+		return -err;
+	}
+	return 0;
+}
+
+/* From here on the daemon talks to syslog, or -o log='s file; its terminal may be gone. */
 static void detach_stdio(struct qm_fs *fs)
 {
 	int null = open("/dev/null", O_RDWR);
 
-	openlog(fs->opt->progname, LOG_PID, LOG_DAEMON);
-	fs->use_syslog = true;
+	if (fs->log_fd < 0) {
+		openlog(fs->opt->progname, LOG_PID, LOG_DAEMON);
+		fs->use_syslog = true;
+	}
 	if (null >= 0) {
 		dup2(null, STDIN_FILENO);
 		dup2(null, STDOUT_FILENO);
@@ -193,7 +223,9 @@ static int serve(const struct qm_options *opt, int ready_fd)
 	}
 	pthread_mutex_init(&fs->ready_lock, NULL);
 	pthread_cond_init(&fs->ready_cond, NULL);
-	err = check_fuse_access(opt);
+	err = open_log(opt, fs);
+	if (!err)
+		err = check_fuse_access(opt);
 	if (!err)
 		err = check_mountpoint(opt, fs);
 	if (!err)
@@ -210,6 +242,8 @@ static int serve(const struct qm_options *opt, int ready_fd)
 		qs_image_close(fs->view.img);
 	pthread_mutex_destroy(&fs->ready_lock);
 	pthread_cond_destroy(&fs->ready_cond);
+	if (fs->log_fd >= 0)
+		close(fs->log_fd);
 	free(fs->name);
 	free(fs);
 	return err;

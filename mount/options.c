@@ -199,6 +199,10 @@ static int parse_one(struct qm_options *opt, char *o)
 		if (!*value)
 			return bad_value(opt, o, value);
 		opt->fsname = value;
+	} else if (strcmp(o, "log") == 0) {
+		if (!*value)
+			return bad_value(opt, o, value);
+		opt->log_file = value;
 	} else if (strcmp(o, "subdir") == 0) {
 		opt->subdir = value;
 	} else if (strcmp(o, "notify_pipe") == 0) {
@@ -416,6 +420,7 @@ void qm_usage(const struct qm_options *opt)
 		"                           (default: IMAGE.profile, or URL.profile, if there is one)\n"
 		"    -o noprefetch          do not look for IMAGE.profile\n"
 		"    -o fsname=NAME         the mount table's source (default: the image, secrets hidden)\n"
+		"    -o log=FILE            the daemon's messages, time-stamped, to FILE (default: syslog)\n"
 		"    -o max_read=N          largest read the kernel sends (a kernel mount option)\n"
 		"    -o default_permissions accepted; always on (the kernel checks the image's modes)\n"
 		"    -o allow_other,allow_root,dev,suid,exec,...  kernel mount flags (allow_other and\n"

@@ -176,6 +176,18 @@ why=$(status | awk -F'\t' '$1 == "corrupt" { print $2 ": " $10 }')
 says_why() { [ "${why%%: *}" = failed ] && [ -n "${why#*: }" ] && [ "${why#*: }" != - ]; }
 check "... and catalog ls says why ($why)" says_why
 check "... and the other images keep working" [ "$(cat "$C/mp/img3/bin/tool")" = "tool 3" ]
+
+# Name clashes: a directory wins over an image of its name, and the first
+# key listed over another of the same name; each loser is named.
+cp "$C/cat/img4.sqfs" "$C/cat/tools.sqfs"
+cp "$C/cat/img5.sqfs" "$C/cat/img6.img"
+shadowed() { status | grep -c '^# no name of its own: '; }
+check "an image named like a directory is listed as having no name of its own" \
+	eventually bash -c "$(declare -f status shadowed); C='$C'; [ \$(shadowed) = 2 ]"
+check "... the directory stays ($(ls "$C/mp/tools" | tr '\n' ' '))" [ "$(ls "$C/mp/tools")" = gcc ]
+check "... the first of two keys of one name keeps it" [ "$(cat "$C/mp/img6/bin/tool")" = "tool 6" ]
+check "... and the log says so once" [ "$(grep -c 'have no name of their own' "$C/daemon.log")" = 1 ]
+rm "$C/cat/tools.sqfs" "$C/cat/img6.img"
 check "the control file is not listed" bash -c "! ls -a '$C/mp' | grep -q quash"
 
 # The control file's reader closes the moment its read returns, so the
@@ -203,6 +215,22 @@ check "idle= without --catalog is refused ($out)" grep -q "is for a catalog" <<<
 out=$("$QUASH" mount --catalog -o subdir=x "$C/cat" "$C/mp" 2>&1)
 check "subdir= with --catalog is refused ($out)" grep -q "not a catalog" <<<"$out"
 check "nothing left mounted" not_mounted "$C/mp"
+
+# -o log=FILE: a daemon's messages where a host without syslog still has them.
+mkdir -p "$C/logcat"
+{ printf 'hsqs'; head -c 50000 /dev/urandom; } >"$C/logcat/junk.sqfs"
+"$QUASH" mount --catalog -o log="$C/quash.log" "$C/logcat" "$C/mp"
+ls "$C/mp/junk" >/dev/null 2>&1
+fusermount3 -u "$C/mp"
+check "-o log=FILE: a daemon's failure is a time-stamped line there" \
+	grep -qE '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8} quash\[[0-9]+\] error: .*junk\.sqfs' "$C/quash.log"
+ln -sf "$C/quash.log" "$C/log-link"
+out=$("$QUASH" mount --catalog -o log="$C/log-link" "$C/logcat" "$C/mp" 2>&1)
+check "-o log= a symlink is refused in one line ($out)" \
+	bash -c '[ "$(wc -l <<<"$1")" = 1 ] && grep -q "a symlink" <<<"$1" && ! mountpoint -q "$2"' _ "$out" "$C/mp"
+out=$("$QUASH" mount --catalog -o log="$C" "$C/logcat" "$C/mp" 2>&1)
+check "-o log= a directory is refused in one line ($out)" \
+	bash -c '[ "$(wc -l <<<"$1")" = 1 ] && grep -q "log=" <<<"$1" && ! mountpoint -q "$2"' _ "$out" "$C/mp"
 
 # 10,000 entries before any is opened: the daemon's memory (release build).
 mkdir -p "$C/big"
