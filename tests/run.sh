@@ -73,6 +73,20 @@ if py=$(python3 -c 'import sys; print(sys.executable)' 2>/dev/null) && [ -x "$py
 	done
 	export PATH=$QUASH_WORK/bin:$PATH
 fi
+# The peers the tests compare against are Debian's own tools, never quash
+# posing as one (make install DROPIN=1 puts mksquashfs, squashfuse and
+# squashfuse_ll links before them on PATH): each goes first on PATH from
+# /usr/bin, and one that is quash stops the run.
+peers=$QUASH_WORK/peers
+rm -rf "$peers" && mkdir -p "$peers"
+for t in mksquashfs unsquashfs sqfstar squashfuse squashfuse_ll gensquashfs tar2sqfs sqfs2tar rdsquashfs; do
+	[ -x "/usr/bin/$t" ] || continue
+	case $(basename "$(readlink -f "/usr/bin/$t")") in
+	quash*) echo "tests/run.sh: /usr/bin/$t is quash, not the peer the tests compare with" >&2; exit 1 ;;
+	esac
+	ln -s "/usr/bin/$t" "$peers/$t"
+done
+export PATH=$peers:$PATH
 log=$QUASH_WORK/logs
 rm -rf "$log" && mkdir -p "$log"
 
