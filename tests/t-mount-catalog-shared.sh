@@ -50,6 +50,18 @@ stop_daemon() {
 	wait "$2" 2>/dev/null
 }
 as_nobody() { setpriv --reuid=$NOBODY --regid=$NOBODY --clear-groups -- "$@"; }
+# hold_as_nobody SECONDS PATH...: user nobody opens each PATH and holds them; prints "HELD REFUSED(EMFILE)"
+hold_as_nobody() {
+	as_nobody python3 -c 'import os, sys, time
+held, refused = [], 0
+for path in sys.argv[2:]:
+    try:
+        held.append(os.open(path, os.O_RDONLY))
+    except OSError as e:
+        refused += e.errno == 24
+print(len(held), refused, flush=True)
+time.sleep(float(sys.argv[1]))' "$@"
+}
 # serve DIR MP [OPTS]: a release daemon for DIR at MP, with allow_other; sets PID (never empty: the checks need it)
 serve() {
 	mkdir -p "$2"
@@ -63,17 +75,7 @@ serve() {
 catalog "$C/cat1" 2000
 serve "$C/cat1" "$C/mp1" && ls "$C/mp1" >/dev/null
 base=$(rss_kb "$PID")
-as_nobody python3 - "$C/mp1" >"$C/held.out" <<'PY' &
-import os, sys, time
-held, refused = [], 0
-for _ in range(600):
-    try:
-        held.append(open(f"{sys.argv[1]}/.quash-catalog", "rb"))
-    except OSError as e:
-        refused += e.errno == 24
-print(len(held), refused, flush=True)
-time.sleep(4)
-PY
+hold_as_nobody 4 $(printf "$C/mp1/.quash-catalog %.0s" $(seq 600)) >"$C/held.out" &
 HOLDER=$!
 sleep 2
 held_rss=$(rss_kb "$PID")
@@ -170,17 +172,7 @@ stop_daemon "$C/cat5/slow" "$OUTER"; OUTER=
 catalog "$C/cat6" 10
 serve "$C/cat6" "$C/mp6" open_max=4
 base_fds=$(fds "$PID")
-as_nobody python3 - "$C/mp6" >"$C/hold6.out" <<'PY' &
-import os, sys, time
-held, refused = [], 0
-for i in range(1, 11):
-    try:
-        held.append(os.open(f"{sys.argv[1]}/img{i}/bin", os.O_RDONLY | os.O_DIRECTORY))
-    except OSError as e:
-        refused += e.errno == 24
-print(len(held), refused, flush=True)
-time.sleep(3)
-PY
+hold_as_nobody 3 $(printf "$C/mp6/img%d/bin " $(seq 10)) >"$C/hold6.out" &
 HOLDER=$!
 sleep 1.5
 open6=$(status "$C/mp6" | awk -F'\t' '!/^#/ && $2 == "open"' | wc -l)
