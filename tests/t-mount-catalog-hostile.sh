@@ -233,23 +233,29 @@ n=$(wc -l <"$H/campaign.list")
 check "1: corrupt.py wrote the corpus ($n variants: $(cat "$H"/labels-*.txt | cut -f2 | cut -d' ' -f1 | sort | uniq -c | awk '{ printf "%s%d %s", s, $1, $2; s = ", " }'))" \
 	[ "$n" -ge 300 ]
 
+# walk_checks LABEL MP LIST OUT: walk every image of LIST in MP; two checks: no hang, and read or EIO only
+walk_checks() {
+	local label=$1 mp=$2 list=$3 out=$4 t0=$SECONDS r e o h walked n
+	n=$(wc -l <"$list")
+	walk_images "$mp" "$list" "$out"
+	read -r r e o h < <(tally "$out")
+	walked=$(wc -l <"$out")
+	check "$label every walk ended in 10 s ($h hangs, $walked walks in $((SECONDS - t0)) s)" \
+		[ "$h" = 0 -a "$walked" = "$n" ]
+	if [ "$o" = 0 ] && [ $((r + e)) = "$n" ] && [ "$r" -gt 0 ] && [ "$e" -gt 0 ]; then
+		ok "$label every image reads or fails with EIO only ($r read fully, $e failed with EIO, $o otherwise)"
+	else
+		not_ok "$label every image reads or fails with EIO only ($r read fully, $e failed with EIO, $o otherwise)" \
+			"$(examples "$out")"
+	fi
+}
+
 if serve c "$C" -o idle=3; then
 	ok "1: quash mount --catalog mounts a directory of $n corrupted images"
 	listed=$(cd "$H/c.mp" && for base in $SMALL $FULL; do bounded ls "$base" | sed "s|^|$base/|"; done)
 	check "1: it lists every one of them ($(wc -l <<<"$listed") of $n)" \
 		[ "$listed" = "$(cat "$H/campaign.list")" ]
-	t0=$SECONDS
-	walk_images "$H/c.mp" "$H/campaign.list" "$H/campaign.out"
-	read -r r e o h < <(tally "$H/campaign.out")
-	walked=$(wc -l <"$H/campaign.out")
-	check "1: every walk ended in 10 s ($h hangs, $walked walks in $((SECONDS - t0)) s)" \
-		[ "$h" = 0 -a "$walked" = "$n" ]
-	if [ "$o" = 0 ] && [ $((r + e)) = "$n" ] && [ "$r" -gt 0 ] && [ "$e" -gt 0 ]; then
-		ok "1: every image reads or fails with EIO only ($r read fully, $e failed with EIO, $o otherwise)"
-	else
-		not_ok "1: every image reads or fails with EIO only ($r read fully, $e failed with EIO, $o otherwise)" \
-			"$(examples "$H/campaign.out")"
-	fi
+	walk_checks "1:" "$H/c.mp" "$H/campaign.list" "$H/campaign.out"
 	# The daemon keeps serving the rest: good images against the kernel's mount.
 	for g in $GOOD; do
 		if kmount "$C/good/$g.sqfs" "$H/k-$g"; then
@@ -286,18 +292,7 @@ else
 	n=$(wc -l <"$H/uring.list")
 	if serve u "$U" -o uring; then
 		ok "2: quash mount --catalog -o uring mounts $n corrupted images"
-		t0=$SECONDS
-		walk_images "$H/u.mp" "$H/uring.list" "$H/uring.out"
-		read -r r e o h < <(tally "$H/uring.out")
-		walked=$(wc -l <"$H/uring.out")
-		check "2: uring: every walk ended in 10 s ($h hangs, $walked walks in $((SECONDS - t0)) s)" \
-			[ "$h" = 0 -a "$walked" = "$n" ]
-		if [ "$o" = 0 ] && [ $((r + e)) = "$n" ] && [ "$r" -gt 0 ] && [ "$e" -gt 0 ]; then
-			ok "2: uring: every image reads or fails with EIO only ($r read fully, $e failed with EIO, $o otherwise)"
-		else
-			not_ok "2: uring: every image reads or fails with EIO only ($r read fully, $e failed with EIO, $o otherwise)" \
-				"$(examples "$H/uring.out")"
-		fi
+		walk_checks "2: uring:" "$H/u.mp" "$H/uring.list" "$H/uring.out"
 		# The requests really came over the queues (SIGUSR1: the counters' line).
 		kill -USR1 "$PID" 2>/dev/null
 		for _ in $(seq 50); do grep -q 'requests: ' "$H/u.log" && break; sleep 0.1; done
