@@ -70,8 +70,8 @@ if quickstart_s3 "$W" installed; then
 	for who in root; do
 		PORT=$(free_port) quickstart_run "$top/README.md" "$W/qs-$who" "$W/usrbin" "$who"
 		st=$?
-		check "the installed quash passes the quick start as $who" \
-			bash -c "[ $st = 0 ] && grep -q '^extracted copy: identical$' '$W/qs-$who.log'" ||
+		check "the installed quash passes the quick start as $who, leaving nothing mounted" \
+			bash -c "[ $st = 0 ] && grep -q '^extracted copy: identical$' '$W/qs-$who.log' && [ -f '$W/qs-$who.mounts' ] && [ ! -s '$W/qs-$who.mounts' ]" ||
 			tail -5 "$W/qs-$who.log" | sed 's/^/#   /'
 	done
 else

@@ -5,7 +5,7 @@
 #   quickstart_script README         print the ```sh blocks of its "## Quick start" section
 #   quickstart_run README DIR BINDIR [USER]   run them in DIR (created) with BINDIR first in
 #                                    PATH, as root or (USER=nobody) as nobody; output in DIR.log;
-#                                    status of the run.  PORT and BUCKET and the AWS_* variables
+#                                    status of the run; what it left mounted in DIR.mounts.  PORT and BUCKET and the AWS_* variables
 #                                    come from the caller's environment.
 
 # quickstart_s3 DIR BUCKET: Ceph RGW on 127.0.0.1 (stop it with stop-rgw.sh DIR/rgw), the
@@ -41,7 +41,8 @@ quickstart_run() {
 	fi
 	(cd "$dir" && "${as[@]}" env HOME="$dir" PATH="$bindir:$PATH" bash -e -u "$dir.sh") >"$dir.log" 2>&1
 	st=$?
-	# Whatever happened, leave nothing mounted.
+	# What the quick start left mounted, before cleaning up after it.
+	awk -v d="$dir/" 'index($2, d) == 1 { print $2 }' /proc/mounts >"$dir.mounts"
 	fusermount3 -u -z "$dir/mnt" 2>/dev/null
 	return $st
 }
