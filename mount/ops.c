@@ -70,7 +70,7 @@ static void count_open(struct qm_fs *fs, const struct qm_view *v, int delta)
 static void reply_failure(struct qm_fs *fs, const struct qm_view *v, fuse_req_t req, int err, const char *what,
 			  fuse_ino_t nodeid)
 {
-	if (err != -ENOENT && err != -ENODATA && err != -ERANGE && err != -ENOTDIR) {
+	if (err != -ENOENT && err != -ENODATA && err != -ERANGE && err != -ENOTDIR && err != -EINTR) {
 		if (fs->catalog)
 			qm_log(fs, "%s: %s of inode reference 0x%llx: %s", v->name, what,
 			       (unsigned long long)qm_ref_of(v, nodeid), qs_last_error());
@@ -158,6 +158,13 @@ void qm_init_conn(struct qm_fs *fs, struct fuse_conn_info *conn)
 	conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
 	/* nothing changes behind the kernel's back: no invalidation on attribute replies */
 	conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
+	/*
+	 * A remote image's O_DIRECT reads go one synchronous request at a time:
+	 * the kernel sends INTERRUPT only for those, so a reader signalled while
+	 * a server stalls is let go at once instead of waiting out the deadline.
+	 */
+	if (qs_source_spec_is_remote(fs->opt->image))
+		conn->want &= ~FUSE_CAP_ASYNC_DIO;
 	/* timeout= and a catalog count open files, so they need OPEN and RELEASE */
 	if (!fs->opt->idle_timeout && !fs->catalog && (conn->capable & FUSE_CAP_NO_OPEN_SUPPORT) &&
 	    (conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT)) {

@@ -4,8 +4,9 @@
 # that never ends (200 or 500), sends more than it announced, or ignores
 # the Range.  Each case is one line and a non-zero exit within the budget
 # (--retry-seconds), or at once where no retry can help.  On a mount, the
-# read gets EIO within the budget, and a reader killed while it waits is
-# gone at once (FUSE INTERRUPT), not left in D state.  Servers: nginx
+# read gets EIO within the budget, and a reader signalled while it waits
+# (an O_DIRECT read, one synchronous request) is let go at once through
+# FUSE INTERRUPT: gone if killed, EINTR if the signal is caught.  Servers: nginx
 # behind tests/lib/faultproxy.py.
 . "$(dirname "$0")/lib/tap.sh"
 . "$(dirname "$0")/lib/remote.sh"
@@ -80,31 +81,57 @@ else
 	not_ok "mount through the proxy"
 fi
 
-# A reader killed while it waits: gone at once, though the budget is long.
-proxy drip 2
-if qmount "$W/m" "$QUASH" mount -o noprefetch,retry_seconds=120 "$URL" "$W/m"; then
-	cat "$W/m/file12" >/dev/null 2>&1 &
-	reader=$!
-	for _ in $(seq 100); do     # until the reader waits on the mount (D state)
-		[ "$(awk '{print $3}' /proc/$reader/stat 2>/dev/null)" = D ] && break
+# A reader signalled while it waits, though the budget is long: its O_DIRECT
+# read is one synchronous request (no async DIO on a remote mount), so the
+# kernel sends INTERRUPT and waits for the answer.  Killed, the reader is
+# gone at once; caught (SIGUSR1 with a handler), its read fails with EINTR.
+# A buffered read would prove nothing: its wait on the page is killable
+# whatever the daemon does, and it never sees a non-fatal signal.
+waiting_on_fuse() {   # waiting_on_fuse PID: until PID sleeps in a FUSE request (5 s at most)
+	for _ in $(seq 100); do
+		[ "$(cat /proc/$1/wchan 2>/dev/null)" = request_wait_answer ] && return 0
 		sleep 0.05
 	done
-	state=$(awk '{print $3}' /proc/$reader/stat 2>/dev/null)
+	return 1
+}
+gone_within() {   # gone_within PID SECONDS: until PID has ended
+	local n=$(($2 * 10))
+	while [ $n -gt 0 ] && kill -0 "$1" 2>/dev/null; do sleep 0.1; n=$((n - 1)); done
+	! kill -0 "$1" 2>/dev/null
+}
+proxy drip 2
+if qmount "$W/m" "$QUASH" mount -o noprefetch,retry_seconds=120,log="$W/daemon.log" "$URL" "$W/m"; then
+	dd if="$W/m/file12" of=/dev/null bs=64k skip=32 count=1 iflag=direct 2>/dev/null &
+	reader=$!
+	waiting=$(waiting_on_fuse $reader && echo yes)
 	t0=$(date +%s.%N)
 	kill -KILL $reader
-	for _ in $(seq 100); do     # 10 s at most
-		kill -0 $reader 2>/dev/null || break
-		sleep 0.1
-	done
+	gone_within $reader 10; gone=$?
 	dt=$(echo "$(date +%s.%N) - $t0" | bc)
-	if [ "$state" = D ] && ! kill -0 $reader 2>/dev/null && [ "$(echo "$dt < 3" | bc)" = 1 ]; then
-		ok "mount, dripping server: a reader killed in D state is gone at once (${dt%??????} s)"
+	if [ "$waiting" = yes ] && [ $gone = 0 ] && [ "$(echo "$dt < 3" | bc)" = 1 ]; then
+		ok "mount, dripping server: a reader killed in a FUSE read is gone at once (${dt%??????} s)"
 	else
-		not_ok "mount, dripping server: a reader killed in D state is gone at once" \
-			"state was '$state'; after $dt s it is $(kill -0 $reader 2>/dev/null && echo alive || echo gone)"
+		not_ok "mount, dripping server: a reader killed in a FUSE read is gone at once" \
+			"waiting: ${waiting:-no}; after $dt s it is $( ((gone)) && echo alive || echo gone)"
 	fi
+
+	perl -e 'use Fcntl; $SIG{USR1} = sub {};
+		sysopen(F, $ARGV[0], O_RDONLY | O_DIRECT) or die "open: $!\n";
+		my $n = sysread(F, my $b, 65536);
+		print defined $n ? "read $n bytes\n" : "error: $!\n"' "$W/m/file12" >"$W/eintr.out" 2>&1 &
+	reader=$!
+	waiting=$(waiting_on_fuse $reader && echo yes)
+	kill -USR1 $reader
+	gone_within $reader 3 && wait $reader
+	check "mount, dripping server: a read caught by a signal fails with EINTR at once ($(cat "$W/eintr.out"))" \
+		bash -c "[ '$waiting' = yes ] && grep -qx 'error: Interrupted system call' '$W/eintr.out'"
+
+	pkill -USR1 -f "mount -o noprefetch,retry_seconds=120,log=$W/daemon.log"
+	for _ in $(seq 50); do grep -q 'INTERRUPT\|requests:' "$W/daemon.log" 2>/dev/null && break; sleep 0.1; done
+	interrupts=$(grep -o 'INTERRUPT [0-9]*' "$W/daemon.log" | tail -1)
+	check "mount, dripping server: the daemon answered both through FUSE INTERRUPT (${interrupts:-no INTERRUPT counted})" \
+		test "${interrupts:-}" = "INTERRUPT 2"
 	fusermount3 -u -z "$W/m"
-	wait $reader 2>/dev/null || true
 else
 	not_ok "mount through the proxy, long budget"
 fi
