@@ -165,8 +165,13 @@ void qm_init_conn(struct qm_fs *fs, struct fuse_conn_info *conn)
 	 */
 	if (qs_source_spec_is_remote(fs->opt->image))
 		conn->want &= ~FUSE_CAP_ASYNC_DIO;
-	/* timeout= and a catalog count open files, so they need OPEN and RELEASE */
-	if (!fs->opt->idle_timeout && !fs->catalog && (conn->capable & FUSE_CAP_NO_OPEN_SUPPORT) &&
+	/*
+	 * timeout= and a catalog count open files, so they need OPEN and RELEASE;
+	 * allow_root needs them too, since libfuse refuses other users only on
+	 * the requests it sees, and a cached entry asks nothing before READ.
+	 */
+	if (!fs->opt->idle_timeout && !fs->catalog && !qm_has_kernel_opt(fs->opt, "allow_root") &&
+	    (conn->capable & FUSE_CAP_NO_OPEN_SUPPORT) &&
 	    (conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT)) {
 		conn->want |= FUSE_CAP_NO_OPEN_SUPPORT | FUSE_CAP_NO_OPENDIR_SUPPORT;
 		fs->no_open = true;

@@ -120,7 +120,7 @@ done
 maxv=$(python3 -c 'import os, sys
 print(max(os.stat(f"{sys.argv[1]}/img{i}").st_ino >> 32 for i in range(1, 201)))' "$C/mp4")
 check "200 images touched 20 times: the highest version slot is $maxv (4,200 if none came back; at most 2,000)" \
-	test "${maxv:-0}" -le 2000 -a "${maxv:-0}" -gt 200
+	test "${maxv:-0}" -le 2000 -a "${maxv:-0}" -ge 1     # (slots are reused: all 200 may be back at 1..200)
 v77=$(status "$C/mp4" | awk -F'\t' '$1 == "img77" { print $3 }')
 check "... and catalog ls counts the name's versions (img77 is at version $v77 of 21)" test "$v77" = 21
 check "... and every image reads right" bash -c "[ \"\$(cat '$C/mp4/img77/bin/tool')\" = tool ]"
