@@ -29,6 +29,9 @@
 #    with a '/', two entries of one name: each walk ends, with EIO or a
 #    clean listing (or ELOOP for the loop: the kernel's answer, not the
 #    daemon's).
+# 5. An eighth of part 1's corpus and part 4's images, each mounted directly
+#    (a plain mount, not a catalog): refused in one line, or walked to the
+#    end and unmounted with a clean exit.
 . "$(dirname "$0")/lib/tap.sh"
 . "$(dirname "$0")/lib/mount.sh"
 . "$(dirname "$0")/lib/fixtures.sh"
@@ -142,18 +145,21 @@ walk_images() {
 }
 
 # tally OUT: "READ EIO OTHER HANGS" of walk_images' results.  An image whose
-# walk failed with EIO alone counts as EIO; any other errno (ENOTCONN: the
-# daemon died), a crashed walker or a hang counts against it.
+# walk failed with EIO alone counts as EIO, and so does ENOENT: a damaged
+# name breaks the directory's order, so a name listed may not be found
+# (lookups stop at the first greater name; the kernel's scan goes on to
+# the first greater initial).  Any other errno (ENOTCONN: the daemon
+# died), a crashed walker or a hang counts against it.
 tally() {
 	awk -F'\t' '
 		$2 ~ /^read /                      { r++; next }
 		$2 == "hang"                       { h++; next }
-		$2 ~ /^failed [0-9]+ EIO:[0-9]+ first: EIO / { e++; next }
+		$2 ~ /^failed [0-9]+ ((EIO|ENOENT):[0-9]+ )+first: (EIO|ENOENT) / { e++; next }
 		                                   { o++ }
 		END { printf "%d %d %d %d\n", r, e, o, h }' "$1"
 }
 examples() {   # examples OUT: the first few results that are neither read nor EIO
-	awk -F'\t' '$2 !~ /^read / && $2 !~ /^failed [0-9]+ EIO:[0-9]+ first: EIO /' "$1" | head -3 | tr '\t\n' ' ;'
+	awk -F'\t' '$2 !~ /^read / && $2 !~ /^failed [0-9]+ ((EIO|ENOENT):[0-9]+ )+first: (EIO|ENOENT) /' "$1" | head -3 | tr '\t\n' ' ;'
 }
 
 # Nothing here waits on the mount without a bound: a daemon that stopped
@@ -309,7 +315,6 @@ else
 	echo "$uring_orig" >"$URING"
 	uring_orig=
 fi
-rm -rf "$C" "$H/cat-uring"      # 250 MB; the lists and logs stay
 
 # ---- 3. hostile entries in a catalog directory -----------------------------
 # Nothing but regular files may be listed as images, and none of the rest may
@@ -506,3 +511,58 @@ else
 	not_ok "4: quash mount --catalog mounts the hand-made images" "$(head -c 600 "$H/y.log")"
 	kill "$PID" 2>/dev/null
 fi
+
+# ---- 5. the same images mounted directly ---------------------------------------
+# A plain mount takes another path through the daemon (its image is opened
+# before the mount, the root is the image's own): every 8th variant of the
+# campaign and the hand-made images, each mounted alone by the ASan daemon
+# in the foreground, walked, and unmounted.  An image the daemon refuses to
+# mount must say so in one line and exit 1; one it mounts must be walked to
+# the end (read, or EIO; ELOOP for the loop) and the daemon must then exit 0
+# with no sanitizer report.
+D=$H/direct
+mkdir -p "$D"
+{ awk 'NR % 8 == 0 { print "'"$C"'/" $0 ".sqfs" }' "$H/campaign.list"
+  for img in loop dotdot slash twice; do echo "$Y/cat/$img.sqfs"; done; } >"$D/list"
+mounted=0 refused=0 bad=() walks_bad=() exits_bad=()
+i=0
+while IFS= read -r img; do
+	i=$((i + 1)) mp=$D/mp$i
+	mkdir -p "$mp"
+	[ -f "$img" ] || { bad+=("${img#"$H"/}: missing"); continue; }     # a refusal must be the image's
+	"$QUASH_ASAN" mount -f "$img" "$mp" 2>"$D/$i.log" &
+	pid=$!
+	for _ in $(seq 200); do in_mountinfo "$mp" && break; kill -0 $pid 2>/dev/null || break; sleep 0.05; done
+	if ! in_mountinfo "$mp"; then
+		wait $pid; st=$?
+		if [ $st = 1 ] && [ "$(wc -l <"$D/$i.log")" = 1 ] && ! grep -q Sanitizer "$D/$i.log"; then
+			refused=$((refused + 1))
+		else
+			bad+=("${img#"$H"/}: exit $st, $(head -c 200 "$D/$i.log" | tr '\n' ';')")
+		fi
+		continue
+	fi
+	QM_MOUNTS+=("f:$mp")
+	mounted=$((mounted + 1))
+	res=$(timeout -k 2 10 python3 "$H/walk.py" "$mp" 2>&1) || res=${res:-hang}
+	only_errnos "$res" EIO ELOOP ENOENT || walks_bad+=("${img#"$H"/}: $res")
+	timeout 10 fusermount3 -u "$mp" 2>/dev/null || timeout 10 fusermount3 -u -z "$mp" 2>/dev/null
+	for _ in $(seq 300); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+	if kill -0 $pid 2>/dev/null; then
+		kill -KILL $pid; wait $pid 2>/dev/null
+		exits_bad+=("${img#"$H"/}: still running 30 s after unmount")
+	else
+		wait $pid; st=$?
+		clean_exit $st "$D/$i.log" ||
+			exits_bad+=("${img#"$H"/}: exit $st, $(grep -m1 -A8 Sanitizer "$D/$i.log" | tr '\n' ';' | head -c 800)")
+	fi
+done <"$D/list"
+n=$(wc -l <"$D/list")
+check "5: $n images mounted directly: $mounted mounted, $refused refused in one line, ${#bad[@]} otherwise" \
+	bash -c "[ ${#bad[@]} = 0 ] && [ $mounted -gt 0 ] && [ $refused -gt 0 ] && [ $((mounted + refused)) = $n ]" ||
+	printf '#   %s\n' "${bad[@]:0:3}"
+check "5: every walk of a direct mount ends with its files read, or EIO (ENOENT for a damaged name, ELOOP for the loop): ${#walks_bad[@]} otherwise" \
+	test ${#walks_bad[@]} = 0 || printf '#   %s\n' "${walks_bad[@]:0:3}"
+check "5: every daemon exits 0 after its unmount, no sanitizer report: ${#exits_bad[@]} otherwise" \
+	test ${#exits_bad[@]} = 0 || printf '#   %s\n' "${exits_bad[@]:0:3}"
+rm -rf "$C" "$H/cat-uring" "$D"     # 250 MB; the lists and logs stay
