@@ -392,6 +392,8 @@ static int rename_collisions(struct append_base *b, struct pack_tree *t, char **
 			err = -ENAMETOOLONG;
 			break;
 		}
+		if (b->notices)
+			fprintf(stderr, "Source directory entry %s already used! - trying %s\n", tree_child_name(d), name);
 		err = tree_rename(t, root, d, name, (size_t)len);
 	}
 	free(sorted);

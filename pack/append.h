@@ -26,6 +26,7 @@ struct append_base {
 	uint32_t fragment_count;
 	struct sqfs_fragment_entry *fragments;  /* the old fragment table */
 	uint64_t files, bytes;      /* the old regular files and their sizes, for the progress bar */
+	bool notices;               /* say each renamed top-level name on stderr, as mksquashfs does */
 };
 
 /*

@@ -73,6 +73,7 @@ struct content {
 	struct spool_window *window; /* the spool's, for its bytes; else NULL */
 	const uint8_t *cache;       /* bytes [0, cache_len) already read, or NULL */
 	uint64_t cache_len;
+	unsigned limit;             /* data_config.input_limit, for reads of source files */
 	char name[PATH_MAX];        /* for messages */
 };
 
@@ -102,6 +103,7 @@ static int content_open(struct data_writer *w, struct pack_inode *file, struct c
 		return err;
 	}
 	c->owned = file->srcdir != 0;
+	c->limit = w->cfg.input_limit;
 	if (!c->owned) {
 		snprintf(c->name, sizeof(c->name), "archive spool");
 		c->fd = w->cfg.spool_fd;
@@ -159,6 +161,32 @@ static bool window_read(struct content *c, void *buf, size_t len, uint64_t off)
 	return true;
 }
 
+/*
+ * mksquashfs -throttle and -limit: a thread reading sources idles after
+ * each read so that its busy time (reading and whatever it did since its
+ * last idle) is only 'limit' percent of the whole, which slows the I/O
+ * and the compression that follows it alike.
+ */
+static __thread struct timespec busy_since;
+
+static void limit_input(unsigned limit)
+{
+	struct timespec now, idle;
+	uint64_t busy, rest;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (busy_since.tv_sec == 0 && busy_since.tv_nsec == 0)
+		busy_since = now;
+	busy = (uint64_t)(now.tv_sec - busy_since.tv_sec) * 1000000000u + (uint64_t)now.tv_nsec -
+	       (uint64_t)busy_since.tv_nsec;
+	rest = busy * (100 - limit) / limit;
+	idle.tv_sec = (time_t)(rest / 1000000000u);
+	idle.tv_nsec = (long)(rest % 1000000000u);
+	while (nanosleep(&idle, &idle) < 0 && errno == EINTR)
+		;
+	clock_gettime(CLOCK_MONOTONIC, &busy_since);
+}
+
 static int content_read(struct content *c, void *buf, size_t len, uint64_t off)
 {
 	uint8_t *p = buf;
@@ -198,6 +226,8 @@ static int content_read(struct content *c, void *buf, size_t len, uint64_t off)
 		len -= (size_t)n;
 		off += (uint64_t)n;
 	}
+	if (c->limit > 0 && c->limit < 100)
+		limit_input(c->limit);
 	return 0;
 }
 

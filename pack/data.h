@@ -40,6 +40,7 @@ struct data_config {
 	struct qs_image *stored;    /* appending: the old image, whose files are read back to compare, or NULL */
 	uint32_t fragment_base;     /* appending: the old image's fragment count */
 	uint64_t ring_bytes;        /* data in flight at most (pipeline.h); 0: the default */
+	unsigned input_limit;       /* mksquashfs -limit: % of the time spent reading sources; 0: no limit */
 	/* xattrs read in the data phase are filtered with these (either may be NULL) */
 	const regex_t *xattrs_include, *xattrs_exclude;
 };

@@ -18,6 +18,7 @@
  */
 #include <assert.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <regex.h>
 #include <stdio.h>
@@ -82,8 +83,6 @@ static const struct {
 	int args;
 	const char *why;
 } refused[] = {
-	{ "-throttle", 1, "not supported" },
-	{ "-limit", 1, "not supported" },
 	{ "-read-queue", 1, NULL },
 	{ "-write-queue", 1, NULL },
 	{ "-fragment-queue", 1, NULL },
@@ -138,7 +137,7 @@ static void usage(FILE *f)
 		"(4.7: octal or symbolic), -e, -ef, -tar (and the sqfstar\n"
 		"form: sqfstar [OPTIONS] IMAGE),\n"
 		"-wildcards, -regex, -one-file-system, -one-file-system-x, -max-depth,\n"
-		"-exit-on-error (4.6),\n"
+		"-exit-on-error (4.6), -throttle, -limit,\n"
 		"-keep-as-directory,\n"
 		"-xattrs-include, -xattrs-exclude (POSIX extended regular expressions),\n"
 		"-p, -pf, -pd (pseudo files: d, m, b, c, f, s, i, l and D, M, B, C, F, S, I),\n"
@@ -778,6 +777,32 @@ static int open_info_file(const char *path, FILE **out)
 	return 0;
 }
 
+/* The compressors that take -Xcompression-level, and its range in each (mksquashfs's). */
+static const struct {
+	const char *comp;
+	int64_t max;
+} level_range[] = {
+	{ "gzip", 9 },
+	{ "lzo", 9 },
+	{ "zstd", 22 },
+};
+
+static int check_level(const char *comp, int64_t level)
+{
+	for (size_t i = 0; i < sizeof(level_range) / sizeof(level_range[0]); i++) {
+		if (strcmp(comp, level_range[i].comp) != 0)
+			continue;
+		if (level >= 1 && level <= level_range[i].max)
+			return 0;
+		fprintf(stderr, "quash: mksquashfs: -Xcompression-level %lld: out of range for %s (1 to %lld)\n",
+			(long long)level, comp, (long long)level_range[i].max);
+		return -EINVAL;
+	}
+	fprintf(stderr, "quash: mksquashfs: -Xcompression-level: not an option of %s (gzip, lzo and zstd have it)\n",
+		comp);
+	return -EINVAL;
+}
+
 static bool takes_value(const char *opt);
 
 /* The options after SOURCE... DEST; 0, or the exit status. */
@@ -789,7 +814,7 @@ static int parse_options(int argc, char **argv, int first, struct pack_options *
 	const char *dict_size = NULL, *xz_opt = NULL, *gzip_opt = NULL, *lzo_opt = NULL;
 	bool progress_given = false, repro = false;
 	const char *info_file = NULL;
-	int64_t v;
+	int64_t v, level = -1;
 
 	for (int i = first; i < argc; i++) {
 		/* Matched by its canonical name, named in messages as given. */
@@ -867,11 +892,25 @@ static int parse_options(int argc, char **argv, int first, struct pack_options *
 			NEED_VALUE();
 			if (!pack_parse_block_size(val, &o->block_size))
 				return refuse(a, "bad block size (4096 to 1M, a power of two)");
+		} else if (strcmp(a, "-throttle") == 0 || strcmp(a, "-limit") == 0) {
+			/* as in mksquashfs 4.5.1: a percentage, each the other's complement */
+			bool throttle = strcmp(a, "-throttle") == 0;
+			int64_t lo = throttle ? 0 : 1, hi = throttle ? 99 : 100;
+
+			NEED_VALUE();
+			if (parse_uint(a, val, INT_MAX, &v))
+				return MKSQ_EXIT_ERROR;
+			if (v < lo || v > hi) {
+				fprintf(stderr, "quash: mksquashfs: %s %lld: out of range (%lld to %lld)\n", given,
+					(long long)v, (long long)lo, (long long)hi);
+				return MKSQ_EXIT_ERROR;
+			}
+			o->input_limit = throttle ? 100 - (unsigned)v : (unsigned)v;
 		} else if (strcmp(a, "-Xcompression-level") == 0) {
 			NEED_VALUE();
-			if (parse_uint(a, val, 22, &v) || v == 0)
-				return v == 0 ? refuse(a, "levels start at 1") : MKSQ_EXIT_ERROR;
-			o->params.level = (int)v;
+			if (parse_uint(a, val, INT_MAX, &v))
+				return MKSQ_EXIT_ERROR;
+			level = v;      /* its range is the compressor's, checked once -comp is known */
 		} else if (strcmp(a, "-Xhc") == 0) {
 			o->params.lz4_hc = 1;
 		} else if (strcmp(a, "-Xbcj") == 0) {
@@ -1152,6 +1191,10 @@ static int parse_options(int argc, char **argv, int first, struct pack_options *
 		return refuse(gzip_opt, "a gzip option: needs -comp gzip (the default)");
 	if (lzo_opt && strcmp(comp_name, "lzo") != 0)
 		return refuse(lzo_opt, "an lzo option: needs -comp lzo");
+	if (level >= 0 && check_level(comp_name, level))
+		return MKSQ_EXIT_ERROR;
+	if (level >= 0)
+		o->params.level = (int)level;
 	/* mksquashfs: "-Xcompression-level is only applicable for the lzo1x_999 algorithm". */
 	if (o->params.lzo_algorithm && o->params.lzo_algorithm != qs_lzo_algorithm("lzo1x_999") && o->params.level &&
 	    strcmp(comp_name, "lzo") == 0)
@@ -1181,7 +1224,7 @@ static int check_settings(const struct pack_options *o)
 static bool takes_value(const char *opt)
 {
 	static const char *const with_value[] = {
-		"-comp", "-b", "-Xcompression-level", "-Xbcj", "-Xdict-size", "-ef", "-p", "-pf", "-pd", "-sort", "-offset", "-o",
+		"-comp", "-b", "-Xcompression-level", "-Xbcj", "-throttle", "-limit", "-Xdict-size", "-ef", "-p", "-pf", "-pd", "-sort", "-offset", "-o",
 		"-xattrs-include", "-xattrs-exclude",
 		"-force-uid",
 		"-force-gid", "-root-mode", "-root-uid", "-root-gid", "-root-time", "-mkfs-time", "-all-time",
@@ -1404,16 +1447,17 @@ int mksquashfs_main(int argc, char **argv)
 		goto out;
 	}
 	o.fake_root = nsrc > 1 || keep_as_dir;
+	o.file_sources = true;
 	for (int i = 0; i < nsrc; i++) {
-		if (stat(o.sources[i], &st) != 0) {
+		/* mksquashfs takes each source as it is: a symlink, even to a directory, is a symlink. */
+		if (lstat(o.sources[i], &st) != 0) {
 			fprintf(stderr, "quash: mksquashfs: %s: %s\n", o.sources[i], strerror(errno));
 			status = MKSQ_EXIT_ERROR;
 			goto out;
 		}
-		if (!S_ISDIR(st.st_mode)) {
-			status = refuse(o.sources[i], "only directories are supported as sources yet");
-			goto out;
-		}
+		/* A source that is no directory goes in a made-up root, by its name, as in mksquashfs. */
+		if (!S_ISDIR(st.st_mode))
+			o.fake_root = true;
 		if (nsrc > 1 || keep_as_dir)
 			names[i] = base_name((char *)o.sources[i]);
 	}

@@ -106,6 +106,8 @@ int scan_dir(struct pack_tree *t, const char *path, const struct scan_options *o
  */
 int scan_paths(struct pack_tree *t, const char *const *paths, size_t count, bool recurse,
 	       const struct scan_options *o);
+/* mksquashfs's SOURCE that is no directory: the file itself, by its last component, in the root. */
+int scan_file(struct pack_tree *t, const char *path, const struct scan_options *o);
 /* 'path' is an archive file, or "-" for standard input. */
 int scan_archive(struct pack_tree *t, const char *path, const struct scan_options *o);
 

@@ -527,6 +527,57 @@ out:
 	return err;
 }
 
+int scan_file(struct pack_tree *t, const char *source, const struct scan_options *o)
+{
+	struct dir_scan *s = calloc(1, sizeof(*s));
+	char *path = malloc(PATH_MAX);
+	const char *slash = strrchr(source, '/'), *name = slash ? slash + 1 : source;
+	size_t dlen = !slash ? 1 : slash == source ? 1 : (size_t)(slash - source);
+	struct pack_srcdir *sd;
+	struct stat st;
+	int fd, err = -ENOMEM;
+
+	if (!path || !s || scan_pool_start(&s->pool, o) < 0) {
+		pack_error("out of memory");
+		goto out;
+	}
+	s->tree = t;
+	s->opt = o;
+	s->no_recurse = true;
+	if (dlen >= PATH_MAX || strlen(name) > SQFS_NAME_MAX || !*name) {
+		pack_error("%s: %s", source, *name ? "path too long" : "not a file name");
+		err = *name ? -ENAMETOOLONG : -EINVAL;
+		goto out;
+	}
+	memcpy(path, !slash ? "." : source, dlen);
+	path[dlen] = '\0';
+	/* The file is opened through its directory, as every other file is. */
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		err = -errno;
+		pack_error("%s: %s", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		goto out;
+	}
+	sd = tree_srcdir_add(t, NULL, "", path, st.st_dev, st.st_ino, fd);
+	if (!sd) {
+		close(fd);
+		pack_error("out of memory");
+		goto out;
+	}
+	s->root_dev = st.st_dev;
+	err = scan_entry(s, fd, sd, t->root, name, path, dlen, dlen + 1, 0);
+out:
+	if (s) {
+		scan_pool_stop(s->pool);
+		free(s->links.links);
+	}
+	free(s);
+	free(path);
+	return err;
+}
+
 /*
  * mksquashfs -no-strip (-tarstyle) and -cpiostyle: each path is kept in
  * the image as it is given, less its leading "/", "." and ".." (mksquashfs

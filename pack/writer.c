@@ -102,11 +102,13 @@ static int read_sources(const struct pack_options *o, struct pack_tree *t, struc
 			err = scan_archive(t, src, &so);
 			continue;
 		}
-		if (stat(src, &st) < 0) {
+		if ((o->file_sources ? lstat(src, &st) : stat(src, &st)) < 0) {
 			err = -errno;
 			pack_error("%s: %s", src, strerror(errno));
 		} else if (S_ISDIR(st.st_mode)) {
 			err = scan_dir(t, src, &so);
+		} else if (o->file_sources) {
+			err = scan_file(t, src, &so);
 		} else {
 			err = scan_archive(t, src, &so);
 		}
@@ -268,6 +270,7 @@ static int write_data(const struct pack_options *o, struct pack_tree *t, struct 
 		.xattrs_include = o->overrides.xattrs_include,
 		.xattrs_exclude = o->overrides.xattrs_exclude,
 		.ring_bytes = o->memory / MEMORY_RING_SHARE,
+		.input_limit = o->input_limit,
 	};
 	struct file_list files = { 0 };
 	struct data_pass dp;
@@ -568,6 +571,21 @@ static const char *how_stored(const struct pack_options *o, uint16_t flags)
 	return o->uncompressed & flags ? "uncompressed" : "compressed";
 }
 
+/* The mksquashfs form's first lines, which build logs look for, as mksquashfs prints them. */
+static void print_header(const struct pack_options *o, const struct append_base *base)
+{
+	printf("Parallel mksquashfs: Using %u processor%s\n", o->jobs, o->jobs == 1 ? "" : "s");
+	if (base) {
+		printf("Appending to existing 4.0 filesystem on %s, block size %u\n", o->image, base->block_size);
+		printf("All -b, -noI, -noD, -noF, -noX, -noId, -no-duplicates, -no-fragments,\n"
+		       "-always-use-fragments, -exportable and -comp options ignored\n"
+		       "\nIf appending is not wanted, please re-run with -noappend specified!\n\n");
+	} else {
+		printf("Creating 4.0 filesystem on %s, block size %u.\n", o->image, o->block_size);
+	}
+	fflush(stdout);
+}
+
 /* The mksquashfs form's end-of-run report, laid out as mksquashfs prints it. */
 static void print_report(const struct pack_options *o, const struct pack_tree *t, const struct pack_stats *s)
 {
@@ -718,6 +736,7 @@ int pack_run(const struct pack_options *given)
 	if (o->append && !is_s3 && stat(o->image, &st) == 0 && S_ISREG(st.st_mode)) {
 		/* Read before the sources, so that a DEST that cannot be appended to costs nothing. */
 		err = append_open(o->image, &base);
+		base.notices = o->report;
 		if (err) {
 			append_close(&base);
 			free(dir);
@@ -726,6 +745,8 @@ int pack_run(const struct pack_options *given)
 		appending = true;
 		take_base_settings(&settings, &base);
 	}
+	if (o->report && !o->quiet)
+		print_header(o, appending ? &base : NULL);
 	if (slash)
 		*slash = '\0';
 	if (is_s3)

@@ -22,6 +22,8 @@ struct pack_options {
 	int64_t root_time;          /* -1: as the source's root; else the root's mtime */
 	uint64_t offset;            /* mksquashfs -offset: the image starts this far into IMAGE */
 	bool fake_root;             /* mksquashfs form: a root no source gives (0777, the caller's, now) */
+	unsigned input_limit;       /* mksquashfs -limit (100 - -throttle): % of time reading; 0: all */
+	bool file_sources;          /* mksquashfs form: a source that is no directory is itself, not an archive */
 	bool one_file_system, one_file_system_x;
 	bool limit_depth;           /* mksquashfs -max-depth (scan.h) */
 	uint32_t max_depth;

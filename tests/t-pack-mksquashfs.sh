@@ -143,7 +143,8 @@ for opts in "" "-no-duplicates -no-fragments -no-xattrs"; do
 	(cd "$W" && "$REAL" e m.sqfs -noappend -no-progress $opts 2>&1 | grep -v '^Parallel\|^Creating' |
 		grep -v '% of\|size\|^$' >m.report)
 	# shellcheck disable=SC2086
-	(cd "$W" && "$QM" e q.sqfs -noappend -no-progress $opts 2>&1 | grep -v '% of\|size\|^$' >q.report)
+	(cd "$W" && "$QM" e q.sqfs -noappend -no-progress $opts 2>&1 | grep -v '^Parallel\|^Creating' |
+		grep -v '% of\|size\|^$' >q.report)
 	check "the report ${opts:-(defaults)}, empty files and a hard link to one: mksquashfs's lines and counts" \
 		diff "$W/m.report" "$W/q.report"
 done
@@ -304,7 +305,7 @@ refused() {
 	then ok "$name"
 	else not_ok "$name" "exit $st: $(head -c 300 "$W/err")"; fi
 }
-refused "-throttle is refused, not ignored" "-throttle: not supported" -throttle 50
+refused "-log is refused, not ignored" "-log: not supported" -log x
 refused "-regex with a bad expression is refused" "-e a(: not a regular expression" -regex -e 'a('
 refused "an unknown option is refused" "-bogus: unknown option" -bogus
 refused "an unknown compressor" "-comp: unknown compressor" -comp nope
