@@ -2,14 +2,15 @@
 # t-runner.sh - tests/run.sh itself, on throwaway tests directories (run.sh
 # --dir) with planted cases: a script missing from the directory, one that
 # exits 0 early, one that loses a check, one that gains one, one that exits
-# non-zero with every check ok, one not in the plan, skips for a listed and
-# an unlisted reason (a check's and a whole script's), a unit program with a
-# failed sub-test and one that fails after all passed (a leak report), a
-# malformed plan line.  Each must end in its exact closing line
-# "N passed, N failed, N skipped" and say its cause in a "not ok - NAME:
-# ..." line (or, for a clean run, exit 0 with no "not ok" at all).  It also
-# checks that meson's registration of the scripts (tests/meson.build) lists
-# every line of tests/plan.txt in a suite for its area and its tier.
+# non-zero with every check ok, one not in the plan (full and fast tier),
+# skips for a listed and an unlisted reason (a check's and a whole
+# script's), a unit program with a failed sub-test and one that fails after
+# all passed (a leak report), a malformed plan line.  Each must end in its
+# exact closing line "N passed, N failed, N skipped" and say its cause in a
+# "not ok - NAME: ..." line (or, for a clean run, exit 0 with no "not ok"
+# at all).  It also checks that meson's registration of the scripts
+# (tests/meson.build) lists every line of tests/plan.txt in a suite for its
+# area and one for its tier.
 . "$(dirname "$0")/lib/tap.sh"
 
 base=$WORK/runner
@@ -91,6 +92,8 @@ newcase unplanned "t-a fast 1"
 script "$base/unplanned" t-a "ok - one"
 script "$base/unplanned" t-new "ok - new one"
 expect unplanned "2 passed, 1 failed, 0 skipped" "t-new: not in .*/plan.txt \(add \"t-new TIER 1\"\)"
+# The fast tier cannot run a script it has no tier for: it says so.
+expect unplanned "1 passed, 1 failed, 0 skipped" "t-new: not in .*/plan.txt \(add \"t-new TIER COUNT\"\)" --tier fast
 
 newcase skip-listed "t-a fast 3" "t-b fast 4"
 script "$base/skip-listed" t-a "ok - one" "ok - two # SKIP not root" "ok - three"
