@@ -1200,9 +1200,10 @@ bool qc_image_name_ok(const char *name)
 	       strcmp(name, QC_CTL_STATUS_NAME) != 0 && strcmp(name, QC_CTL_REFRESH_NAME) != 0;
 }
 
+/* The same key too: a file renamed to another extension keeps its inode, size and time, not its key. */
 static bool same_identity(const struct qc_image *im, const struct item *x)
 {
-	return im->size == x->size && im->mtime == x->mtime && im->dev == x->dev && im->ino == x->ino &&
+	return strcmp(im->key, x->key) == 0 && im->size == x->size && im->mtime == x->mtime && im->dev == x->dev && im->ino == x->ino &&
 	       etag_eq(im->etag, x->etag);
 }
 

@@ -8,8 +8,8 @@
  * control files'.  Clashes: a directory wins over an image of its name
  * whichever comes first, and of two keys of one name the one that has it
  * keeps it, else the first in byte order.  Versions: an unchanged listing
- * changes nothing, a changed size, time or ETag gives the name its next
- * version in a new slot, and a superseded version's slot is taken back
+ * changes nothing, a changed key, size, time or ETag gives the name its
+ * next version in a new slot, and a superseded version's slot is taken back
  * only once nothing names it and reused only after the quarantine.
  */
 #include <setjmp.h>
@@ -173,6 +173,9 @@ static void test_name_clash(void **state)
 	MERGE(c, { "b.img", 2, 1, NULL });
 	assert_image(c, "b", "b.img", 2);               /* the name's next version */
 	assert_int_equal(qc_model_shadowed(c), 0);
+	/* renamed to another extension, the same bytes: the version must open the new key */
+	MERGE(c, { "b.sqfs", 2, 1, NULL });
+	assert_image(c, "b", "b.sqfs", 3);
 	qc_model_free(c);
 }
 
