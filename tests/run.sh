@@ -10,6 +10,13 @@
 #                                     file $1 and exits as meson test would.  For
 #                                     tests/t-runner.sh's planted cases.
 #
+# Scripts run in tests/lib/env.sh's environment (QUASH_BIN, QUASH_ASAN_BIN,
+# QUASH_WORK, Debian's peers first on PATH), as under meson, whose
+# `meson test -C build --suite AREA` runs them one by one (tests/meson.build,
+# tests/lib/meson-tap.sh): it checks each script's count against the plan,
+# but not skip reasons, units or the plan as a whole, which are this
+# runner's alone.
+#
 # Unit tests are the cmocka programs meson knows (suite unit, run under
 # ASan/UBSan), counted one sub-test at a time from meson's log.  Integration
 # tests are tests/t-*.sh; each prints TAP lines ("ok - ..." / "not ok - ...").
