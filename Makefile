@@ -7,18 +7,23 @@ BUILD      ?= build
 BUILD_ASAN ?= build-asan
 MESON_OPTS ?= -Dwerror=true
 
-.PHONY: all deps test-deps bench-deps build asan check check-full demo bench clean
+.PHONY: all deps test-deps test-deps-full bench-deps build asan check check-full demo bench clean
 
 all: build
 
 deps:
 	@scripts/install-deps.sh
 
+# make check installs only what the fast tier runs; make check-full adds the
+# servers (nginx, Ceph RGW) and the rest of the full tier's tools.
 test-deps:
 	@QUASH_DEPS_TEST=1 scripts/install-deps.sh
 
+test-deps-full:
+	@QUASH_DEPS_TEST=full scripts/install-deps.sh
+
 bench-deps:
-	@QUASH_DEPS_TEST=1 QUASH_DEPS_BENCH=1 scripts/install-deps.sh
+	@QUASH_DEPS_TEST=full QUASH_DEPS_BENCH=1 scripts/install-deps.sh
 
 $(BUILD)/build.ninja: | deps
 	meson setup $(BUILD) $(MESON_OPTS) --buildtype=release -Db_ndebug=true
@@ -36,7 +41,7 @@ asan: $(BUILD_ASAN)/build.ninja
 check: test-deps build asan
 	@tests/run.sh --tier fast
 
-check-full: test-deps build asan
+check-full: test-deps-full build asan
 	@tests/run.sh
 
 demo: test-deps build

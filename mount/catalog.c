@@ -48,6 +48,7 @@
 #include <xxhash.h>
 
 #include "catalog.h"
+#include "catalog_model.h"
 #include "squashfs_fs.h"
 
 #define QC_KEY_MAX 1024             /* bytes of a key (a path below the catalog) */
@@ -977,7 +978,7 @@ static void items_free(struct items *it)
 		XXH3_freeState(it->hash);
 }
 
-static bool has_image_ext(const char *name)
+bool qc_has_image_ext(const char *name)
 {
 	size_t len = strlen(name);
 
@@ -991,12 +992,17 @@ static bool has_image_ext(const char *name)
 }
 
 /* Control characters make names that forge lines in the status text and reach terminals. */
-static bool has_control(const char *name)
+bool qc_has_control(const char *name)
 {
 	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
 		if (*p < 0x20 || *p == 0x7f)
 			return true;
 	return false;
+}
+
+bool qc_entry_listed(const char *name)
+{
+	return name[0] != '.' && !qc_has_control(name);
 }
 
 /* Does the file start with the squashfs magic?  For local names without a known extension. */
@@ -1018,7 +1024,7 @@ static bool has_magic(int dfd, const char *name)
 /* Is this directory entry an image (a regular file with an extension or the magic)? */
 static bool local_image(int dfd, const char *name, const struct stat *st)
 {
-	return S_ISREG(st->st_mode) && !has_control(name) && (has_image_ext(name) || has_magic(dfd, name));
+	return S_ISREG(st->st_mode) && !qc_has_control(name) && (qc_has_image_ext(name) || has_magic(dfd, name));
 }
 
 static int cmp_int(const void *a, const void *b)
@@ -1087,7 +1093,7 @@ static int scan_local(struct qm_catalog *c, struct walk *w, int dfd, char *prefi
 		size_t nlen = strlen(de->d_name);
 
 		err = 0;
-		if (de->d_name[0] == '.' || plen + nlen + 2 > QC_KEY_MAX || has_control(de->d_name))
+		if (!qc_entry_listed(de->d_name) || plen + nlen + 2 > QC_KEY_MAX)
 			continue;       /* hidden names (and "." ".."), and names that would forge lines */
 		if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
 			continue;
@@ -1144,7 +1150,7 @@ static int list_remote_entry(void *arg, const struct qs_list_entry *ent)
 {
 	struct items *out = arg;
 
-	if (!has_image_ext(ent->key))
+	if (!qc_has_image_ext(ent->key))
 		return 0;
 	return items_add(out, ent->key, NULL, ent->etag, ent);
 }
@@ -1173,7 +1179,7 @@ static int list_source(struct qm_catalog *c, struct items *out)
 /* ---- merging a listing ---------------------------------------------------- */
 
 /* The name an image's key gives its last component: the extension dropped. */
-static void strip_ext(char *name)
+void qc_strip_ext(char *name)
 {
 	size_t len = strlen(name);
 
@@ -1188,15 +1194,16 @@ static void strip_ext(char *name)
 }
 
 /* A name an image may take: checked after its extension is dropped ("..sqfs" is ".."). */
-static bool image_name_ok(const char *name)
+bool qc_image_name_ok(const char *name)
 {
-	return *name && strcmp(name, ".") != 0 && strcmp(name, "..") != 0 && !has_control(name) &&
+	return *name && strcmp(name, ".") != 0 && strcmp(name, "..") != 0 && !qc_has_control(name) &&
 	       strcmp(name, QC_CTL_STATUS_NAME) != 0 && strcmp(name, QC_CTL_REFRESH_NAME) != 0;
 }
 
+/* The same key too: a file renamed to another extension keeps its inode, size and time, not its key. */
 static bool same_identity(const struct qc_image *im, const struct item *x)
 {
-	return im->size == x->size && im->mtime == x->mtime && im->dev == x->dev && im->ino == x->ino &&
+	return strcmp(im->key, x->key) == 0 && im->size == x->size && im->mtime == x->mtime && im->dev == x->dev && im->ino == x->ino &&
 	       etag_eq(im->etag, x->etag);
 }
 
@@ -1302,8 +1309,8 @@ static int merge_item(struct qm_catalog *c, const struct item *x, const struct i
 	dir = key_dir(c, key, &comp, &err, all);
 	if (!dir)
 		return err;
-	strip_ext(comp);
-	if (!image_name_ok(comp))
+	qc_strip_ext(comp);
+	if (!qc_image_name_ok(comp))
 		return 0;
 	n = find_kid(dir, comp);
 	/* of two keys of one name, the one that has it keeps it; else the first in key order */
@@ -1759,7 +1766,7 @@ static int probe_local(struct qm_catalog *c, fuse_ino_t parent, const char *name
 	int dfd = -1, err = -ENOENT;
 
 	/* hidden names are never images in a local catalog: the listing skips them too */
-	if (name[0] == '.' || !image_name_ok(name) || !items.hash || !dir_key(c, parent, path, sizeof(path)) ||
+	if (name[0] == '.' || !qc_image_name_ok(name) || !items.hash || !dir_key(c, parent, path, sizeof(path)) ||
 	    (dfd = open_key_dir(c, path)) < 0)
 		goto out;
 	XXH3_64bits_reset(items.hash);
@@ -1767,7 +1774,7 @@ static int probe_local(struct qm_catalog *c, fuse_ino_t parent, const char *name
 		const char *ext = i < sizeof(image_exts) / sizeof(image_exts[0]) ? image_exts[i] : "";
 
 		/* no extension: an image by its magic, whose name has no extension that would rename it */
-		if ((!*ext && has_image_ext(name)) ||
+		if ((!*ext && qc_has_image_ext(name)) ||
 		    (size_t)snprintf(file, sizeof(file), "%s%s", name, ext) >= sizeof(file) ||
 		    (size_t)snprintf(key, sizeof(key), "%s%s", path, file) > QC_KEY_MAX ||
 		    fstatat(dfd, file, &st, AT_SYMLINK_NOFOLLOW) != 0 || !local_image(dfd, file, &st))
@@ -2208,3 +2215,111 @@ void qc_destroy(struct qm_catalog *c)
 	free(c);
 }
 
+
+/* ---- the model without a session: for tests/unit/test_catalog.c (catalog_model.h) ---- */
+
+static const struct qm_options model_opt = { .msgname = "quash mount" };
+static struct qm_fs model_fs = { .opt = &model_opt, .name = (char *)"model", .log_fd = -1 };
+
+struct qm_catalog *qc_model_new(void)
+{
+	struct qm_catalog *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->fs = &model_fs;
+	c->spec = "model";
+	c->root_fd = c->inotify_fd = c->wake[0] = c->wake[1] = -1;
+	c->idle = QC_DEFAULT_IDLE;
+	c->refresh = QC_DEFAULT_REFRESH;
+	c->open_max = QC_DEFAULT_OPEN_MAX;
+	pthread_rwlock_init(&c->lock, NULL);
+	pthread_mutex_init(&c->list_lock, NULL);
+	pthread_mutex_init(&c->nlock, NULL);
+	pthread_mutex_init(&c->slot_lock, NULL);
+	pthread_mutex_init(&c->open_lock, NULL);
+	qs_memory_budget_init(&c->remote_memory, QC_DEFAULT_REMOTE_MEMORY);
+	c->root.is_dir = true;
+	c->dirs_cap = 64;
+	c->dirs = calloc(c->dirs_cap, sizeof(*c->dirs));
+	c->slots = calloc((size_t)QC_SLOTS_MAX + 1, sizeof(*c->slots));
+	atomic_init(&c->nslots, 1);
+	if (!c->dirs || !c->slots) {
+		qc_destroy(c);
+		return NULL;
+	}
+	c->dirs[c->ndirs++] = &c->root;
+	return c;
+}
+
+void qc_model_free(struct qm_catalog *c)
+{
+	qc_destroy(c);
+}
+
+int qc_model_merge(struct qm_catalog *c, const struct qc_listed *v, size_t n)
+{
+	struct items items = { .v = calloc(n ? n : 1, sizeof(struct item)), .n = n };
+	int err;
+
+	if (!items.v)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		items.v[i].key = (char *)v[i].key;
+		items.v[i].size = v[i].size;
+		items.v[i].mtime = v[i].mtime;
+		items.v[i].etag = v[i].etag && *v[i].etag ? (char *)v[i].etag : NULL;
+		items.v[i].mode = 0444;
+	}
+	qsort(items.v, items.n, sizeof(*items.v), cmp_item);
+	err = merge(c, &items);
+	free(items.v);
+	return err;
+}
+
+int qc_model_find(struct qm_catalog *c, const char *path, const char **key, uint32_t *version, uint32_t *slot)
+{
+	char buf[QC_KEY_MAX + 1], *comp, *save = NULL;
+	struct qc_node *n = &c->root;
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (comp = strtok_r(buf, "/", &save); comp && n; comp = strtok_r(NULL, "/", &save))
+		n = n->is_dir ? find_kid(n, comp) : NULL;
+	if (!n)
+		return 0;
+	if (n->is_dir)
+		return 1;
+	*key = n->cur->key;
+	*version = n->cur->version;
+	*slot = n->cur->slot;
+	return 2;
+}
+
+size_t qc_model_shadowed(struct qm_catalog *c)
+{
+	return c->nshadowed;
+}
+
+void qc_model_lookups(struct qm_catalog *c, uint32_t slot, int64_t n)
+{
+	struct qc_image *im = qc_slot(c, slot);
+
+	if (im)
+		atomic_fetch_add(&im->lookups, (uint64_t)n);
+}
+
+size_t qc_model_sweep(struct qm_catalog *c, int64_t age_s)
+{
+	unsigned n = atomic_load(&c->nslots);
+	size_t taken = 0;
+
+	for (unsigned s = 1; s < n; s++) {
+		struct qc_image *im = atomic_load(&c->slots[s]);
+
+		if (im && atomic_load(&im->superseded) && !atomic_load(&im->open) && reclaim(c, im))
+			taken++;
+	}
+	for (size_t i = 0; i < c->freed_n; i++)
+		c->freed[(c->freed_head + i) % c->freed_cap].at -= age_s;
+	return taken;
+}

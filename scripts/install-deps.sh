@@ -6,14 +6,18 @@ set -eu
 BUILD_PKGS="meson ninja-build pkg-config gcc libc6-dev
   libzstd-dev liblz4-dev liblzma-dev zlib1g-dev libdeflate-dev liblzo2-dev
   libfuse3-dev fuse3 libarchive-dev libcurl4-openssl-dev libcmocka-dev libxxhash-dev liburing-dev"
-TEST_PKGS="squashfs-tools squashfs-tools-ng squashfuse attr xxd fio nginx-light openssl groff-base man-db
-  libarchive-tools zstd lz4 xz-utils bzip2 cpio zip curl
-  ceph-mon ceph-osd radosgw ceph-common uuid-runtime s3fs bc valgrind iproute2 util-linux"
+# QUASH_DEPS_TEST=1: what make check's fast tier (and make demo) run;
+# QUASH_DEPS_TEST=full adds what only make check-full's servers and fleets need.
+TEST_PKGS="squashfs-tools squashfs-tools-ng squashfuse attr xxd fio groff-base man-db
+  libarchive-tools zstd lz4 xz-utils bzip2 cpio zip bc util-linux"
+TEST_FULL_PKGS="nginx-light openssl curl ceph-mon ceph-osd radosgw ceph-common uuid-runtime s3fs valgrind iproute2"
 # Only what the benches compare against (make bench), never needed by make check.
 BENCH_PKGS="rclone"
 
 want=""
-for p in $BUILD_PKGS ${QUASH_DEPS_TEST:+$TEST_PKGS} ${QUASH_DEPS_BENCH:+$BENCH_PKGS}; do
+full=
+[ "${QUASH_DEPS_TEST:-}" = full ] && full=1
+for p in $BUILD_PKGS ${QUASH_DEPS_TEST:+$TEST_PKGS} ${full:+$TEST_FULL_PKGS} ${QUASH_DEPS_BENCH:+$BENCH_PKGS}; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || want="$want $p"
 done
 [ -z "$want" ] && exit 0

@@ -4,6 +4,18 @@
 #   tests/run.sh                      everything (make check-full, CI)
 #   tests/run.sh --tier fast          the fast tier only (make check)
 #   tests/run.sh [--tier T] PATTERN   only the tests whose name contains PATTERN
+#   tests/run.sh --dir DIR ...        DIR's plan.txt and t-*.sh instead of tests/'s,
+#                                     and DIR/unit.sh (if there) instead of meson's
+#                                     unit suite: it writes a meson test log to the
+#                                     file $1 and exits as meson test would.  For
+#                                     tests/t-runner.sh's planted cases.
+#
+# Scripts run in tests/lib/env.sh's environment (QUASH_BIN, QUASH_ASAN_BIN,
+# QUASH_WORK, Debian's peers first on PATH), as under meson, whose
+# `meson test -C build --suite AREA` runs them one by one (tests/meson.build,
+# tests/lib/meson-tap.sh): it checks each script's count against the plan,
+# but not skip reasons, units or the plan as a whole, which are this
+# runner's alone.
 #
 # Unit tests are the cmocka programs meson knows (suite unit, run under
 # ASan/UBSan), counted one sub-test at a time from meson's log.  Integration
@@ -42,51 +54,20 @@ set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 
-tier=full pattern=
+tier=full pattern= tests=tests
 while [ $# -gt 0 ]; do
 	case $1 in
 	--tier) tier=${2:-}; shift 2 || shift ;;
 	--tier=*) tier=${1#--tier=}; shift ;;
-	-*) echo "usage: tests/run.sh [--tier fast|full] [PATTERN]" >&2; exit 2 ;;
+	--dir) tests=${2:-}; shift 2 || shift ;;
+	-*) echo "usage: tests/run.sh [--tier fast|full] [--dir DIR] [PATTERN]" >&2; exit 2 ;;
 	*) pattern=$1; shift ;;
 	esac
 done
 case $tier in fast|full) ;; *) echo "tests/run.sh: --tier is fast or full" >&2; exit 2 ;; esac
+[ -f "$tests/plan.txt" ] || { echo "tests/run.sh: $tests/plan.txt: no such file" >&2; exit 2; }
 
-export QUASH_TOP=$top
-export QUASH_BIN=${QUASH_BIN:-$top/build/cli/quash}
-export QUASH_ASAN_BIN=${QUASH_ASAN_BIN:-$top/build-asan/cli/quash}
-# Per checkout, so that two trees on one machine never share scratch space.
-export QUASH_WORK=${QUASH_WORK:-/tmp/quash-tests-$(printf %s "$top" | md5sum | cut -c1-8)}
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:exitcode=99}
-export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1:exitcode=98}
-mkdir -p "$QUASH_WORK"
-# The tests start python3 hundreds of times (oracles, proxies, servers),
-# and the aws CLI.  Where these are pyenv's shims, bash scripts that find
-# the interpreter anew each time, a start costs 0.3-0.4 s against 0.05 s
-# for the interpreter itself: put what the shims resolve to first on PATH.
-if py=$(python3 -c 'import sys; print(sys.executable)' 2>/dev/null) && [ -x "$py" ] &&
-	[ "$(command -v python3)" != "$py" ]; then
-	mkdir -p "$QUASH_WORK/bin"
-	for c in python3 aws; do
-		[ -x "${py%/*}/$c" ] && ln -sfn "${py%/*}/$c" "$QUASH_WORK/bin/$c"
-	done
-	export PATH=$QUASH_WORK/bin:$PATH
-fi
-# The peers the tests compare against are Debian's own tools, never quash
-# posing as one (make install DROPIN=1 puts mksquashfs, squashfuse and
-# squashfuse_ll links before them on PATH): each goes first on PATH from
-# /usr/bin, and one that is quash stops the run.
-peers=$QUASH_WORK/peers
-rm -rf "$peers" && mkdir -p "$peers"
-for t in mksquashfs unsquashfs sqfstar squashfuse squashfuse_ll gensquashfs tar2sqfs sqfs2tar rdsquashfs; do
-	[ -x "/usr/bin/$t" ] || continue
-	case $(basename "$(readlink -f "/usr/bin/$t")") in
-	quash*) echo "tests/run.sh: /usr/bin/$t is quash, not the peer the tests compare with" >&2; exit 1 ;;
-	esac
-	ln -s "/usr/bin/$t" "$peers/$t"
-done
-export PATH=$peers:$PATH
+. tests/lib/env.sh || exit 1
 log=$QUASH_WORK/logs
 rm -rf "$log" && mkdir -p "$log"
 
@@ -125,21 +106,23 @@ count() {
 	all=$(sed -n 's/^1\.\.0 # SKIP *//p' "$file" | head -1)
 	if [ -n "$all" ] && [ "$ran" -eq 0 ]; then
 		if skip_allowed "$all"; then s=${want:-0} ran=${want:-0}
-		else problems+=("skipped whole for a reason not allowed (tests/run.sh): $all"); fi
+		else problems+=("skipped whole for a reason not allowed (tests/run.sh): $all") ran=${want:-0}; fi
 	fi
 	if [ "$status" -ne 0 ] && [ "$f" -eq 0 ] && [ ${#problems[@]} -eq 0 ]; then
 		problems+=("exited with status $status")
 	fi
 	if [ -z "$want" ]; then
-		problems+=("not in tests/plan.txt (add \"$name TIER $ran\")")
+		problems+=("not in $tests/plan.txt (add \"$name TIER $ran\")")
 	elif [ "$ran" -ne "$want" ]; then
 		problems+=("planned $want checks, ran $ran")
 	fi
 	pass=$((pass + p)) skipped=$((skipped + s))
 	if [ "$f" -gt 0 ] || [ ${#problems[@]} -gt 0 ]; then
 		failed_names+=("$name")
-		{ grep '^not ok ' "$file"; printf '%s\n' "${bad_skips[@]}"; } | grep . | head -20 |
-			sed "s|^|  $name: |; s|# SKIP.*|&  (reason not allowed)|"
+		grep '^not ok ' "$file" | head -20 | sed "s|^|  $name: |"
+		for line in "${bad_skips[@]:0:20}"; do
+			echo "not ok - $name: ${line#ok - }  (a skip reason tests/run.sh does not allow)"
+		done
 	fi
 	printf '%-28s %4d passed %4d failed %4d skipped  (%ss)\n' "$name" "$p" "$f" "$s" "$secs"
 	fail=$((fail + f))
@@ -157,19 +140,19 @@ while read -r name t c extra; do
 	n=$((n + 1))
 	[ -z "$name" ] || [[ $name == \#* ]] && continue
 	if [[ ! $t =~ ^(fast|full)$ || ! $c =~ ^[0-9]+$ || -n $extra || -n ${plan_count[$name]:-} ]]; then
-		problem "tests/plan.txt line $n: \"$name $t $c $extra\" is not NAME fast|full COUNT, once a name"
+		problem "$tests/plan.txt line $n: \"$name $t $c $extra\" is not NAME fast|full COUNT, once a name"
 		continue
 	fi
 	plan_tier[$name]=$t plan_count[$name]=$c
 	planned+=("$name")
-done <tests/plan.txt
+done <"$tests/plan.txt"
 
 scripts=()
-for t in tests/t-*.sh; do scripts+=("$(basename "$t" .sh)"); done
+for t in "$tests"/t-*.sh; do [ -f "$t" ] && scripts+=("$(basename "$t" .sh)"); done
 if [ -z "$pattern" ]; then
 	for name in "${planned[@]}"; do
-		[ "$name" = unit ] || [ -f "tests/$name.sh" ] ||
-			problem "$name: in tests/plan.txt, but tests/$name.sh is missing"
+		[ "$name" = unit ] || [ -f "$tests/$name.sh" ] ||
+			problem "$name: in $tests/plan.txt, but $tests/$name.sh is missing"
 	done
 fi
 
@@ -182,10 +165,16 @@ selected() { matches "$1" && { [ "$tier" = full ] || [ "${plan_tier[$1]:-}" = fa
 # with another status than 0 and no failed sub-test gets a line in
 # unit.problems (meson's skip, exit status 77, among them).
 run_units() {
-	local status
-	rm -f build-asan/meson-logs/testlog.txt
-	meson test -C build-asan --suite unit --print-errorlogs >"$log/unit.meson" 2>&1
-	status=$?
+	local status testlog=build-asan/meson-logs/testlog.txt
+	if [ "$tests" != tests ]; then
+		testlog=$log/unit.testlog
+		bash "$tests/unit.sh" "$testlog" >"$log/unit.meson" 2>&1
+		status=$?
+	else
+		rm -f "$testlog"
+		meson test -C build-asan --suite unit --print-errorlogs >"$log/unit.meson" 2>&1
+		status=$?
+	fi
 	: >"$log/unit.problems"
 	awk -v problems="$log/unit.problems" '
 		function flush() {
@@ -204,15 +193,17 @@ run_units() {
 		/^\[       OK \] /          { print "ok - unit/" prog ": " substr($0, 14); run = ""; next }
 		/^\[  FAILED  \] /          { print "not ok - unit/" prog ": " substr($0, 14); failed = 1; run = ""; next }
 		/^\[  SKIPPED \] /          { print "ok - unit/" prog ": " substr($0, 14) " # SKIP " why; run = ""; next }
-		END                         { flush() }' build-asan/meson-logs/testlog.txt >"$log/unit.log" 2>/dev/null
+		END                         { flush() }' "$testlog" >"$log/unit.log" 2>/dev/null
 	return $status
 }
 
-for name in unit "${scripts[@]}"; do
+units=(unit)
+[ "$tests" = tests ] || [ -f "$tests/unit.sh" ] || units=()
+for name in "${units[@]}" "${scripts[@]}"; do
 	# A script not in the plan has no tier: a full run runs it (its count
 	# says what to plan), the fast tier only says so.
 	if [ -z "${plan_tier[$name]:-}" ] && [ "$tier" = fast ]; then
-		matches "$name" && problem "$name: not in tests/plan.txt (add \"$name TIER COUNT\")"
+		matches "$name" && problem "$name: not in $tests/plan.txt (add \"$name TIER COUNT\")"
 		continue
 	fi
 	selected "$name" || continue
@@ -222,7 +213,7 @@ for name in unit "${scripts[@]}"; do
 		status=$?
 		mapfile -t problems <"$log/unit.problems"
 	else
-		timeout 1200 bash "tests/$name.sh" >"$log/$name.log" 2>&1
+		timeout 1200 bash "$tests/$name.sh" >"$log/$name.log" 2>&1
 		status=$?
 	fi
 	count "$name" "$log/$name.log" "$status" $((SECONDS - start)) "${problems[@]}"

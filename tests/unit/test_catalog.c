@@ -1,0 +1,261 @@
+/*
+ * test_catalog.c - the catalog's model (mount/catalog.c, through
+ * catalog_model.h), with no mount: which file names give which names,
+ * listings merged into names, and per-name versions with their slots.
+ *
+ * Names: an image's extension is dropped, hidden entries and names with
+ * control bytes are never names, nor are "." "..", empty ones and the
+ * control files'.  Clashes: a directory wins over an image of its name
+ * whichever comes first, and of two keys of one name the one that has it
+ * keeps it, else the first in byte order.  Versions: an unchanged listing
+ * changes nothing, a changed key, size, time or ETag gives the name its
+ * next version in a new slot, and a superseded version's slot is taken back
+ * only once nothing names it and reused only after the quarantine.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "catalog_model.h"
+
+#define QUARANTINE_S 5          /* QC_SLOT_QUARANTINE_S, catalog.h */
+
+static void test_image_names(void **state)
+{
+	static const struct { const char *key, *name; bool ok; } cases[] = {
+		{ "a.sqfs", "a", true },
+		{ "a.squashfs", "a", true },
+		{ "a.img", "a", true },
+		{ "a.sif", "a", true },
+		{ "a.img.sqfs", "a.img", true },        /* one extension only */
+		{ "a.SQFS", "a.SQFS", true },           /* bytes, no case folding */
+		{ "a.sqfs.bak", "a.sqfs.bak", true },
+		{ ".sqfs", ".sqfs", true },             /* an extension needs a name before it */
+		{ "..sqfs", ".", false },
+		{ "...sqfs", "..", false },
+		{ "x.sqfs", "x", true },
+		{ ".quash-catalog.sqfs", ".quash-catalog", false },
+		{ ".quash-refresh.img", ".quash-refresh", false },
+		{ "tab\tname.sqfs", "tab\tname", false },
+		{ "del\x7f.sqfs", "del\x7f", false },
+		{ "caf\xc3\xa9.sqfs", "caf\xc3\xa9", true },   /* UTF-8 is not control */
+	};
+	char buf[64];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		snprintf(buf, sizeof(buf), "%s", cases[i].key);
+		qc_strip_ext(buf);
+		assert_string_equal(buf, cases[i].name);
+		if (qc_image_name_ok(buf) != cases[i].ok)
+			fail_msg("\"%s\": name ok %d, not %d", cases[i].key, !cases[i].ok, cases[i].ok);
+	}
+	assert_false(qc_image_name_ok(""));
+	assert_true(qc_has_image_ext("a.sqfs"));
+	assert_false(qc_has_image_ext(".sqfs"));
+	assert_false(qc_has_image_ext("a.sqf"));
+	assert_false(qc_has_image_ext("a.SQFS"));
+	assert_true(qc_has_control("a\nb"));
+	assert_true(qc_has_control("\x1f"));
+	assert_false(qc_has_control(" ~\x80\xff"));
+	assert_false(qc_entry_listed(".hidden.sqfs"));
+	assert_false(qc_entry_listed("."));
+	assert_false(qc_entry_listed(".."));
+	assert_false(qc_entry_listed("a\rb.sqfs"));
+	assert_true(qc_entry_listed("a.b.sqfs"));
+	assert_true(qc_entry_listed("a."));
+}
+
+static int find(struct qm_catalog *c, const char *path, const char **key, uint32_t *version, uint32_t *slot)
+{
+	const char *k = NULL;
+	uint32_t v = 0, s = 0;
+	int r = qc_model_find(c, path, &k, &v, &s);
+
+	if (key)
+		*key = k;
+	if (version)
+		*version = v;
+	if (slot)
+		*slot = s;
+	return r;
+}
+
+static void assert_image(struct qm_catalog *c, const char *path, const char *key, uint32_t version)
+{
+	const char *k;
+	uint32_t v;
+
+	if (find(c, path, &k, &v, NULL) != 2)
+		fail_msg("%s: no image", path);
+	assert_string_equal(k, key);
+	assert_int_equal(v, version);
+}
+
+#define MERGE(c, ...) do { \
+		const struct qc_listed l_[] = { __VA_ARGS__ }; \
+		assert_int_equal(qc_model_merge((c), l_, sizeof(l_) / sizeof(l_[0])), 0); \
+	} while (0)
+#define MERGE_NONE(c) assert_int_equal(qc_model_merge((c), NULL, 0), 0)
+
+/* Keys make names and directories; names the listing drops go, emptied directories too. */
+static void test_merge_tree(void **state)
+{
+	struct qm_catalog *c = qc_model_new();
+
+	(void)state;
+	assert_non_null(c);
+	MERGE(c, { "z/deep/one.img", 1, 1, NULL }, { "a.sqfs", 1, 1, NULL }, { "b/c.sif", 2, 1, NULL },
+	      { "..sqfs", 3, 1, NULL }, { "b/bell\a.sqfs", 3, 1, NULL });
+	assert_image(c, "a", "a.sqfs", 1);
+	assert_int_equal(find(c, "b", NULL, NULL, NULL), 1);
+	assert_image(c, "b/c", "b/c.sif", 1);
+	assert_int_equal(find(c, "z/deep", NULL, NULL, NULL), 1);
+	assert_image(c, "z/deep/one", "z/deep/one.img", 1);
+	assert_int_equal(find(c, "a.sqfs", NULL, NULL, NULL), 0);
+	assert_int_equal(find(c, "..", NULL, NULL, NULL), 0);
+	assert_int_equal(find(c, "b/bell\a", NULL, NULL, NULL), 0);
+
+	MERGE(c, { "a.sqfs", 1, 1, NULL }, { "b/c.sif", 2, 1, NULL });
+	assert_image(c, "a", "a.sqfs", 1);
+	assert_image(c, "b/c", "b/c.sif", 1);
+	assert_int_equal(find(c, "z/deep/one", NULL, NULL, NULL), 0);
+	assert_int_equal(find(c, "z", NULL, NULL, NULL), 0);
+	MERGE_NONE(c);
+	assert_int_equal(find(c, "a", NULL, NULL, NULL), 0);
+	assert_int_equal(find(c, "b", NULL, NULL, NULL), 0);
+	qc_model_free(c);
+}
+
+/* A directory wins over an image of its name, in either order of arrival. */
+static void test_directory_wins(void **state)
+{
+	struct qm_catalog *c = qc_model_new();
+
+	(void)state;
+	assert_non_null(c);
+	MERGE(c, { "x/y.sqfs", 1, 1, NULL }, { "x.sqfs", 1, 1, NULL });
+	assert_int_equal(find(c, "x", NULL, NULL, NULL), 1);
+	assert_image(c, "x/y", "x/y.sqfs", 1);
+	assert_int_equal(qc_model_shadowed(c), 1);
+
+	/* the image had the name first: the directory still takes it */
+	MERGE(c, { "w.img", 1, 1, NULL });
+	assert_image(c, "w", "w.img", 1);
+	MERGE(c, { "w.img", 1, 1, NULL }, { "w/v.img", 1, 1, NULL });
+	assert_int_equal(find(c, "w", NULL, NULL, NULL), 1);
+	assert_image(c, "w/v", "w/v.img", 1);
+	assert_int_equal(qc_model_shadowed(c), 1);
+	qc_model_free(c);
+}
+
+/* Of two keys of one name: the one that has it keeps it, else the first in byte order. */
+static void test_name_clash(void **state)
+{
+	struct qm_catalog *c = qc_model_new();
+
+	(void)state;
+	assert_non_null(c);
+	MERGE(c, { "a.sqfs", 1, 1, NULL }, { "a.img", 2, 1, NULL });
+	assert_image(c, "a", "a.img", 1);               /* ".img" < ".sqfs" */
+	assert_int_equal(qc_model_shadowed(c), 1);
+
+	MERGE(c, { "b.sqfs", 1, 1, NULL });
+	assert_image(c, "b", "b.sqfs", 1);
+	MERGE(c, { "b.sqfs", 1, 1, NULL }, { "b.img", 2, 1, NULL });
+	assert_image(c, "b", "b.sqfs", 1);              /* it had the name */
+	assert_int_equal(qc_model_shadowed(c), 1);
+	MERGE(c, { "b.img", 2, 1, NULL });
+	assert_image(c, "b", "b.img", 2);               /* the name's next version */
+	assert_int_equal(qc_model_shadowed(c), 0);
+	/* renamed to another extension, the same bytes: the version must open the new key */
+	MERGE(c, { "b.sqfs", 2, 1, NULL });
+	assert_image(c, "b", "b.sqfs", 3);
+	qc_model_free(c);
+}
+
+/* A changed size, time or ETag is the name's next version, in a new slot; the same listing changes nothing. */
+static void test_versions(void **state)
+{
+	struct qm_catalog *c = qc_model_new();
+	uint32_t v, s1, s2, s3, s4, s5;
+
+	(void)state;
+	assert_non_null(c);
+	MERGE(c, { "a.sqfs", 100, 10, "e1" }, { "b.sqfs", 5, 5, NULL });
+	find(c, "a", NULL, &v, &s1);
+	assert_int_equal(v, 1);
+	MERGE(c, { "b.sqfs", 5, 5, NULL }, { "a.sqfs", 100, 10, "e1" });
+	find(c, "a", NULL, &v, &s2);
+	assert_int_equal(v, 1);
+	assert_int_equal(s2, s1);
+	MERGE(c, { "a.sqfs", 101, 10, "e1" }, { "b.sqfs", 5, 5, NULL });
+	find(c, "a", NULL, &v, &s2);
+	assert_int_equal(v, 2);
+	assert_int_not_equal(s2, s1);
+	MERGE(c, { "a.sqfs", 101, 11, "e1" }, { "b.sqfs", 5, 5, NULL });
+	find(c, "a", NULL, &v, &s3);
+	assert_int_equal(v, 3);
+	MERGE(c, { "a.sqfs", 101, 11, "e2" }, { "b.sqfs", 5, 5, NULL });
+	find(c, "a", NULL, &v, &s4);
+	assert_int_equal(v, 4);
+	MERGE(c, { "a.sqfs", 101, 11, "e2" }, { "b.sqfs", 5, 5, "" });
+	find(c, "a", NULL, &v, &s5);
+	assert_int_equal(v, 4);
+	assert_int_equal(s5, s4);
+	assert_image(c, "b", "b.sqfs", 1);              /* no ETag and an empty one are the same */
+	assert_true(s1 != s3 && s1 != s4 && s2 != s3 && s2 != s4 && s3 != s4);
+	qc_model_free(c);
+}
+
+/* A superseded version's slot: held while the kernel knows it, reused only after the quarantine. */
+static void test_slot_reuse(void **state)
+{
+	struct qm_catalog *c = qc_model_new();
+	uint32_t v, s1, s2, s3, s4;
+
+	(void)state;
+	assert_non_null(c);
+	MERGE(c, { "a.sqfs", 1, 1, NULL });
+	find(c, "a", NULL, &v, &s1);
+	qc_model_lookups(c, s1, 2);
+	MERGE(c, { "a.sqfs", 2, 1, NULL });
+	find(c, "a", NULL, &v, &s2);
+	assert_int_equal(v, 2);
+	assert_int_equal(qc_model_sweep(c, 0), 0);      /* two lookups of version 1 held */
+	qc_model_lookups(c, s1, -1);
+	assert_int_equal(qc_model_sweep(c, 0), 0);
+	qc_model_lookups(c, s1, -1);
+	assert_int_equal(qc_model_sweep(c, 0), 1);
+	assert_int_equal(qc_model_sweep(c, 0), 0);      /* taken back once */
+
+	MERGE(c, { "a.sqfs", 3, 1, NULL });              /* within the quarantine: a new slot */
+	find(c, "a", NULL, &v, &s3);
+	assert_int_equal(v, 3);
+	assert_int_not_equal(s3, s1);
+	assert_int_equal(qc_model_sweep(c, QUARANTINE_S), 1);   /* version 2's; s1 has waited long enough */
+	MERGE(c, { "a.sqfs", 4, 1, NULL });
+	find(c, "a", NULL, &v, &s4);
+	assert_int_equal(v, 4);
+	assert_int_equal(s4, s1);
+	qc_model_free(c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_image_names),
+		cmocka_unit_test(test_merge_tree),
+		cmocka_unit_test(test_directory_wins),
+		cmocka_unit_test(test_name_clash),
+		cmocka_unit_test(test_versions),
+		cmocka_unit_test(test_slot_reuse),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
