@@ -43,6 +43,10 @@ head -c "$(stat -c %s "$IMG")" /dev/urandom >"$W/www/other.sqfs"
 touch -d @1600000000 "$W/www/other.sqfs"
 truncate -s 256M "$W/www/huge404.bin"
 make_test_ca "$W/ca"
+# A server certificate also for a name only the capture proxy resolves.
+printf 'subjectAltName=IP:127.0.0.1,DNS:origin.quash.invalid\n' >"$W/ca/ext2.cnf"
+openssl x509 -req -in "$W/ca/server.csr" -CA "$W/ca/ca.pem" -CAkey "$W/ca/ca.key" -CAcreateserial \
+	-days 2 -extfile "$W/ca/ext2.cnf" -out "$W/ca/server2.pem" 2>/dev/null
 hops=""
 for i in 1 2 3 4 5 6; do
 	hops+="location = /hop$i/image.sqfs { return 302 /hop$((i - 1))/image.sqfs; } "
@@ -72,7 +76,7 @@ http {
 	}
 	server { listen 127.0.0.1:$REDIR; return 301 http://127.0.0.1:$CAP\$request_uri; }
 	server { listen 127.0.0.1:$TLS ssl; root $W/www;
-		ssl_certificate $W/ca/server.pem; ssl_certificate_key $W/ca/server.key; }
+		ssl_certificate $W/ca/server2.pem; ssl_certificate_key $W/ca/server.key; }
 	server { listen 127.0.0.1:$S3TLS ssl;
 		ssl_certificate $W/ca/server.pem; ssl_certificate_key $W/ca/server.key;
 		location / { proxy_pass http://127.0.0.1:$MOTO; proxy_set_header Host \$http_host; } }
@@ -184,8 +188,8 @@ mkdir -p "$W/certdir" && cp "$W/ca/ca.pem" "$W/certdir/" && openssl rehash "$W/c
 check "SSL_CERT_DIR: an https:// image with the test CA from a hashed directory" \
 	cat_eq "$TLSURL" SSL_CERT_DIR="$W/certdir"
 
-# Proxies from the environment.  The http:// host does not resolve: only the
-# proxy reaches it.  The https:// image goes through a CONNECT tunnel.
+# Proxies from the environment.  The image's host does not resolve: only the
+# proxy reaches it (https:// through a CONNECT tunnel).
 : >"$W/cap.log"
 check "http_proxy: an image on a host only the proxy reaches" \
 	cat_eq http://origin.quash.invalid/image.sqfs http_proxy="http://127.0.0.1:$CAP"
@@ -197,10 +201,10 @@ check "ALL_PROXY: the same, from ALL_PROXY" \
 check "ALL_PROXY: the proxy saw the absolute URL" \
 	capjson "$W/cap.log" "R and all(r['target'] == 'http://origin.quash.invalid/image.sqfs' for r in R)"
 : >"$W/cap.log"
-check "https_proxy: an https:// image through a CONNECT tunnel" \
-	cat_eq "$TLSURL" https_proxy="http://127.0.0.1:$CAP" CURL_CA_BUNDLE="$W/ca/ca.pem"
-check "https_proxy: the proxy saw CONNECT 127.0.0.1:$TLS" \
-	capjson "$W/cap.log" "R and all(r['method'] == 'CONNECT' and r['target'] == '127.0.0.1:$TLS' for r in R)"
+check "https_proxy: an https:// image on a host only the proxy reaches, through a CONNECT tunnel" \
+	cat_eq "https://origin.quash.invalid:$TLS/image.sqfs" https_proxy="http://127.0.0.1:$CAP" CURL_CA_BUNDLE="$W/ca/ca.pem"
+check "https_proxy: the proxy saw CONNECT to the image's host and port" \
+	capjson "$W/cap.log" "R and all(r['method'] == 'CONNECT' and r['target'] == 'origin.quash.invalid:$TLS' for r in R)"
 
 # Redirects: plain HTTP follows 301 and 302, five in a row at most; the
 # URL's credentials do not go to another origin; a signed S3 request is
@@ -237,7 +241,7 @@ check "If-Unmodified-Since: sent on reads, no If-Match, and the server answered 
 
 # An error with a 256 MiB body: quash keeps 1 KiB and hangs up, so nginx
 # gets to send no more than the socket buffers hold.
-check_fails "error body: a 404 with a huge body is one line" 1 "^quash: $U/errbody/none.sqfs: " \
+check_fails "error body: a 404 with a huge body is a 404 at once" 1 "^quash: $U/errbody/none.sqfs: not found: HTTP 404$" \
 	"$QUASH_ASAN" info --retry-seconds 1 "$U/errbody/none.sqfs"
 for i in $(seq 50); do [ -s "$W/nginx/errbody.log" ] && break; sleep 0.1; done
 check "error body: nginx sent under 32 MiB of the 256 MiB" \

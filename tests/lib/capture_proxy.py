@@ -12,8 +12,9 @@ serves as both kinds of proxy at once:
 - a forward proxy (http_proxy, https_proxy): a request for an absolute URL
   goes to --upstream whatever host it names (so a host that does not
   resolve reaches the test server only through the proxy), and CONNECT
-  HOST:PORT opens a tunnel to 127.0.0.1:PORT when HOST is 127.0.0.1, else
-  it is answered 403 (nothing here resolves names; the log keeps HOST).
+  HOST:PORT opens a tunnel to 127.0.0.1:PORT when HOST is 127.0.0.1 or ends
+  in .invalid (a name only the proxy knows), else it is answered 403
+  (nothing here resolves names; the log keeps HOST).
 
 Python 3 standard library only.
 """
@@ -47,7 +48,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def do_CONNECT(self):
         host, _, port = self.path.rpartition(":")
-        if host != "127.0.0.1":
+        if host != "127.0.0.1" and not host.endswith(".invalid"):
             self.entry(403, 0)
             self.send_response(403)
             self.send_header("Content-Length", "0")
