@@ -10,13 +10,15 @@
 # and ALL_PROXY, redirects (followed for plain HTTP, at most 5, credentials
 # kept from another origin; never for signed S3 requests),
 # If-Unmodified-Since without an ETag, the 1 KiB cap on an error body,
-# --fallback, and --cache-dir-limit.
+# --fallback, and --cache-dir-limit (and the mount's -o cache_dir_limit=
+# and -o region=).
 . "$(dirname "$0")/lib/tap.sh"
 . "$(dirname "$0")/lib/remote.sh"
+. "$(dirname "$0")/lib/mount.sh"
 
 W=$WORK/remote-settings
 rm -rf "$W" && mkdir -p "$W/www/noetag" "$W/home/.aws"
-trap remote_cleanup EXIT
+trap 'unmount_all; remote_cleanup' EXIT
 unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_SESSION_TOKEN AWS_PROFILE AWS_REGION AWS_DEFAULT_REGION \
 	AWS_ENDPOINT_URL AWS_ENDPOINT_URL_S3 AWS_CONFIG_FILE AWS_SHARED_CREDENTIALS_FILE AWS_CA_BUNDLE \
 	CURL_CA_BUNDLE SSL_CERT_FILE SSL_CERT_DIR http_proxy https_proxy HTTPS_PROXY ALL_PROXY all_proxy \
@@ -169,7 +171,8 @@ check "region: AWS_DEFAULT_REGION before the profile's" test "$(regions_seen)" =
 # which host is asked for and refuses the tunnel (nothing here leaves the machine).
 printf '[default]\nregion = eu-test-3\n' >"$W/config2"
 : >"$W/cap.log"
-check_fails "region: the profile's region names the AWS host (through https_proxy)" 1 "^quash: $S3: " \
+check_fails "region: the profile's region names the AWS host (through https_proxy)" 1 \
+	"^quash: $S3: CONNECT tunnel failed, response 403" \
 	env AWS_CONFIG_FILE="$W/config2" AWS_SHARED_CREDENTIALS_FILE="$W/credentials" https_proxy="http://127.0.0.1:$CAP" \
 	"$QUASH_ASAN" info --retry-seconds 1 "$S3"
 check "region: the tunnel asked for is quash-sts.s3.eu-test-3.amazonaws.com:443" \
@@ -276,3 +279,27 @@ check "--cache-dir-limit 64M: the directory holds 64 MiB at most" \
 	test "$(dir_bytes "$W/cd64")" -le $((64 << 20)) -a "$(dir_bytes "$W/cd64")" -gt 0
 "$QUASH_ASAN" cat --cache-dir "$W/cd1g" --cache-dir-limit 1G "$U/big.sqfs" blob >/dev/null
 check "--cache-dir-limit 1G: the same read leaves more than 64 MiB" test "$(dir_bytes "$W/cd1g")" -gt $((64 << 20))
+
+# The mount's spellings: -o cache_dir_limit= and -o region=.  A foreground
+# daemon, so that its exit (every cache write done, no sanitizer report) is seen.
+# fg_mount MP OPTS IMAGE [ENV...]: mounted in the background ($FG_PID)
+fg_mount() {
+	local mp=$1 opts=$2 image=$3; shift 3
+	mkdir -p "$mp"
+	env "$@" "$QUASH_ASAN" mount -f -o "$opts" "$image" "$mp" 2>"$W/fg.err" &
+	FG_PID=$!
+	wait_mounted "$mp" && QM_MOUNTS+=("f:$mp")
+}
+fg_umount() {   # fg_umount MP: unmounted, and the daemon exited 0 with no sanitizer report
+	fusermount3 -u "$1" && wait "$FG_PID" && ! grep -qE 'Sanitizer|runtime error:' "$W/fg.err"
+}
+fg_mount "$W/mnt" "cache_dir=$W/cdm,cache_dir_limit=64M" "$U/big.sqfs"
+check "-o cache_dir_limit=64M: the mount reads the bytes" cmp -s "$W/mnt/blob" "$W/big/blob"
+check "-o cache_dir_limit=64M: the daemon exits cleanly" fg_umount "$W/mnt"
+check "-o cache_dir_limit=64M: the directory holds 64 MiB at most" \
+	test "$(dir_bytes "$W/cdm")" -le $((64 << 20)) -a "$(dir_bytes "$W/cdm")" -gt 0
+: >"$W/caps3.log"
+fg_mount "$W/mnt" "region=eu-mnt-1" "$S3" $USERENV AWS_REGION=xx-env-1 AWS_ENDPOINT_URL="http://127.0.0.1:$CAPS3"
+check "-o region=: the mount reads the bytes" cmp -s "$W/mnt/f3" "$W/tree/f3"
+check "-o region=: the daemon exits cleanly" fg_umount "$W/mnt"
+check "-o region=: requests are signed for the option's region" test "$(regions_seen)" = eu-mnt-1
