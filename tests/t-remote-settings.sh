@@ -10,8 +10,8 @@
 # and ALL_PROXY, redirects (followed for plain HTTP, at most 5, credentials
 # kept from another origin; never for signed S3 requests),
 # If-Unmodified-Since without an ETag, the 1 KiB cap on an error body,
-# --fallback, and --cache-dir-limit (and the mount's -o cache_dir_limit=
-# and -o region=).
+# --fallback (http:// and s3://), and --cache-dir-limit (and the mount's
+# -o cache_dir_limit= and -o region=).
 . "$(dirname "$0")/lib/tap.sh"
 . "$(dirname "$0")/lib/remote.sh"
 . "$(dirname "$0")/lib/mount.sh"
@@ -259,7 +259,13 @@ check "--fallback: unused while the image's server answers" \
 	cat_eq "$U/image.sqfs" -- --fallback "http://127.0.0.1:$CAP/image.sqfs"
 check "--fallback: no request went to it" test ! -s "$W/cap.log"
 check "--fallback: read from it while the server refuses connections" \
-	cat_eq "http://127.0.0.1:$DEAD/image.sqfs" -- --fallback "$U/image.sqfs"
+	cat_eq "http://127.0.0.1:$DEAD/image.sqfs" -- --retry-seconds 5 --fallback "$U/image.sqfs"
+: >"$W/caps3.log"
+check "--fallback: an s3:// fallback, signed with the environment's keys" \
+	cat_eq "http://127.0.0.1:$DEAD/image.sqfs" $USERENV AWS_ENDPOINT_URL="http://127.0.0.1:$CAPS3" \
+	-- --retry-seconds 5 --fallback "$S3"
+check "--fallback: every request to the s3:// fallback was signed" \
+	capjson "$W/caps3.log" "R and all('Credential=$USER_KEY/' in r['headers'].get('authorization', '') for r in R)"
 start_faultproxy "$FP" "$U" always:503 --skip 0
 check "--fallback: read from it while the server answers 503" \
 	cat_eq "http://127.0.0.1:$FP/image.sqfs" -- --fallback "$U/image.sqfs"
