@@ -6,7 +6,7 @@ set -eu
 BUILD_PKGS="meson ninja-build pkg-config gcc libc6-dev
   libzstd-dev liblz4-dev liblzma-dev zlib1g-dev libdeflate-dev liblzo2-dev
   libfuse3-dev fuse3 libarchive-dev libcurl4-openssl-dev libcmocka-dev libxxhash-dev liburing-dev"
-TEST_PKGS="squashfs-tools squashfs-tools-ng squashfuse attr xxd fio nginx-light openssl groff-base man-db
+TEST_PKGS="squashfs-tools squashfs-tools-ng squashfuse attr acl strace xxd fio nginx-light openssl groff-base man-db
   libarchive-tools zstd lz4 xz-utils bzip2 cpio zip curl
   ceph-mon ceph-osd radosgw ceph-common uuid-runtime s3fs bc valgrind iproute2 util-linux"
 # Only what the benches compare against (make bench), never needed by make check.
