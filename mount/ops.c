@@ -569,13 +569,18 @@ int qm_xattr_name_error(const char *name)
 	return EOPNOTSUPP;
 }
 
-/* Sets of xattrs read to learn whether any carries a label; beyond, assume one does. */
-#define QM_LABEL_SCAN_MAX 16384u
+/*
+ * What the search for a label may read: sets of xattrs, and bytes of their
+ * names and values.  Past either, the image counts as labelled, so that a
+ * hostile id table cannot make the first `ls -l` read gigabytes.
+ */
+#define QM_LABEL_SCAN_SETS 16384u
+#define QM_LABEL_SCAN_BYTES (4u << 20)
 
 /*
  * Does an inode of the image carry security.selinux?  Each xattr id is a set
  * that inodes share, so the id table lists every set there is.  A set that
- * cannot be read, or more sets than QM_LABEL_SCAN_MAX, count as yes: then
+ * cannot be read, or a table past the bounds above, counts as yes: then
  * every query gets the kernel's own answer.
  */
 static bool image_has_label(struct qm_fs *fs, const struct qm_view *v)
@@ -583,10 +588,11 @@ static bool image_has_label(struct qm_fs *fs, const struct qm_view *v)
 	uint32_t sets = qs_image_info(v->img)->xattr_id_count;
 	int known = atomic_load(&fs->labels);
 	bool found = false;
+	size_t bytes = 0;
 
 	if (known)
 		return known == 2;
-	if (v->has_xattrs && sets > QM_LABEL_SCAN_MAX)
+	if (v->has_xattrs && sets > QM_LABEL_SCAN_SETS)
 		found = true;
 	for (uint32_t id = 0; v->has_xattrs && id < sets && !found; id++) {
 		struct qs_inode in = { .xattr = id };
@@ -597,9 +603,13 @@ static bool image_has_label(struct qm_fs *fs, const struct qm_view *v)
 			found = true;
 			break;
 		}
-		for (size_t i = 0; i < count && !found; i++)
+		for (size_t i = 0; i < count && !found; i++) {
 			found = strcmp(xs[i].name, "security.selinux") == 0;
+			bytes += strlen(xs[i].name) + xs[i].value_len;
+		}
 		qs_xattr_free(xs, count);
+		if (bytes > QM_LABEL_SCAN_BYTES)
+			found = true;
 	}
 	atomic_store(&fs->labels, found ? 2 : 1);
 	return found;
