@@ -10,6 +10,9 @@
 #       installation with its site-packages), cold (caches dropped, fresh
 #       mount) and warm (again, same mount)
 #   mount, run /bin/true from the image, unmount: CYCLES times
+#   xattr: ls -lR cold and warm of XTREE (about 5,800 entries) packed three
+#       ways: one user.* xattr on one file, a security.selinux label on
+#       every entry (a root file system from an SELinux host), -no-xattrs
 #   latency (LAT_MOUNTERS, default with quash over io_uring as well): ls -lR
 #       cold and warm; Python started from the tree image with a heavy
 #       import set, cold (one run) and warm (median of 5); and one FUSE
@@ -31,6 +34,7 @@
 #                                       /PATH/TO/quash another build of it
 #   bench/mount.sh fio cycle            only the fio rows and the cycle
 #   bench/mount.sh latency              only the latency rows (about 3 minutes)
+#   REPEAT=7 bench/mount.sh xattr       only the xattr rows (about 2 minutes)
 # Why 30 s: each fio job reads every 4 KiB of the file once per pass and
 # drops the file's cached pages when a pass ends (fio's invalidate=1), so a
 # time-based run alternates cold warm-ups, bound by decompression, with warm
@@ -41,7 +45,8 @@
 # The tree and cycle rows are short and swing with the disk and the host
 # (the kernel's own ls -lR cold: 0.62-1.10 s in one quarter hour), so they
 # run REPEAT times, the mounters taking turns, and the table shows medians.
-#   env: RUNTIME (30) COLD_IO (64M) CYCLES (20) REPEAT (3) TREE BENCH_DIR (/var/tmp/quash-bench) QUASH
+# Repeated rows show the median, and below the table each one's range.
+#   env: RUNTIME (30) COLD_IO (64M) CYCLES (20) REPEAT (3) TREE XTREE BENCH_DIR (/var/tmp/quash-bench) QUASH
 #        DATA ("random compressible") RWS ("randread:4k read:64k coldread:4k") CSV
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -58,6 +63,7 @@ DATA=${DATA:-random compressible}
 RWS=${RWS:-randread:4k read:64k coldread:4k}
 TREE=${TREE:-/root/.pyenv/versions/3.11.7}
 [ -d "$TREE" ] || TREE=/usr/lib/python3
+XTREE=${XTREE:-/usr/share/doc}
 CSV=${CSV:-$top/bench/results/mount.csv}
 WHAT=${*:-all}
 MNT=$B/mnt
@@ -65,7 +71,7 @@ SIZE=$((1 << 30))
 
 die() { echo "bench/mount.sh: $*" >&2; exit 1; }
 [ "$(id -u)" -eq 0 ] || die "run as root (loop mounts, drop_caches)"
-for t in fio mksquashfs squashfuse_ll fusermount3 python3; do
+for t in fio mksquashfs squashfuse_ll fusermount3 python3 setfattr; do
 	command -v $t >/dev/null || die "$t is missing (scripts/install-deps.sh)"
 done
 [ -x "$QUASH" ] || die "$QUASH is missing (make build)"
@@ -73,7 +79,23 @@ mkdir -p "$B" "$OUT" "$MNT" "$(dirname "$CSV")"
 
 # ---- images, made once -------------------------------------------------
 
+make_xattr_images() {
+	# XTREE three ways; cp -r copies no xattrs, so XTREE's own count for nothing.
+	if [ ! -f "$B/xattr-one.sqfs" ] || [ ! -f "$B/xattr-labels.sqfs" ] || [ ! -f "$B/xattr-none.sqfs" ]; then
+		rm -rf "$B/src-xattr" && mkdir -p "$B/src-xattr"
+		cp -r "$XTREE/." "$B/src-xattr/"
+		setfattr -n user.bench -v one "$(find "$B/src-xattr" -type f | sort | sed -n 100p)"
+		mksquashfs "$B/src-xattr" "$B/xattr-one.sqfs" -comp zstd -noappend -quiet -no-progress
+		mksquashfs "$B/src-xattr" "$B/xattr-none.sqfs" -comp zstd -noappend -quiet -no-progress -no-xattrs
+		find "$B/src-xattr" -print0 | xargs -0 setfattr -h -n security.selinux -v system_u:object_r:usr_t:s0
+		mksquashfs "$B/src-xattr" "$B/xattr-labels.sqfs" -comp zstd -noappend -quiet -no-progress
+		rm -rf "$B/src-xattr"
+	fi
+}
+
 make_images() {
+	case " $WHAT " in *" all "*|*" xattr "*) make_xattr_images ;; esac
+	[ "$WHAT" = xattr ] && return
 	if [ ! -f "$B/random.sqfs" ]; then
 		mkdir -p "$B/src-random"
 		head -c $SIZE /dev/urandom >"$B/src-random/file"
@@ -214,6 +236,20 @@ ls_rows() {   # ls_rows MOUNTER PREFIX: ls -lR of the tree, cold (fresh mount, c
 	unmount_as "$1" "$MNT"
 }
 
+# The mounters take turns within each round, and each round runs the three images.
+bench_xattr() {
+	local who kind
+	for who in $(turns); do
+		for kind in one labels none; do
+			mount_as "$who" "$B/xattr-$kind.sqfs" "$MNT" || die "$who: mount failed"
+			drop_caches
+			record "xattr ($kind): ls -lR cold" "$who" "$(timed ls -lR "$MNT")" s lower
+			record "xattr ($kind): ls -lR warm" "$who" "$(timed ls -lR "$MNT")" s lower
+			unmount_as "$who" "$MNT"
+		done
+	done
+}
+
 bench_tree() {
 	local who
 	for who in $(turns); do
@@ -300,6 +336,7 @@ for line in open(sys.argv[1]):
         rows[test] = {"unit": unit, "better": better}
         order.append(test)
     rows[test].setdefault(who, []).append(float(value))
+spans = {t: {m: list(v) for m, v in r.items() if isinstance(v, list)} for t, r in rows.items()}
 for r in rows.values():   # repeated rows: the median
     for who in list(r):
         if isinstance(r[who], list):
@@ -326,6 +363,11 @@ for test in order:
         else:
             cells.append(f"{v:g}")
     print(f"| {test} | " + " | ".join(cells) + " |")
+ranges = [f"{test}: " + ", ".join(f"{m} {min(v):g}-{max(v):g}" for m, v in spans[test].items())
+          for test in order if any(len(v) > 1 for v in spans[test].values())]
+if ranges:
+    print("\nranges (min-max of the repeated rows):\n")
+    print("\n".join("- " + r for r in ranges))
 PY
 }
 
@@ -334,12 +376,13 @@ make_images
 echo "kernel $(uname -r), $(nproc) cores; quash $("$QUASH" --version); $(dpkg-query -W -f '${Package} ${Version}' squashfuse 2>/dev/null)"
 for what in $WHAT; do
 	case $what in
-	all) bench_fio; bench_tree; bench_cycle; bench_latency ;;
+	all) bench_fio; bench_tree; bench_cycle; bench_latency; bench_xattr ;;
+	xattr) bench_xattr ;;
 	fio) bench_fio ;;
 	tree) bench_tree ;;
 	cycle) bench_cycle ;;
 	latency) bench_latency ;;
-	*) die "what to run: all, or some of fio, tree, cycle and latency" ;;
+	*) die "what to run: all, or some of fio, tree, cycle, latency and xattr" ;;
 	esac
 done
 echo

@@ -379,7 +379,9 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t nodeid, const char *name, siz
 	struct qc_image *im;
 
 	if (qc_slot_of(nodeid) == 0 || is_image_root(nodeid)) {
-		fuse_reply_err(req, ENODATA);
+		int err = qm_xattr_name_error(name);
+
+		fuse_reply_err(req, err ? err : ENODATA);
 		return;
 	}
 	if ((im = pin(req, nodeid))) {

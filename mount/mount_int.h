@@ -152,6 +152,7 @@ struct qm_fs {
 	struct qm_fill *fill;       /* NULL: no page-cache fill */
 	struct qm_nodes *nodes;     /* files and listings for requests without a handle */
 	bool no_open;               /* the kernel opens without asking (FUSE_CAP_NO_OPEN_SUPPORT) */
+	atomic_int labels;          /* does an inode carry security.selinux: 0 not known yet, 1 no, 2 yes */
 
 	/* readiness: set by the INIT request */
 	pthread_mutex_t ready_lock;
@@ -222,6 +223,7 @@ void qm_img_statfs(struct qm_fs *fs, const struct qm_view *v, fuse_req_t req);
 void qm_img_getxattr(struct qm_fs *fs, const struct qm_view *v, fuse_req_t req, fuse_ino_t nodeid,
 		     const char *name, size_t size);
 void qm_img_listxattr(struct qm_fs *fs, const struct qm_view *v, fuse_req_t req, fuse_ino_t nodeid, size_t size);
+int qm_xattr_name_error(const char *name);
 
 /* dir.c */
 int qm_dir_load(struct qs_image *img, const struct qs_inode *dir, struct qm_dir **out);

@@ -559,6 +559,74 @@ static int load_xattrs(const struct qm_view *v, fuse_ino_t nodeid, struct qs_xat
 	return qs_xattr_list(v->img, &in, xs, count);
 }
 
+/*
+ * The error the kernel's squashfs gives for NAME whatever the inode: it has
+ * handlers for user., trusted. and security. only, so any other name is
+ * EOPNOTSUPP (xattr_resolve_name), system.posix_acl_* too (squashfs never
+ * sets SB_POSIXACL, and mksquashfs stores no ACLs), and a bare prefix is
+ * EINVAL.  0: the answer depends on the inode.  FUSE sends the ACL names
+ * here through its get_acl; gnulib's file_has_acl takes EOPNOTSUPP as "no
+ * ACL support", so `ls -l` asks the device once instead of once a file.
+ */
+int qm_xattr_name_error(const char *name)
+{
+	static const char *const prefixes[] = { "user.", "trusted.", "security." };
+
+	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
+		size_t n = strlen(prefixes[i]);
+
+		if (strncmp(name, prefixes[i], n) == 0)
+			return name[n] ? 0 : EINVAL;
+	}
+	return EOPNOTSUPP;
+}
+
+/*
+ * What the search for a label may read: sets of xattrs, and bytes of their
+ * names and values.  Past either, the image counts as labelled, so that a
+ * hostile id table cannot make the first `ls -l` read gigabytes.
+ */
+#define QM_LABEL_SCAN_SETS 16384u
+#define QM_LABEL_SCAN_BYTES (4u << 20)
+
+/*
+ * Does an inode of the image carry security.selinux?  Each xattr id is a set
+ * that inodes share, so the id table lists every set there is.  A set that
+ * cannot be read, or a table past the bounds above, counts as yes: then
+ * every query gets the kernel's own answer.
+ */
+static bool image_has_label(struct qm_fs *fs, const struct qm_view *v)
+{
+	uint32_t sets = qs_image_info(v->img)->xattr_id_count;
+	int known = atomic_load(&fs->labels);
+	bool found = false;
+	size_t bytes = 0;
+
+	if (known)
+		return known == 2;
+	if (v->has_xattrs && sets > QM_LABEL_SCAN_SETS)
+		found = true;
+	for (uint32_t id = 0; v->has_xattrs && id < sets && !found; id++) {
+		struct qs_inode in = { .xattr = id };
+		struct qs_xattr *xs;
+		size_t count;
+
+		if (qs_xattr_list(v->img, &in, &xs, &count) != 0) {
+			found = true;
+			break;
+		}
+		for (size_t i = 0; i < count && !found; i++) {
+			found = strcmp(xs[i].name, "security.selinux") == 0;
+			bytes += strlen(xs[i].name) + xs[i].value_len;
+		}
+		qs_xattr_free(xs, count);
+		if (bytes > QM_LABEL_SCAN_BYTES)
+			found = true;
+	}
+	atomic_store(&fs->labels, found ? 2 : 1);
+	return found;
+}
+
 void qm_img_getxattr(struct qm_fs *fs, const struct qm_view *v, fuse_req_t req, fuse_ino_t nodeid,
 		     const char *name, size_t size)
 {
@@ -567,13 +635,18 @@ void qm_img_getxattr(struct qm_fs *fs, const struct qm_view *v, fuse_req_t req, 
 	int err;
 
 	touch(fs);
-	if (!v->has_xattrs && !fs->catalog) {
-		/*
-		 * The kernel's squashfs says ENODATA here.  ENOSYS makes the kernel
-		 * answer EOPNOTSUPP by itself from now on: no round trip for each
-		 * "security.selinux" that ls -l asks of every file.
-		 */
-		fuse_reply_err(req, ENOSYS);
+	err = qm_xattr_name_error(name);
+	/*
+	 * The kernel's squashfs says ENODATA to a security.selinux that no
+	 * inode carries; EOPNOTSUPP tells `ls -l` (libselinux's lgetfilecon
+	 * through coreutils' getfilecon_cache) to stop asking this device, one
+	 * round trip instead of one a file.  A catalog's images share one
+	 * device, and another image may carry labels: it answers as the kernel.
+	 */
+	if (!err && !fs->catalog && strcmp(name, "security.selinux") == 0 && !image_has_label(fs, v))
+		err = EOPNOTSUPP;
+	if (err) {
+		fuse_reply_err(req, err);
 		return;
 	}
 	err = load_xattrs(v, nodeid, &xs, &count);

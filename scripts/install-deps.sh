@@ -8,7 +8,7 @@ BUILD_PKGS="meson ninja-build pkg-config gcc libc6-dev
   libfuse3-dev fuse3 libarchive-dev libcurl4-openssl-dev libcmocka-dev libxxhash-dev liburing-dev"
 # QUASH_DEPS_TEST=1: what make check's fast tier (and make demo) run;
 # QUASH_DEPS_TEST=full adds what only make check-full's servers and fleets need.
-TEST_PKGS="squashfs-tools squashfs-tools-ng squashfuse attr xxd fio groff-base man-db
+TEST_PKGS="squashfs-tools squashfs-tools-ng squashfuse attr acl strace xxd fio groff-base man-db
   libarchive-tools zstd lz4 xz-utils bzip2 cpio zip bc util-linux"
 TEST_FULL_PKGS="nginx-light openssl curl ceph-mon ceph-osd radosgw ceph-common uuid-runtime s3fs valgrind iproute2"
 # Only what the benches compare against (make bench), never needed by make check.
