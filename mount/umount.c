@@ -209,7 +209,8 @@ static int umount_one(const char *mp, bool lazy)
 	if (err < 0)
 		return say(mp, strerror(-err));
 	if (strcmp(type, "fuse") != 0 && strncmp(type, "fuse.", 5) != 0) {
-		fprintf(stderr, "quash: umount: %s: a %s mount, not a quash (FUSE) one; use umount(8)\n", mp, type);
+		fprintf(stderr, "quash: umount: %s: %s %s mount, not a quash (FUSE) one; use umount(8)\n", mp,
+			type[0] && strchr("aeiouAEIOU", type[0]) ? "an" : "a", type);
 		return UMOUNT_EXIT_ERROR;
 	}
 	if (geteuid() == 0) {

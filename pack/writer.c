@@ -509,17 +509,43 @@ static int pad_image(struct pack_sink *sink)
 	return pad ? sink_append(sink, zeros, pad) : 0;
 }
 
+/* "12.3 MiB", "4.0 KiB", "42 bytes": a size a person reads at a glance. */
+static const char *human_size(uint64_t n, char *buf, size_t size)
+{
+	static const char *const units[] = { "KiB", "MiB", "GiB", "TiB" };
+	double v = (double)n;
+	int u = -1;
+
+	if (n < 1024) {
+		snprintf(buf, size, "%llu bytes", (unsigned long long)n);
+		return buf;
+	}
+	while (v >= 1024 && u < 3) {
+		v /= 1024;
+		u++;
+	}
+	snprintf(buf, size, "%.1f %s", v, units[u]);
+	return buf;
+}
+
+/*
+ * The ratio is left out below SUMMARY_RATIO_MIN bytes of data: an image's
+ * tables and its 4 KiB padding would make it thousands of percent.
+ */
+#define SUMMARY_RATIO_MIN (64u << 10)
+
 static void print_summary(const struct pack_tree *t, uint64_t image_size)
 {
-	double in = (double)t->data_bytes, out = (double)image_size;
+	char in[32], out[32], ratio[32] = "";
 
-	printf("quash: %llu files, %.1f MiB in, %.1f MiB image (%.1f%%), %.2f s\n",
-	       (unsigned long long)t->file_count, in / 1048576, out / 1048576,
-	       in > 0 ? 100.0 * out / in : 0.0,
+	if (t->data_bytes >= SUMMARY_RATIO_MIN)
+		snprintf(ratio, sizeof(ratio), " (%.1f%%)", 100.0 * (double)image_size / (double)t->data_bytes);
+	printf("quash: %llu file%s, %s in, %s image%s, %.2f s\n", (unsigned long long)t->file_count,
+	       t->file_count == 1 ? "" : "s",
+	       human_size(t->data_bytes, in, sizeof(in)), human_size(image_size, out, sizeof(out)), ratio,
 	       progress_seconds());
 }
 
-/* --json: one object, for scripts; sizes in bytes, counts by type as mksquashfs reports them. */
 static void print_summary_json(const struct pack_options *o, const struct pack_tree *t,
 			       const struct pack_stats *s)
 {

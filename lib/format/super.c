@@ -188,8 +188,12 @@ int qs_image_open(struct qs_source *src, const struct qs_image_options *opt, str
 	if (err)
 		goto fail_src;
 	if (room < SQFS_SUPER_SIZE) {
-		err = qs_set_error(-EINVAL, "too small to be a squashfs image (%llu bytes)",
-				   (unsigned long long)room);
+		if (offset)
+			err = qs_set_error(-EINVAL, "too small to be a squashfs image (%llu bytes after offset %llu)",
+					   (unsigned long long)room, (unsigned long long)offset);
+		else
+			err = qs_set_error(-EINVAL, "too small to be a squashfs image (%llu bytes)",
+					   (unsigned long long)room);
 		goto fail_src;
 	}
 	err = qs_source_pread(src, raw, sizeof(raw), offset);

@@ -3,6 +3,7 @@
  * implementation from the name the user gave, and the offset window that
  * exposes an image embedded in a larger file.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -44,6 +45,17 @@ void qs_source_close(struct qs_source *src)
 	free(src);
 }
 
+/*
+ * "ftp://host/x" that is no local file: a URL of a scheme quash does not
+ * speak, said as such rather than as a missing file.
+ */
+static bool unknown_scheme(const char *spec)
+{
+	size_t n = strspn(spec, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-");
+
+	return n > 0 && isalpha((unsigned char)spec[0]) && strncmp(spec + n, "://", 3) == 0;
+}
+
 int qs_source_open(const char *spec, const struct qs_source_options *opt, struct qs_source **out)
 {
 	struct qs_source *src;
@@ -56,6 +68,9 @@ int qs_source_open(const char *spec, const struct qs_source_options *opt, struct
 		ret = qs_source_open_remote(spec, opt, &src);
 	} else {
 		ret = qs_source_open_file(spec, &src);
+		if (ret == -ENOENT && unknown_scheme(spec))
+			return qs_set_error(-EPROTONOSUPPORT, "unsupported URL scheme '%.*s' (http, https and s3 are)",
+					    (int)strcspn(spec, ":"), spec);
 	}
 	if (ret < 0)
 		return ret;
