@@ -32,7 +32,16 @@ export DEBIAN_FRONTEND=noninteractive
 if [ -z "$(find /var/lib/apt/lists -maxdepth 1 -name '*Packages*' -mmin -60 2>/dev/null | head -1)" ]; then
 	apt-get update -qq
 fi
-# nginx must not start a system-wide server on port 80 when installed.
-printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
+# nginx must not start a system-wide server on port 80 when installed; a
+# site's own policy-rc.d is put back as it was, whatever happens.
+policy=/usr/sbin/policy-rc.d saved=
+if [ -e "$policy" ] || [ -L "$policy" ]; then
+	saved=$(mktemp -d) && mv "$policy" "$saved/" || exit 1
+fi
+restore_policy() {
+	rm -f "$policy"
+	[ -n "$saved" ] && mv "$saved/policy-rc.d" "$policy" && rmdir "$saved"
+}
+trap restore_policy EXIT
+printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod +x "$policy"
 apt-get install -y -qq --no-install-recommends $want >/dev/null
-rm -f /usr/sbin/policy-rc.d

@@ -98,3 +98,26 @@ st=$?
 check "make demo packs, mounts beside the kernel, reads, unmounts" bash -c \
 	"[ $st = 0 ] && grep -q 'Every file read through quash.s mount equals the sample tree' '$W/demo.log' &&
 	 grep -q '^kernel mount ' '$W/demo.log' && ! grep -qi mksquashfs '$W/demo.log' && ! grep -q quash-demo /proc/mounts"
+
+# install-deps.sh keeps a site's own /usr/sbin/policy-rc.d: apt-get and
+# dpkg-query stand-ins report one package missing and record, during the
+# install, what policy-rc.d says; afterwards the site's file is back, also
+# when the install fails.
+P=/usr/sbin/policy-rc.d
+[ -e $P ] && cp -a $P "$W/policy-rc.d.orig"
+mkdir -p "$W/fakebin"
+printf '#!/bin/sh\n[ "$1" = -W ] && exit 1\nexit 0\n' >"$W/fakebin/dpkg-query"
+printf '#!/bin/sh\n[ "$1" = install ] || exit 0\ncat /usr/sbin/policy-rc.d >"%s/during"\nexit ${FAKE_APT_STATUS:-0}\n' "$W" >"$W/fakebin/apt-get"
+chmod +x "$W/fakebin/"*
+for status in 0 100; do
+	printf '#!/bin/sh\n# the site'"'"'s own\nexit 0\n' >$P
+	rm -f "$W/during"
+	FAKE_APT_STATUS=$status PATH="$W/fakebin:$PATH" sh "$top/scripts/install-deps.sh" >/dev/null 2>&1
+	st=$?
+	check "install-deps.sh (apt-get exit $status): policy-rc.d says 101 during the install, the site's file after, exit $st" \
+		bash -c "grep -q 'exit 101' '$W/during' && grep -q \"the site's own\" $P && [ $st = $status ]"
+done
+rm -f $P
+FAKE_APT_STATUS=0 PATH="$W/fakebin:$PATH" sh "$top/scripts/install-deps.sh" >/dev/null 2>&1
+check "install-deps.sh with no policy-rc.d leaves none" test ! -e $P
+if [ -e "$W/policy-rc.d.orig" ]; then cp -a "$W/policy-rc.d.orig" $P; fi
