@@ -243,6 +243,13 @@ void qm_info(struct qm_fs *fs, const char *fmt, ...) __attribute__((format(print
 
 /* fill.c */
 struct qm_fill *qm_fill_start(struct fuse_session *se);
+/*
+ * umount.c: if PATH is a FUSE mount whose daemon is gone (ENOTCONN), detach
+ * it lazily (fusermount3 -u -z for an ordinary user).  1 if one was
+ * detached, 0 if there was none, or -errno.
+ */
+int qm_detach_dead(const char *path);
+
 /* Stop and free; report: one line of counters on stderr. */
 void qm_fill_stop(struct qm_fill *fill, bool report);
 /* Hand over 'block' (a reference the caller owns) to be stored at 'off' of 'nodeid'; the

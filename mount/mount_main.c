@@ -44,6 +44,10 @@ static int check_mountpoint(const struct qm_options *opt, struct qm_fs *fs)
 	char parent[PATH_MAX + 4];
 	struct stat st, pst;
 
+	/* A mount left by a daemon that died is in the way, and of no use to anyone: detach it. */
+	if (qm_detach_dead(opt->mountpoint) > 0)
+		fprintf(stderr, "%s: mount point %s: the mount there had lost its daemon (%s); detached it\n",
+			opt->msgname, opt->mountpoint, strerror(ENOTCONN));
 	if (!realpath(opt->mountpoint, fs->mountpoint) || stat(fs->mountpoint, &st) != 0) {
 		int err = errno;
 

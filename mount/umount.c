@@ -18,10 +18,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "mount.h"
+#include "mount_int.h"
 #include "quash.h"
 
 #define UMOUNT_EXIT_OK    0
@@ -183,6 +185,37 @@ static int run_fusermount(const char *mp, bool lazy, char *msg, size_t msg_len)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+/*
+ * Is the FUSE mount at 'abs' one whose daemon is gone?  The kernel answers
+ * stat(2) from its cache even then: only a forced GETATTR asks the
+ * connection, and a dead one says ENOTCONN.
+ */
+static bool daemon_gone(const char *abs)
+{
+	struct statx stx;
+
+	return statx(AT_FDCWD, abs, AT_STATX_FORCE_SYNC, STATX_BASIC_STATS, &stx) < 0 && errno == ENOTCONN;
+}
+
+int qm_detach_dead(const char *path)
+{
+	char abs[PATH_MAX], type[64], msg[UMOUNT_HELPER_MSG_MAX];
+	int err;
+
+	err = absolute_mountpoint(path, abs);
+	if (err < 0)
+		return err;
+	if (mounted_type(abs, type, sizeof(type)) < 0 || (strcmp(type, "fuse") != 0 && strncmp(type, "fuse.", 5) != 0))
+		return 0;
+	if (!daemon_gone(abs))
+		return 0;
+	if (geteuid() == 0)
+		err = umount2(abs, MNT_DETACH | UMOUNT_NOFOLLOW) == 0 ? 0 : -errno;
+	else
+		err = run_fusermount(abs, true, msg, sizeof(msg)) == 0 ? 0 : -EPERM;
+	return err < 0 ? err : 1;
+}
+
 static int say(const char *mp, const char *what)
 {
 	fprintf(stderr, "quash: umount: %s: %s\n", mp, what);
@@ -195,9 +228,17 @@ static int busy(const char *mp)
 	return UMOUNT_EXIT_ERROR;
 }
 
+/* A mount whose daemon had died is unmounted all the same, and said so. */
+static int said_dead(const char *mp)
+{
+	fprintf(stderr, "quash: umount: %s: its daemon was gone (%s); unmounted\n", mp, strerror(ENOTCONN));
+	return UMOUNT_EXIT_OK;
+}
+
 static int umount_one(const char *mp, bool lazy)
 {
 	char abs[PATH_MAX], type[64], msg[UMOUNT_HELPER_MSG_MAX];
+	bool dead;
 	int err, rc;
 
 	err = absolute_mountpoint(mp, abs);
@@ -213,17 +254,18 @@ static int umount_one(const char *mp, bool lazy)
 			type[0] && strchr("aeiouAEIOU", type[0]) ? "an" : "a", type);
 		return UMOUNT_EXIT_ERROR;
 	}
+	dead = daemon_gone(abs);
 	if (geteuid() == 0) {
 		/* abs was resolved a moment ago: a symlink put there since is not followed. */
 		if (umount2(abs, (lazy ? MNT_DETACH : 0) | UMOUNT_NOFOLLOW) == 0)
-			return UMOUNT_EXIT_OK;
+			return dead ? said_dead(mp) : UMOUNT_EXIT_OK;
 		if (errno == EBUSY)
 			return busy(mp);
 		return say(mp, strerror(errno));
 	}
 	rc = run_fusermount(abs, lazy, msg, sizeof(msg));
 	if (rc == 0)
-		return UMOUNT_EXIT_OK;
+		return dead ? said_dead(mp) : UMOUNT_EXIT_OK;
 	if (rc < 0)
 		return say(mp, strerror(-rc));
 	if (strstr(msg, "busy"))

@@ -1,7 +1,8 @@
 #!/bin/bash
 # t-install.sh - make install (PREFIX, DESTDIR, DROPIN), make uninstall, and
 # make deb: the package installs with dpkg, its quash passes the README's
-# quick start, mount -t fuse.quash finds its helper, squashfuse_ll,
+# quick start, its systemd unit and an fstab line start a catalog (and
+# start it again over a dead mount), mount -t fuse.quash finds its helper, squashfuse_ll,
 # squashfuse and mksquashfs are offered as alternatives, and dpkg -r takes
 # it all away again.
 . "$(dirname "$0")/lib/tap.sh"
@@ -84,6 +85,46 @@ mount -t fuse.quash -o cache_size=16M "$W/qs-root/tree.sqfs" "$W/kmnt" 2>"$W/kmo
 check "mount -t fuse.quash IMAGE DIR mounts through the helper" bash -c \
 	"grep -q ' $W/kmnt fuse.quash ' /proc/mounts && cmp -s '$W/kmnt/etc/motd' '$W/qs-root/tree/etc/motd'"
 umount "$W/kmnt" 2>/dev/null
+
+# ---- a catalog at boot: the systemd unit and an fstab line ---------------------
+# No systemd runs here: systemd-analyze checks the installed unit, and its
+# ExecStart and ExecStop are run as systemd would run them (SOURCE and
+# OPTIONS from the instance's file, $OPTIONS split into words, %f the path).
+U=/usr/lib/systemd/system/quash-catalog@.service
+mkdir -p "$W/boot/cat" "$W/boot/mp" /etc/quash
+cp "$W/qs-root/tree.sqfs" "$W/boot/cat/tree.sqfs"
+inst=$(systemd-escape --path "$W/boot/mp")
+printf 'SOURCE=%s\nOPTIONS=-o allow_other,idle=60\n' "$W/boot/cat" >"/etc/quash/catalog-$inst.conf"
+cp "$U" "$W/quash-catalog@$inst.service" 2>/dev/null
+check "the package installs quash-catalog@.service, and systemd-analyze verify finds nothing wrong" \
+	bash -c "[ -f '$U' ] && [ -z \"\$(systemd-analyze verify '$W/quash-catalog@$inst.service' 2>&1)\" ]"
+unit_cmd() {   # unit_cmd KEY: the unit's command line for KEY, as systemd would run it
+	local line
+	line=$(sed -n "s/^$1=//p" "$U")
+	line=${line//%f/$W/boot/mp}
+	# EnvironmentFile: KEY=VALUE lines, the value the rest of the line
+	( set -f; while IFS== read -r k v; do [ -n "$k" ] && declare "$k=$v"; done <"/etc/quash/catalog-$inst.conf"
+	  eval "printf '%s\n' $line" )
+}
+start() { mapfile -t cmd < <(unit_cmd ExecStart); "${cmd[@]}"; }
+stop() { mapfile -t cmd < <(unit_cmd ExecStop); "${cmd[@]}"; }
+start 2>"$W/boot/start.err"; st=$?
+check "ExecStart returns with the catalog mounted and ready (exit $st)" \
+	bash -c "[ $st = 0 ] && cmp -s '$W/boot/mp/tree/etc/motd' '$W/qs-root/tree/etc/motd' && grep -q ' $W/boot/mp fuse.quash .*allow_other' /proc/mounts"
+pkill -KILL -f "mount --catalog .* $W/boot/mp\$"
+for _ in $(seq 50); do stat "$W/boot/mp/tree" 2>&1 | grep -q 'not connected' && break; sleep 0.1; done
+start 2>"$W/boot/start.err"; st=$?
+check "after the daemon is killed, ExecStart again mounts over the dead mount, one line ($(cat "$W/boot/start.err"))" \
+	bash -c "[ $st = 0 ] && grep -q 'lost its daemon' '$W/boot/start.err' && [ \$(wc -l <'$W/boot/start.err') = 1 ] &&
+		cmp -s '$W/boot/mp/tree/etc/motd' '$W/qs-root/tree/etc/motd' && [ \$(grep -c ' $W/boot/mp ' /proc/mounts) = 1 ]"
+stop; st=$?
+check "ExecStop unmounts it" bash -c "[ $st = 0 ] && ! grep -q ' $W/boot/mp ' /proc/mounts"
+rm -f "/etc/quash/catalog-$inst.conf"; rmdir /etc/quash 2>/dev/null
+printf '%s %s fuse.quash catalog,allow_other,nofail 0 0\n' "$W/boot/cat" "$W/boot/mp" >"$W/boot/fstab"
+mount -a -T "$W/boot/fstab" 2>"$W/boot/fstab.err"; st=$?
+check "an fstab line mounts the catalog with mount -a (exit $st $(head -c 200 "$W/boot/fstab.err"))" \
+	bash -c "[ $st = 0 ] && cmp -s '$W/boot/mp/tree/etc/motd' '$W/qs-root/tree/etc/motd'"
+quash umount "$W/boot/mp" 2>/dev/null
 
 # ---- dpkg -r ------------------------------------------------------------------
 dpkg -r quash >"$W/dpkg-r.log" 2>&1
