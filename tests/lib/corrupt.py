@@ -10,7 +10,8 @@ For every IMAGE it writes variants into DIR: truncations (at fixed points,
 at and around every table start, and at random points), and overwrites of
 one to eight bytes in every field of the superblock and at random places in
 every region (compressor options, data, inode table, directory table, and
-the fragment, export, id and xattr tables).  The PRNG is seeded, so the
+the fragment, export, id and xattr tables), and last a block_log one more
+and one less than block_size's.  The PRNG is seeded, so the
 corpus is the same on every run.
 
 Each variant goes through info, ls -lR, stat, cat and extract, each under
@@ -133,6 +134,12 @@ def variants(img, rnd, per_region):
             else:
                 b[i] ^= 1 << rnd.randrange(8) if k % 3 == 0 else rnd.randrange(1, 256)
             yield "%s byte %d" % (name, i), bytes(b)
+    # A block_log one off, still in range, disagrees with block_size: random
+    # bytes rarely land there.
+    for step in (1, -1):
+        b = bytearray(img)
+        struct.pack_into("<H", b, 22, struct.unpack_from("<H", b, 22)[0] + step)
+        yield "superblock block_log %+d" % step, bytes(b)
 
 
 def write_variants(src, out, seed, per_region, only=None):
