@@ -25,7 +25,9 @@ walk_all() {   # walk_all NAME FILE...
 	st=$?
 	if [ $st -eq 0 ]; then ok "$name"; return; fi
 	for f in "$@"; do
-		timeout 20 "$driver" "$f" >/dev/null 2>"$out/one.err" || bad+=" $(basename "$f")($?)"
+		timeout 20 "$driver" "$f" >/dev/null 2>"$out/one.err"
+		st=$?
+		[ $st -eq 0 ] || bad+=" $(basename "$f")($st)"
 	done
 	why=$(grep -m1 -E 'ERROR|runtime error' "$out/walk.err")
 	not_ok "$name" "exit $st; failing:${bad:- none alone} $why"

@@ -213,8 +213,7 @@ for block in blocks:
     got = {"inode": f.get("inode"), "mode": f.get("mode", "").split(" ")[0], "links": f.get("links"),
            "uid": f.get("uid"), "gid": f.get("gid"), "blocks": f.get("blocks"),
            "modified": f.get("modified", "").split(" ")[-1], "xattrs": f.get("xattrs")}
-    if not stat.S_ISDIR(st.st_mode):
-        want["size"], got["size"] = str(st.st_size), f.get("size")
+    want["size"], got["size"] = str(st.st_size), f.get("size")
     if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode):
         want["device"] = "%d,%d" % (os.major(st.st_rdev), os.minor(st.st_rdev))
         got["device"] = f.get("device")

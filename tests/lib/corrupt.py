@@ -47,7 +47,9 @@ LeakSanitizer's check at exit costs more than the run it checks (55 of
 tools with it and the rest without; every tool's error paths are still
 leak-checked on about a hundred variants per run.
 
-Prints a TAP line per image and tool, with the first failures.
+Prints TAP lines for each image: one per tool, one for the variants with
+one right answer, and with --unsquashfs one for the trees, each with the
+first failures.
 
 `write` only writes the same variants (DIR/BASE/vNNN.sqfs, seeded as the
 run above seeds them) and DIR/BASE/labels.txt ("vNNN.sqfs<TAB>label"), for
@@ -352,7 +354,7 @@ def main():
             else:
                 print("ok - %s" % name)
         # The variants with one right answer, over every tool.
-        fails = [r for t, e, (r, v) in results if e and r]
+        fails = ["%s %s" % (t, r) for t, e, (r, v) in results if e and r]
         name = "corrupt %s: %d variants truncated below bytes_used or with a damaged magic, version or " \
             "block_log refused by every tool, in the exact words" % (base, len({j[1] for j in jobs if j[5]}))
         if fails:
