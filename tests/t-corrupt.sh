@@ -53,7 +53,6 @@ fails_cleanly() {
 }
 
 small=$FIX_DIR/img/small-gzip-4k.sqfs
-size=$(stat -c %s "$small")
 
 cp "$small" "$out/magic.sqfs" && printf 'XXXX' | dd of="$out/magic.sqfs" conv=notrunc status=none
 head -c 200 "$small" >"$out/truncated.sqfs"

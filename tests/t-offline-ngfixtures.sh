@@ -140,7 +140,6 @@ tar-gnu-zstd-notail  tar2sqfs -c zstd -b 16K -T -e <gnu.tar
 imgs=()
 while read -r name how; do
 	[ -n "$name" ] || continue
-	# shellcheck disable=SC2086  # the options are words
 	if (cd "$out" && eval "$how -q -f img/$name.sqfs" >"$out/img/$name.log" 2>&1); then
 		imgs+=("$out/img/$name.sqfs")
 	else
