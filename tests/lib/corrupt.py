@@ -10,7 +10,8 @@ For every IMAGE it writes variants into DIR: truncations (at fixed points,
 at and around every table start, and at random points), and overwrites of
 one to eight bytes in every field of the superblock and at random places in
 every region (compressor options, data, inode table, directory table, and
-the fragment, export, id and xattr tables).  The PRNG is seeded, so the
+the fragment, export, id and xattr tables), and last a block_log one more
+and one less than block_size's.  The PRNG is seeded, so the
 corpus is the same on every run.
 
 Each variant goes through info, ls -lR, stat, cat and extract, each under
@@ -20,12 +21,35 @@ leave nothing outside its target directory, which it is given inside an
 otherwise empty sandbox.  Exit 98/99 (UBSan/ASan), signals, timeouts and
 other statuses fail.
 
+Some damage has one right answer, which every tool must give: exit 1 and
+one line with the exact message.  These are a truncation below bytes_used
+("too small to be a squashfs image", "image is truncated: superblock says
+N bytes, file holds M"), and a changed magic ("bad magic"), version
+("squashfs M.N: not supported") or block_log ("bad superblock: block size
+B (log L)").
+
+With --unsquashfs BIN, each variant is also extracted by BIN (Debian's
+unsquashfs) and, where both it and quash extract exit 0, the two trees
+must be the same (tests/lib/treecmp.py: names, types, modes, owners,
+mtimes, xattrs, sizes, contents, symlink targets, devices, hard links).
+One exception: where damage in the inode or directory table gives two
+entries one inode number, unsquashfs links them, and quash links only an
+inode that counts more than one link, so separate copies pass there.
+Where only one of the two accepts a variant, that is counted, not failed:
+on damaged data the readers check different fields (unsquashfs ignores
+the unused high bits of the root inode reference, which quash refuses;
+quash takes an export table start of all ones as no export table, as
+mksquashfs writes it).  --verbose names those variants; the counts are
+printed per image in a '#' line.
+
 LeakSanitizer's check at exit costs more than the run it checks (55 of
 95 ms for an ASan `quash info`), so one variant in LEAK_EVERY runs its
 tools with it and the rest without; every tool's error paths are still
 leak-checked on about a hundred variants per run.
 
-Prints a TAP line per image and tool, with the first failures.
+Prints TAP lines for each image: one per tool, one for the variants with
+one right answer, and with --unsquashfs one for the trees, each with the
+first failures.
 
 `write` only writes the same variants (DIR/BASE/vNNN.sqfs, seeded as the
 run above seeds them) and DIR/BASE/labels.txt ("vNNN.sqfs<TAB>label"), for
@@ -39,12 +63,16 @@ at, made the root directory's (a directory loop).
 import argparse
 import os
 import random
+import re
 import shutil
 import struct
 import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import treecmp  # noqa: E402  (beside this file)
 
 SUPER = struct.Struct("<IIIIIHHHHHHQQQQQQQQ")
 # (name, offset, size) of each superblock field
@@ -108,6 +136,12 @@ def variants(img, rnd, per_region):
             else:
                 b[i] ^= 1 << rnd.randrange(8) if k % 3 == 0 else rnd.randrange(1, 256)
             yield "%s byte %d" % (name, i), bytes(b)
+    # A block_log one off, still in range, disagrees with block_size: random
+    # bytes rarely land there.
+    for step in (1, -1):
+        b = bytearray(img)
+        struct.pack_into("<H", b, 22, struct.unpack_from("<H", b, 22)[0] + step)
+        yield "superblock block_log %+d" % step, bytes(b)
 
 
 def write_variants(src, out, seed, per_region, only=None):
@@ -159,6 +193,27 @@ def patch_entry(path, how, name, new=None):
         f.write(img)
 
 
+def must_reject(label, img):
+    """The message (a regex) every tool must fail with on this variant, or None."""
+    sb = SUPER.unpack_from(img) if len(img) >= 96 else None
+    m = re.match(r"truncate at (\d+)$", label)
+    if m:
+        cut = int(m.group(1))
+        if cut < 96:
+            return re.escape("too small to be a squashfs image (%d bytes)" % cut)
+        if cut < sb[12]:
+            return re.escape("image is truncated: superblock says %d bytes, file holds %d" % (sb[12], cut))
+        return None
+    m = re.match(r"superblock (magic|version_major|version_minor|block_log) ", label)
+    if not m:
+        return None
+    if m.group(1) == "magic":
+        return re.escape("not a squashfs image (bad magic)")
+    if m.group(1).startswith("version"):
+        return re.escape("squashfs %d.%d: not supported (only 4.0)" % (sb[9], sb[10]))
+    return re.escape("bad superblock: block size %d (log %d)" % (sb[3], sb[6]))
+
+
 def check_stderr(text, image):
     prefix = "quash: %s: " % image
     for line in text.splitlines():
@@ -167,7 +222,39 @@ def check_stderr(text, image):
     return None
 
 
-def run_one(args, tool, image, label, sandbox, leaks):
+def unsquashfs(args, image, ref):
+    """Extract image with args.unsquashfs into ref; its exit status (a timeout counts as a refusal)."""
+    try:
+        p = subprocess.run(["timeout", "-s", "KILL", str(TIMEOUT), args.unsquashfs, "-n", "-q", "-d", ref,
+                            image], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    except OSError:
+        return 127
+    return p.returncode
+
+
+def compare(ref, out, label):
+    """None if the trees at ref and out are the same, else the first differences.
+
+    Damage in the inode or directory table can give two entries one inode
+    number; unsquashfs then links them, quash only an inode that counts
+    more than one link, so there quash's separate unlinked copies pass."""
+    lines = []
+    c = treecmp.Compare(ref, out, 3)
+    lenient = label.split(" (", 1)[-1].startswith(("inode table", "directory table"))
+
+    def report(rel, what):
+        if lenient and what.startswith("hard links") and os.lstat(os.path.join(out, rel)).st_nlink == 1:
+            return
+        c.diffs += 1
+        if len(lines) < 3:
+            lines.append("%r: %s" % (rel or ".", what))
+    c.report = report
+    c.entry("")
+    c.hard_links()
+    return "; ".join(lines) if c.diffs else None
+
+
+def run_one(args, tool, image, label, sandbox, leaks, expect):
     if tool == "info":
         cmd = [args.quash, "info", image]
     elif tool == "ls":
@@ -197,12 +284,28 @@ def run_one(args, tool, image, label, sandbox, leaks):
         why = "exit 1 without a message"
     else:
         why = check_stderr(err, image)
+    if expect and not why:
+        lines = err.splitlines()
+        if p.returncode != 1 or len(lines) != 1 or not re.fullmatch(re.escape("quash: %s: " % image) + expect,
+                                                                     lines[0]):
+            why = "exit %d, not 1 with /%s/: %s" % (p.returncode, expect, err[:300].replace("\n", " | "))
+    verdict = None
     if tool == "extract":
         left = sorted(os.listdir(sandbox))
         if left not in (["out"], []):
             why = why or "extract wrote outside its directory: %s" % left
+        if args.unsquashfs:
+            ref = sandbox + "-ref"
+            u = unsquashfs(args, image, ref)
+            verdict = ("quash" if p.returncode == 0 else "") + ("+unsquashfs" if u == 0 else "")
+            if p.returncode == 0 and u == 0 and not why:
+                diff = compare(ref, os.path.join(sandbox, "out"), label)
+                if diff:
+                    why = "extract differs from unsquashfs: %s" % diff
+                    verdict = "differ"
+            shutil.rmtree(ref, ignore_errors=True)
         shutil.rmtree(sandbox, ignore_errors=True)
-    return "%s: %s" % (label, why) if why else None
+    return ("%s: %s" % (label, why) if why else None), verdict
 
 
 def main():
@@ -214,6 +317,8 @@ def main():
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--stat", action="append", default=[])
     ap.add_argument("--cat", action="append", default=[])
+    ap.add_argument("--unsquashfs", help="extract every variant with this too, and compare")
+    ap.add_argument("--verbose", action="store_true", help="name each variant only one of them accepts")
     ap.add_argument("images", nargs="+")
     args = ap.parse_args()
     tools = ["info", "ls", "stat", "cat", "extract"]
@@ -232,21 +337,53 @@ def main():
             path = os.path.join(d, "v%03d.sqfs" % n)
             with open(path, "wb") as f:
                 f.write(data)
+            expect = must_reject(label, data)
             for tool in tools:
                 jobs.append((tool, path, "%s (%s)" % (os.path.basename(path), label),
-                             os.path.join(d, "sandbox-%03d" % n), n % LEAK_EVERY == 0))
+                             os.path.join(d, "sandbox-%03d" % n), n % LEAK_EVERY == 0, expect))
         with ThreadPoolExecutor(args.jobs) as pool:
-            results = list(pool.map(lambda j: (j[0], run_one(args, *j)), jobs))
+            results = list(pool.map(lambda j: (j[0], j[5], run_one(args, *j)), jobs))
         count = len(jobs) // len(tools)
         total += count
         for tool in tools:
-            fails = [r for t, r in results if t == tool and r]
+            fails = [r for t, e, (r, v) in results if t == tool and r and not e]
             name = "corrupt %s: %s on %d variants" % (base, tool, count)
             if fails:
                 failed_any = True
                 print("not ok - %s: %d failed, e.g. %s" % (name, len(fails), " || ".join(fails[:3])))
             else:
                 print("ok - %s" % name)
+        # The variants with one right answer, over every tool.
+        fails = ["%s %s" % (t, r) for t, e, (r, v) in results if e and r]
+        name = "corrupt %s: %d variants truncated below bytes_used or with a damaged magic, version or " \
+            "block_log refused by every tool, in the exact words" % (base, len({j[1] for j in jobs if j[5]}))
+        if fails:
+            failed_any = True
+            print("not ok - %s: %d failed, e.g. %s" % (name, len(fails), " || ".join(fails[:3])))
+        else:
+            print("ok - %s" % name)
+        if args.unsquashfs:
+            # verdict of each variant's extract: who accepted it ("differ": both, with different trees)
+            verdicts = {j[2]: v for j, (t, e, (r, v)) in zip(jobs, results) if t == "extract"}
+            n = {k: sum(1 for v in verdicts.values() if v == k)
+                 for k in ("quash+unsquashfs", "differ", "quash", "+unsquashfs", "")}
+            both = n["quash+unsquashfs"] + n["differ"]
+            differ = [r for t, e, (r, v) in results if v == "differ"]
+            name = "corrupt %s: extract gives unsquashfs's tree wherever both accept (%d of %d variants)" % (
+                base, both, count)
+            if differ:
+                failed_any = True
+                print("not ok - %s: %d differ, e.g. %s" % (name, len(differ), " || ".join(differ[:3])))
+            else:
+                print("ok - %s" % name)
+            print("# %s: quash extract accepts %d, rejects %d; unsquashfs accepts %d, rejects %d; both accept %d, "
+                  "only quash %d, only unsquashfs %d, neither %d" % (
+                      base, both + n["quash"], count - both - n["quash"], both + n["+unsquashfs"],
+                      count - both - n["+unsquashfs"], both, n["quash"], n["+unsquashfs"], n[""]))
+            if args.verbose:
+                for label, v in sorted(verdicts.items()):
+                    if v in ("quash", "+unsquashfs"):
+                        print("#   only %s accepts %s" % (v.lstrip("+"), label))
         shutil.rmtree(d, ignore_errors=True)
     print("# %d corrupted images in all; slowest runs: %s" % (total, ", ".join(
         "%s %s %.1fs" % (t, l, s) for s, t, l in sorted(SLOW, reverse=True)[:3])))
