@@ -2,8 +2,9 @@
 # t-quickstart.sh - the README's quick start, extracted from the README
 # itself and run as it stands, as root and as an ordinary user (nobody):
 # pack, the offline tools, mount, run a program from the image, unmount, the
-# same image over HTTP (python3's server) and over S3 (Ceph RGW on
-# 127.0.0.1).  A README edit that breaks it fails here; the last check
+# same image over HTTP (nginx, run as the user, with an ordinary user's PATH)
+# and over S3 (Ceph RGW on 127.0.0.1), and the README's local S3 server
+# (scripts/local-s3.sh).  A README edit that breaks it fails here; the last check
 # proves that with a broken copy.
 . "$(dirname "$0")/lib/tap.sh"
 . "$(dirname "$0")/lib/remote.sh"
@@ -36,6 +37,18 @@ for who in root nobody; do
 	check "quick start as $who: nothing left mounted${left:+ ($left)}" test -f "$W/$who.mounts" -a ! -s "$W/$who.mounts"
 done
 check "the S3 image is there" bash -c "HOME='$W' aws --endpoint-url '$EP' s3 ls 's3://$BUCKET/tree.sqfs' | grep -q tree.sqfs"
+
+# The README's local S3 server: scripts/local-s3.sh start prints what to
+# export; the quick start's S3 block then runs against it as written.
+p=$(free_port)     # the server also takes p + 1, for its monitor
+out=$("$top/scripts/local-s3.sh" start "$W/ls3" "$p" 2>"$W/ls3.err"); st=$?
+check "scripts/local-s3.sh start: the variables to export ($out)" \
+	bash -c "[ $st = 0 ] && grep -Eq '^export AWS_ENDPOINT_URL=http://127.0.0.1:[0-9]+ .*BUCKET=quash$' <<<'$out'"
+( eval "$out"; export HOME=$W/ls3home; mkdir -p "$HOME" && cd "$W/root" &&
+  "$QUASH" pack -q tree "s3://$BUCKET/tree.sqfs" && "$QUASH" cat "s3://$BUCKET/tree.sqfs" /etc/motd ) >"$W/ls3.out" 2>&1
+check "... and quash packs to it and reads back" grep -qx 'hello from inside an image' "$W/ls3.out"
+"$top/scripts/local-s3.sh" stop "$W/ls3"
+check "scripts/local-s3.sh stop: the server is gone" bash -c "[ ! -e '$W/ls3' ] && ! pgrep -f '[-]c $W/ls3/ceph.conf' >/dev/null"
 
 # A broken quick start must fail: unmount a directory that was never mounted.
 sed 's/^quash umount mnt$/quash umount tree/' "$top/README.md" >"$W/README.broken"

@@ -39,7 +39,10 @@ quickstart_run() {
 		chmod 755 "$dir.sh"
 		as=(setpriv --reuid=65534 --regid=65534 --clear-groups)
 	fi
-	(cd "$dir" && "${as[@]}" env HOME="$dir" PATH="$bindir:$PATH" bash -e -u "$dir.sh") >"$dir.log" 2>&1
+	# An ordinary user's PATH has no sbin directories: the blocks must not need them.
+	local path=$bindir:$PATH
+	[ "$who" = nobody ] && path=$bindir:/usr/local/bin:/usr/bin:/bin
+	(cd "$dir" && "${as[@]}" env HOME="$dir" PATH="$path" bash -e -u "$dir.sh") >"$dir.log" 2>&1
 	st=$?
 	# What the quick start left mounted, before cleaning up after it.
 	awk -v d="$dir/" 'index($2, d) == 1 { print $2 }' /proc/mounts >"$dir.mounts"
