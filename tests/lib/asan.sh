@@ -1,0 +1,55 @@
+# asan.sh - sourced after tap.sh by scripts that run $QUASH_ASAN.  A run of
+# the sanitizer build counts only if its exit status is the one wanted and
+# its stderr holds no sanitizer report: LeakSanitizer exits non-zero after
+# complete output, and UBSan can report and still exit 0, so neither the
+# output nor the status alone shows a clean run.
+#
+#   asan_clean FILE        FILE (a stderr log) holds no sanitizer report
+#   asan_ok STATUS FILE    STATUS is 0 and FILE holds no report; else says why
+#   qa OUT CMD...          run CMD with stdout to OUT and stderr to OUT.err;
+#                          succeed iff asan_ok (no pipe hides its status)
+#   one_line CMD...        run CMD passing its stderr on; exit 125 instead
+#                          of CMD's status unless that stderr was one line
+#                          (for check_fails: one line naming the problem)
+#   two_lines CMD...       the same for two lines (a usage error and the
+#                          line pointing to --help)
+#   ere TEXT               print TEXT as an ERE matching it literally, for
+#                          check_fails patterns holding paths
+
+asan_clean() {
+	! grep -qE 'Sanitizer|runtime error:' "$1"
+}
+
+asan_ok() {   # asan_ok STATUS FILE
+	if [ "$1" != 0 ]; then
+		echo "exit $1: $(head -c 300 "$2")"
+		return 1
+	fi
+	if ! asan_clean "$2"; then
+		echo "sanitizer report: $(grep -m1 -E 'Sanitizer|runtime error:' "$2")"
+		return 1
+	fi
+}
+
+qa() {   # qa OUT CMD...
+	local out=$1 st; shift
+	"$@" >"$out" 2>"$out.err"
+	st=$?
+	asan_ok "$st" "$out.err"
+}
+
+stderr_lines() {   # stderr_lines N CMD...
+	local n=$1 err=$WORK/stderr_lines.$$.$BASHPID st; shift
+	"$@" 2>"$err"
+	st=$?
+	cat "$err" >&2
+	[ "$(wc -l <"$err")" = "$n" ] || st=125
+	rm -f "$err"
+	return "$st"
+}
+one_line() { stderr_lines 1 "$@"; }
+two_lines() { stderr_lines 2 "$@"; }
+
+ere() {
+	sed 's/[][\\.^$*+?(){}|]/\\&/g' <<<"$1"
+}
