@@ -9,7 +9,8 @@
 #   qa OUT CMD...          run CMD with stdout to OUT and stderr to OUT.err;
 #                          succeed iff asan_ok (no pipe hides its status)
 #   one_line CMD...        run CMD passing its stderr on; exit 125 instead
-#                          of CMD's status unless that stderr was one line
+#                          of CMD's status (and say both on stderr) unless
+#                          that stderr was one line
 #                          (for check_fails: one line naming the problem)
 #   two_lines CMD...       the same for two lines (a usage error and the
 #                          line pointing to --help)
@@ -43,7 +44,10 @@ stderr_lines() {   # stderr_lines N CMD...
 	"$@" 2>"$err"
 	st=$?
 	cat "$err" >&2
-	[ "$(wc -l <"$err")" = "$n" ] || st=125
+	if [ "$(wc -l <"$err")" != "$n" ]; then
+		echo "(exit $st, $(wc -l <"$err") lines of stderr, not $n)" >&2
+		st=125
+	fi
 	rm -f "$err"
 	return "$st"
 }
