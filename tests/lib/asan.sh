@@ -16,6 +16,12 @@
 #                          line pointing to --help)
 #   ere TEXT               print TEXT as an ERE matching it literally, for
 #                          check_fails patterns holding paths
+#   asan_as PATH           make PATH run the sanitizer build under PATH's
+#                          name (mksquashfs, sqfstar), noting each run that
+#                          ends in a sanitizer's exit status (UBSan 98,
+#                          ASan and LeakSanitizer 99, as tests/run.sh sets
+#                          them) for asan_as_clean
+#   asan_as_clean PATH     no run of PATH so far drew a sanitizer report
 
 asan_clean() {
 	! grep -qE 'Sanitizer|runtime error:' "$1"
@@ -56,4 +62,22 @@ two_lines() { stderr_lines 2 "$@"; }
 
 ere() {
 	sed 's/[][\\.^$*+?(){}|]/\\&/g' <<<"$1"
+}
+
+asan_as() {   # asan_as PATH
+	rm -f "$1.sanitizer"
+	cat >"$1" <<EOF
+#!/bin/bash
+# The sanitizer build as \$0 (its name chooses the calling form); a run
+# that ends in a sanitizer's exit status is noted for asan_as_clean.
+(exec -a "\$0" "$QUASH_ASAN" "\$@")
+st=\$?
+case \$st in 98|99) echo "exit \$st: \${0##*/} \$*" >>"$1.sanitizer" ;; esac
+exit \$st
+EOF
+	chmod +x "$1"
+}
+
+asan_as_clean() {   # asan_as_clean PATH
+	[ ! -s "$1.sanitizer" ] || { head -3 "$1.sanitizer"; return 1; }
 }
