@@ -52,6 +52,7 @@
 	X(time_t, archive_entry_mtime, (struct archive_entry *e), (e), 0) \
 	X(la_int64_t, archive_entry_size, (struct archive_entry *e), (e), 0) \
 	X(int, archive_entry_size_is_set, (struct archive_entry *e), (e), 0) \
+	X(int, archive_entry_sparse_count, (struct archive_entry *e), (e), 0) \
 	X(dev_t, archive_entry_rdevmajor, (struct archive_entry *e), (e), 0) \
 	X(dev_t, archive_entry_rdevminor, (struct archive_entry *e), (e), 0) \
 	X(int, archive_entry_xattr_reset, (struct archive_entry *e), (e), 0) \

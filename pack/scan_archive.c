@@ -205,11 +205,17 @@ static int archive_fail(struct archive_scan *s, const char *what)
 	return -EIO;
 }
 
-/* Copy the entry's data to the spool; holes are skipped, so they read back as zeros. */
-static int spool_data(struct archive_scan *s, struct pack_inode *inode, int64_t size, const char *entry)
+/*
+ * Copy the entry's data to the spool; holes are skipped, so they read back as
+ * zeros.  Only a sparse entry may end in a hole: data that stops short of
+ * the size the header declares (a zip's stored entry that claims 4 GiB and
+ * holds 5 bytes) is refused, never padded with zeros.
+ */
+static int spool_data(struct archive_scan *s, struct pack_inode *inode, int64_t size, const char *entry,
+		      bool sparse)
 {
 	struct spool *sp = s->opt->spool;
-	uint64_t base;
+	uint64_t base, have = 0;
 	int err = spool_open(sp);
 
 	if (err)
@@ -231,15 +237,29 @@ static int spool_data(struct archive_scan *s, struct pack_inode *inode, int64_t 
 
 		if (r == ARCHIVE_EOF)
 			break;
-		if (r < ARCHIVE_WARN)
-			return archive_fail(s, "truncated or corrupt archive");
+		if (r < ARCHIVE_WARN) {
+			const char *msg = archive_error_string(s->a);
+
+			pack_error("%s: %s: truncated or corrupt archive%s%s", s->name, entry, msg ? ": " : "",
+				   msg ? msg : "");
+			return -EIO;
+		}
 		if (off < 0 || (uint64_t)off + len > (uint64_t)size) {
 			pack_error("%s: %s: data beyond the entry's size", s->name, entry);
 			return -EIO;
 		}
+		if (len == 0)       /* libarchive may give an empty block, and NULL with it */
+			continue;
 		err = spool_write(sp, buf, len, base + (uint64_t)off);
 		if (err)
 			return err;
+		if ((uint64_t)off + len > have)
+			have = (uint64_t)off + len;
+	}
+	if (!sparse && have < (uint64_t)size) {
+		pack_error("%s: %s: the archive holds %llu of the entry's %llu bytes", s->name, entry,
+			   (unsigned long long)have, (unsigned long long)size);
+		return -EIO;
 	}
 	sp->end = base + (uint64_t)size;    /* a hole at its end: spool_flush() sets the size */
 	return 0;
@@ -303,7 +323,7 @@ static int add_hardlink(struct archive_scan *s, struct archive_entry *e, const c
 	}
 	/* Some formats (cpio, pax) carry the data with a link rather than the first name. */
 	if (!err && tree_is_reg(inode) && archive_entry_size_is_set(e) && archive_entry_size(e) > 0)
-		err = spool_data(s, inode, archive_entry_size(e), path);
+		err = spool_data(s, inode, archive_entry_size(e), path, archive_entry_sparse_count(e) > 0);
 	return err;
 }
 
@@ -423,7 +443,7 @@ static int make_inode(struct archive_scan *s, struct archive_entry *e, const cha
 			pack_error("%s: %s: bad size", s->name, archive_entry_pathname(e));
 			err = -EINVAL;
 		} else {
-			err = spool_data(s, inode, size, archive_entry_pathname(e));
+			err = spool_data(s, inode, size, archive_entry_pathname(e), archive_entry_sparse_count(e) > 0);
 		}
 	}
 	if (err) {

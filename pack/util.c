@@ -17,15 +17,43 @@
 #include "squashfs_fs.h"
 #include "progress.h"
 
+/*
+ * The message after PREFIX, its control characters escaped as \xNN: names
+ * come from archives and trees, and one with a newline or an escape
+ * sequence must not forge a second line or drive the terminal.
+ */
+static void say(const char *prefix, const char *fmt, va_list ap)
+{
+	char buf[1024], *msg = buf;
+	va_list copy;
+	int n;
+
+	va_copy(copy, ap);
+	n = vsnprintf(buf, sizeof(buf), fmt, ap);
+	if (n >= (int)sizeof(buf) && (msg = malloc((size_t)n + 1)) != NULL)
+		vsnprintf(msg, (size_t)n + 1, fmt, copy);
+	else if (n >= (int)sizeof(buf))
+		msg = buf;
+	va_end(copy);
+	fputs(prefix, stderr);
+	for (const char *c = msg; *c; c++) {
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			fprintf(stderr, "\\x%02x", (unsigned char)*c);
+		else
+			fputc(*c, stderr);
+	}
+	fputc('\n', stderr);
+	if (msg != buf)
+		free(msg);
+}
+
 void pack_error(const char *fmt, ...)
 {
 	va_list ap;
 
 	progress_lock();
 	va_start(ap, fmt);
-	fputs("quash: pack: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	say("quash: pack: ", fmt, ap);
 	va_end(ap);
 	progress_unlock();
 }
@@ -40,9 +68,7 @@ void pack_warn(const char *fmt, ...)
 	progress_lock();
 	warnings++;
 	va_start(ap, fmt);
-	fputs("quash: pack: warning: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	say("quash: pack: warning: ", fmt, ap);
 	va_end(ap);
 	progress_unlock();
 }

@@ -1,12 +1,15 @@
 #!/bin/bash
 # t-cli-errors.sh - what a newcomer meets first: every message of the
 # "first hour" issue, checked line for line with its exit status, and the
-# flags every command shares (-V, --json, -o offset=, extract -f).
+# flags every command shares (-V, --json, -o offset=, extract -f); --json
+# with names that are not UTF-8 gives their bytes back through json.loads.
+# Every run of the sanitizer build is checked for its status and report.
 #
 # Oracles: the kernel's loop mount for what --json reports, the superblock's
 # own bytes for info, /proc/mounts for the mount table.
 . "$(dirname "$0")/lib/tap.sh"
 . "$(dirname "$0")/lib/mount.sh"
+. "$(dirname "$0")/lib/asan.sh"
 
 W=$WORK/t-cli-errors
 FUSE_MODE=$(stat -c %a /dev/fuse)
@@ -66,14 +69,16 @@ says "pack: an unreadable file points at --skip-unreadable" 1 \
 	"quash: pack: $W/unreadable/secret: Permission denied; --skip-unreadable leaves such files out" \
 	as_nobody "$QUASH_ASAN" pack --no-progress "$W/unreadable" "$W/outdir/o.sqfs"
 check "pack: ... and leaves no image" test ! -e "$W/outdir/o.sqfs"
-"$QUASH_ASAN" pack -q "$W/src" "$W/q.sqfs" >"$W/out" 2>&1
-check "pack -q: no summary" test ! -s "$W/out"
-"$QUASH_ASAN" pack --no-progress "$W/src" "$W/q.sqfs" >"$W/out" 2>&1
-check "pack --no-progress: still the summary (the two are separate)" grep -q '^quash: 2 files, ' "$W/out"
-"$QUASH_ASAN" pack --no-progress "$W/src" "$W/q.sqfs" >/dev/null 2>"$W/err"
+# Runs of the sanitizer build below need exit 0 and no report (asan.sh) as well.
+qa "$W/out" "$QUASH_ASAN" pack -q "$W/src" "$W/q.sqfs"; st=$?
+check "pack -q: no summary" test $st = 0 -a ! -s "$W/out" -a ! -s "$W/out.err"
+qa "$W/out" "$QUASH_ASAN" pack --no-progress "$W/src" "$W/q.sqfs" >/dev/null; st=$?
+check "pack --no-progress: still the summary (the two are separate)" test $st = 0 -a "$(grep -c '^quash: 2 files, ' "$W/out")" = 1
+"$QUASH_ASAN" pack --no-progress "$W/src" "$W/q.sqfs" >/dev/null 2>"$W/err"; st=$?
 check "pack over an existing image says it replaced it (mksquashfs would append)" \
-	test "$(cat "$W/err")" = "quash: pack: $W/q.sqfs: the image that was there is replaced (--append adds to it instead)"
-"$QUASH_ASAN" pack --json "$W/src" "$W/j.sqfs" >"$W/pack.json" 2>"$W/err"
+	test "$st:$(cat "$W/err")" = "0:quash: pack: $W/q.sqfs: the image that was there is replaced (--append adds to it instead)"
+qa "$W/pack.json" "$QUASH_ASAN" pack --json "$W/src" "$W/j.sqfs" >"$W/why" ||
+	not_ok "pack --json runs clean" "$(cat "$W/why")"
 check "pack --json: one JSON object whose counts and size are the image's" python3 - "$W/pack.json" "$W/j.sqfs" <<'EOF'
 import json, os, sys
 j = json.load(open(sys.argv[1]))
@@ -101,20 +106,23 @@ says "info: a big-endian squashfs 3.x is named, not 'bad magic'" 1 \
 says "info: a little-endian squashfs 3.0 likewise" 1 \
 	"quash: $W/le3.img: squashfs 3.0: not supported (only 4.0)" "$QUASH_ASAN" info "$W/le3.img"
 frag_start=$(od -An -t u8 -j 80 -N 8 "$W/nofrag.sqfs" | tr -d ' ')
-"$QUASH_ASAN" info "$W/nofrag.sqfs" >"$W/info" 2>&1
+qa "$W/info" "$QUASH_ASAN" info "$W/nofrag.sqfs"; st=$?
 check "info: a -no-fragments image shows the fragment table start its superblock records ($frag_start)" \
-	grep -qx "fragment table: *$frag_start (0 fragments)" "$W/info"
-"$QUASH_ASAN" info --json "$W/nofrag.sqfs" >"$W/info.json"
-check "info --json: the same start" python3 -c "import json,sys; sys.exit(json.load(open('$W/info.json'))['tables']['fragment'] != $frag_start)"
+	test $st = 0 -a "$(grep -cx "fragment table: *$frag_start (0 fragments)" "$W/info")" = 1
+qa "$W/info.json" "$QUASH_ASAN" info --json "$W/nofrag.sqfs"; st=$?
+check "info --json: the same start" python3 -c "import json,sys; sys.exit($st or json.load(open('$W/info.json'))['tables']['fragment'] != $frag_start)"
 head -c 65536 /dev/zero >"$W/embedded.bin" && cat "$IMG" >>"$W/embedded.bin"
 for form in "-o 64K" "-o offset=64K" "--offset 0x10000" "--offset=65536"; do
-	check "ls $form: the image 64 KiB into a file" bash -c "'$QUASH_ASAN' ls $form '$W/embedded.bin' /dir | grep -qx file"
+	# shellcheck disable=SC2086  # the option and its value are words
+	qa "$W/out" "$QUASH_ASAN" ls $form "$W/embedded.bin" /dir; st=$?
+	check "ls $form: the image 64 KiB into a file" test "$st:$(cat "$W/out")" = 0:file
 done
 
 # ls --json and stat --json against the kernel's mount of the same image.
 mount -t squashfs -o loop,ro "$IMG" "$W/km"
-"$QUASH_ASAN" ls --json -R "$IMG" >"$W/ls.json" 2>"$W/err"
-"$QUASH_ASAN" stat --json "$IMG" / /dir /dir/file /big /link /fifo >"$W/stat.json" 2>>"$W/err"
+qa "$W/ls.json" "$QUASH_ASAN" ls --json -R "$IMG" >"$W/why" &&
+	qa "$W/stat.json" "$QUASH_ASAN" stat --json "$IMG" / /dir /dir/file /big /link /fifo >"$W/why" ||
+	not_ok "ls --json -R and stat --json run clean" "$(cat "$W/why")"
 check "ls --json -R and stat --json: valid JSON, fields as the kernel's mount shows them" \
 	python3 - "$W/ls.json" "$W/stat.json" "$W/km" <<'EOF'
 import json, os, stat, sys
@@ -147,6 +155,42 @@ umount "$W/km"
 check "stat --json with a missing PATH: still valid JSON, one line for the missing one, exit 1" \
 	bash -c "[ $st = 1 ] && python3 -c 'import json; assert len(json.load(open(\"$W/stat.json\"))) == 1' &&
 		[ \"\$(cat '$W/err')\" = 'quash: $IMG: /nope: no such file or directory' ]"
+
+# Names that are not UTF-8 (and quotes, backslashes, control characters, an
+# encoded surrogate) in every --json that prints names: valid JSON, each
+# name's bytes escaped as quash-ls(1) documents (a byte that is not UTF-8
+# as U+DC80..U+DCFF, Python's surrogateescape), so that json.loads gives the
+# exact bytes back.  pack --json names the image, ls and stat the entries.
+python3 - "$W/raw" <<'EOF'
+import os, sys
+root = os.fsencode(sys.argv[1])
+os.makedirs(root)
+for n in (b"caf\xe9", b"\xff\xfe\x80", b"new\nline", b"q\"uo\\te", "\u00fc".encode(), b"\xed\xa0\x80sur", b"esc\x1b[0m"):
+    open(os.path.join(root, n), "wb").write(n)
+os.mkdir(os.path.join(root, b"d\xe9"))
+EOF
+raw_img=$W/$'im\xe9\n.sqfs'
+raw_why=""
+qa "$W/raw-pack.json" "$QUASH_ASAN" pack --json -q "$W/raw" "$raw_img" >"$W/why" || raw_why="pack: $(cat "$W/why")"
+qa "$W/raw-ls.json" "$QUASH_ASAN" ls --json -R "$raw_img" >"$W/why" || raw_why="$raw_why ls: $(cat "$W/why")"
+qa "$W/raw-stat.json" "$QUASH_ASAN" stat --json "$raw_img" $'/caf\xe9' $'/d\xe9' >"$W/why" ||
+	raw_why="$raw_why stat: $(cat "$W/why")"
+[ -z "$raw_why" ] || not_ok "--json with names that are not UTF-8: the commands run clean" "$raw_why"
+check "--json with names that are not UTF-8: valid JSON, the exact bytes back" \
+	python3 - "$W/raw" "$raw_img" "$W/raw-pack.json" "$W/raw-ls.json" "$W/raw-stat.json" <<'EOF'
+import json, os, sys
+src, img, pj, lj, sj = (os.fsencode(a) for a in sys.argv[1:])
+load = lambda p: json.loads(open(p, "rb").read().decode("utf-8"))   # strict: JSON is UTF-8
+raw = lambda s: s.encode("utf-8", "surrogateescape")
+if raw(load(pj)["image"]) != img:
+    sys.exit(f"pack --json image {load(pj)['image']!r}")
+want = sorted(b"/" + n for n in os.listdir(src))
+got = sorted(raw(e["path"]) for e in load(lj))
+if got != want or sorted(raw(e["name"]) for e in load(lj)) != sorted(os.listdir(src)):
+    sys.exit(f"ls --json {got} != {want}")
+if [raw(e["path"]) for e in load(sj)] != [b"/caf\xe9", b"/d\xe9"]:
+    sys.exit(f"stat --json {load(sj)}")
+EOF
 
 # ---- mount ----------------------------------------------------------------
 kmount "$IMG" "$W/busy"

@@ -1,9 +1,11 @@
 #!/bin/bash
 # t-docs.sh - the man pages and the bash completion: every page renders
 # without a groff warning and has the usual sections, meson installs every
-# page, every option a command's --help lists is in its page and offered by
-# the completion (so neither can drift from the code), and the completion
-# completes commands, options, values, files and directories.
+# page, every page is a command, every option the --help of each command and
+# catalog subcommand lists is in its page and offered by the completion (so
+# neither can drift from the code; a --help that fails or is empty fails),
+# and the completion completes commands, options, values, files and
+# directories.
 . "$(dirname "$0")/lib/tap.sh"
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -34,8 +36,15 @@ for page in "$top"/docs/*.1; do
 	check "$name: every quash-* page it names exists${missing:+ (missing:$missing)}" test -z "$missing"
 done
 
-# Every command 'quash --help' lists has a page.
-for cmd in $("$QUASH" --help | sed -n '/^Commands:/,/^$/p' | awk 'NR > 1 && NF { print $1 }'); do
+# Every command 'quash --help' lists has a page, and every page is a command's.
+commands=$("$QUASH" --help | sed -n '/^Commands:/,/^$/p' | awk 'NR > 1 && NF { print $1 }')
+missing=""
+for page in "$top"/docs/quash-*.1; do
+	cmd=$(basename "$page" .1); cmd=${cmd#quash-}
+	grep -qx -- "$cmd" <<<"$commands" || missing="$missing $cmd"
+done
+check "every quash-*.1 page is a command quash --help lists${missing:+ (not listed:$missing)}" test -z "$missing"
+for cmd in $commands; do
 	case $cmd in
 	mksquashfs) page=quash-pack.1 ;;
 	*) page=quash-$cmd.1 ;;
@@ -57,22 +66,37 @@ page_has() {   # page_has PAGE OPTION: the option as groff spells it (\- for -)
 	grep -q -- "$esc" "$1"
 }
 
-for cmd in "" info ls stat cat extract pack mount umount; do
-	page=$top/docs/quash${cmd:+-$cmd}.1
+# Every command of 'quash --help' but mksquashfs (below, with its own
+# -help) and catalog, whose subcommands are listed instead, each with its
+# own --help (profile's options are those of paths).  The options are the
+# names in the option column of --help; a --help that fails or lists no
+# --help fails the check, as an empty help would otherwise miss nothing.
+subcommands=$("$QUASH" catalog --help | sed -n '/^Subcommands:/,/^$/p' | awk 'NR > 1 && NF { print $1 }')
+offered=" $(complete_words quash catalog '' | tr '\n' ' ')"
+missing=""
+for sub in $subcommands; do [[ $offered == *" $sub "* ]] || missing="$missing $sub"; done
+check "quash catalog: the completion offers every subcommand of --help ($(echo $subcommands))${missing:+ (missing:$missing)}" \
+	test -n "$subcommands" -a -z "$missing"
+for cmd in "" $(grep -vx 'mksquashfs\|catalog' <<<"$commands") $(sed 's/^/catalog:/' <<<"$subcommands"); do
+	cmd=${cmd/:/ }
+	page=$top/docs/quash${cmd:+-${cmd%% *}}.1
 	"$QUASH" $cmd --help >"$W/help" 2>&1
-	longs=$(grep -o -- '--[a-z][a-z-]*' "$W/help" | sort -u)
+	st=$?
+	longs=$(sed -nE 's/^ +(-.*)/\1/p' "$W/help" | sed -E 's/ {2,}.*//' | grep -o -- '--[a-z][a-z-]*' | sort -u)
 	shorts=$(grep -o -- '^ *-[A-Za-z]\b' "$W/help" | tr -d ' ' | sort -u)
 	missing=""
+	[ "$st" = 0 ] || missing=" (--help exits $st)"
+	grep -qx -- --help <<<"$longs" || missing="$missing (--help lists no --help)"
 	for opt in $longs $shorts; do
 		page_has "$page" "$opt" || missing="$missing $opt"
 	done
 	check "quash${cmd:+ $cmd}: every option of --help is in $(basename "$page")${missing:+ (missing:$missing)}" \
 		test -z "$missing"
 	[ -z "$cmd" ] && continue
+	[ "$cmd" = profile ] && cmd="profile paths"
 	offered=" $(complete_words quash $cmd - | tr '\n' ' ')"
 	missing=""
 	for opt in $longs $shorts; do
-		# Options named in another option's text (pack -q names --no-progress) count too.
 		[[ $offered == *" $opt "* ]] || missing="$missing $opt"
 	done
 	check "quash $cmd: the completion offers every option of --help${missing:+ (missing:$missing)}" \
@@ -80,6 +104,7 @@ for cmd in "" info ls stat cat extract pack mount umount; do
 done
 
 mount_opts=$("$QUASH" mount --help | grep -o -- '-o [a-z_]*\|\[no\][a-z_]*' | sed 's/^-o //; s/\[no\]//' | sort -u)
+check "quash mount --help lists -o options ($(echo $mount_opts | wc -w))" test -n "$mount_opts"
 offered=" $(complete_words quash mount -o '' | tr '\n' ' ')"
 missing="" missing_comp=""
 for opt in $mount_opts allow_other allow_root nodev nosuid noexec auto_unmount; do
@@ -92,7 +117,9 @@ check "quash mount: the completion offers every -o option of --help${missing_com
 
 missing="" missing_comp=""
 offered=" $(complete_words mksquashfs src img - | tr '\n' ' ')"
-for opt in $("$QUASH" mksquashfs -help | tr ' ,/' '\n\n\n' | grep -o -- '^-[A-Za-z][A-Za-z-]*' | sort -u); do
+mk_opts=$("$QUASH" mksquashfs -help | tr ' ,/' '\n\n\n' | grep -o -- '^-[A-Za-z][A-Za-z-]*' | sort -u)
+check "mksquashfs form: -help lists options ($(echo $mk_opts | wc -w))" test -n "$mk_opts"
+for opt in $mk_opts; do
 	page_has "$top/docs/quash-pack.1" "$opt" || missing="$missing $opt"
 	[[ $offered == *" $opt "* ]] || missing_comp="$missing_comp $opt"
 done

@@ -3,13 +3,17 @@
 # and the trees compared entry by entry (tests/lib/treecmp.py: type, mode,
 # owner, mtime, size, contents, symlink targets, rdev, xattrs, hard links).
 # Also: extracting a sub-path, an image at an offset inside a larger file,
-# and sparse output for sparse input.
+# sparse output for sparse input, and the depth limit quash-extract(1)
+# documents (an image deeper than that is cut there, in one line and exit
+# 1).  Every run of the ASan/UBSan binary must exit as
+# expected with no sanitizer report (tests/lib/asan.sh).
 #
 # The ASan/UBSan binary extracts the main and small images; the release one
 # the heavy ones (20,000 entries, a 5 GiB sparse file).
 top=$(cd "$(dirname "$0")/.." && pwd)
 source "$top/tests/lib/tap.sh"
 source "$top/tests/lib/fixtures.sh"
+source "$top/tests/lib/asan.sh"
 fixtures_build || { not_ok "fixtures build"; exit 1; }
 
 out=$WORK/offline-extract
@@ -27,8 +31,8 @@ extract_and_compare() {
 		not_ok "$name" "unsquashfs failed: $(tail -c 300 "$out/unsquashfs.log")"
 		return
 	fi
-	if ! "$bin" extract "$img" "${sub[@]}" -C "$out/q" >"$out/quash.log" 2>&1; then
-		not_ok "$name" "quash extract failed: $(head -c 400 "$out/quash.log")"
+	if ! qa "$out/quash.log" "$bin" extract "$img" "${sub[@]}" -C "$out/q" >"$out/why"; then
+		not_ok "$name" "quash extract failed: $(head -c 400 "$out/why")"
 		return
 	fi
 	if python3 "$top/tests/lib/treecmp.py" "$out/u" "$out/q" >"$out/diff.log" 2>&1; then
@@ -69,15 +73,17 @@ img=$FIX_DIR/img/lz4-128k.sqfs
 for off in 1M 1048576 0x100000 1024K; do
 	rm -rf "$out/u" "$out/q"
 	unsquashfs -q -n -d "$out/u" "$img" >/dev/null 2>&1
-	if "$QUASH_ASAN" extract --offset "$off" "$out/embedded.bin" -C "$out/q" >"$out/quash.log" 2>&1 &&
+	if qa "$out/quash.log" "$QUASH_ASAN" extract --offset "$off" "$out/embedded.bin" -C "$out/q" >"$out/why" &&
 	   python3 "$top/tests/lib/treecmp.py" "$out/u" "$out/q" >"$out/diff.log" 2>&1; then
 		ok "extract --offset $off of an embedded image"
 	else
-		not_ok "extract --offset $off of an embedded image" "$(head -c 400 "$out/quash.log" "$out/diff.log")"
+		not_ok "extract --offset $off of an embedded image" "$(head -c 400 "$out/why" "$out/diff.log")"
 	fi
 done
-check_fails "extract of the embedded image without --offset fails" \
-	"$QUASH_ASAN" extract "$out/embedded.bin" -C "$out/none"
+check_fails "extract of the embedded image without --offset fails" 1 \
+	"^quash: $(ere "$out/embedded.bin"): not a squashfs image \(bad magic\)\$" \
+	one_line "$QUASH_ASAN" extract "$out/embedded.bin" -C "$out/none"
+check "... and makes no DIR" test ! -e "$out/none"
 
 # Existing files in DIR are not overwritten without -f, and extraction says
 # so in one line however many there are (unsquashfs prints one per file).
@@ -116,15 +122,15 @@ rm -rf "$out/q" && mkdir -p "$out/q/files" && chown nobody:nogroup "$out/q" "$ou
 chmod 0750 "$out/q" && chmod 0705 "$out/q/files"
 
 before=$(stat -c '%U:%G %a' "$out/q" "$out/q/files")
-"$QUASH_ASAN" extract "$FIX_DIR/img/gzip-4k.sqfs" -C "$out/q" >/dev/null 2>"$out/err"
+qa "$out/x" "$QUASH_ASAN" extract "$FIX_DIR/img/gzip-4k.sqfs" -C "$out/q" >"$out/why"; st=$?
 after=$(stat -c '%U:%G %a' "$out/q" "$out/q/files")
 check "extract into an existing DIR keeps its owner and mode, and those of an existing directory in it" \
-	test "$before" = "$after" -a -s "$out/q/files/dup-a"
+	test "$st:$before" = "0:$after" -a -s "$out/q/files/dup-a"
 rm -rf "$out/u" "$out/q"
 unsquashfs -q -n -d "$out/u" "$FIX_DIR/img/gzip-4k.sqfs" >/dev/null 2>&1
-"$QUASH_ASAN" extract "$FIX_DIR/img/gzip-4k.sqfs" -C "$out/q" >/dev/null 2>&1
+qa "$out/x" "$QUASH_ASAN" extract "$FIX_DIR/img/gzip-4k.sqfs" -C "$out/q" >"$out/why"; st=$?
 check "a DIR extract creates takes the image root's owner, mode and time, as unsquashfs -d" \
-	test "$(stat -c '%U:%G %a %Y' "$out/u")" = "$(stat -c '%U:%G %a %Y' "$out/q")"
+	test "$st:$(stat -c '%U:%G %a %Y' "$out/u")" = "0:$(stat -c '%U:%G %a %Y' "$out/q")"
 
 # As an ordinary user: no owners, devices or trusted.* xattrs, no setuid or
 # setgid bits, the umask on files; unsquashfs run as that user is the oracle.
@@ -142,3 +148,37 @@ for img in "$FIX_DIR/img/gzip-4k.sqfs" "$FIX_DIR/img/xz-128k.sqfs"; do
 	else not_ok "extract $n as an ordinary user matches unsquashfs" \
 		"$(head -c 600 "$out/err" "$out/diff.log" | tr '\n' ';')"; fi
 done
+
+# The depth limit quash-extract(1) documents: a chain of directories 300
+# deep, a file in the deepest directory extract may enter and one in the
+# next, and a file beside the chain at the top.  unsquashfs extracts it all
+# (so the image really is that deep); quash stops at the limit in one line
+# naming the first directory it refuses, writes nothing below it, and still
+# extracts the rest.
+max=$(sed -n 's/^Directories are entered to a depth of \([0-9][0-9]*\) levels.*/\1/p' "$top/docs/quash-extract.1")
+check "quash-extract(1) documents the depth limit (${max:-none})" test -n "$max"
+max=${max:-256}
+chain() { printf '/d%.0s' $(seq "$1"); }   # chain N: /d repeated N times
+deep=$out/deep-src
+rm -rf "$deep" "$out/deep-u" "$out/deep-q"
+python3 - "$deep" "$max" <<'PY'
+import os, sys
+p, limit = sys.argv[1], int(sys.argv[2])
+os.makedirs(p)
+open(os.path.join(p, "top"), "w").write("top\n")
+for level in range(1, limit + 45):
+    p = os.path.join(p, "d")
+    os.mkdir(p)
+    if level in (limit, limit + 1):
+        open(os.path.join(p, "f%d" % level), "w").write("%d\n" % level)
+PY
+mksquashfs "$deep" "$out/deep.sqfs" -noappend -quiet -no-progress >/dev/null
+unsquashfs -q -n -d "$out/deep-u" "$out/deep.sqfs" >/dev/null 2>&1
+check "precondition: unsquashfs extracts all $((max + 44)) levels" test -f "$out/deep-u$(chain $((max + 1)))/f$((max + 1))"
+check_fails "extract of an image deeper than $max levels: exit 1, one line naming level $((max + 1))" 1 \
+	"^quash: $(ere "$out/deep.sqfs"): $(chain $((max + 1))): directories nested deeper than $max\$" \
+	one_line "$QUASH_ASAN" extract "$out/deep.sqfs" -C "$out/deep-q"
+levels=$(cd "$out/deep-q" 2>/dev/null && find . -type d | awk -F/ 'NF - 1 > m { m = NF - 1 } END { print m + 0 }')
+check "... it writes levels 1 to $max and nothing below (deepest: $levels)" \
+	test "$levels" = "$max" -a -f "$out/deep-q$(chain "$max")/f$max" -a ! -e "$out/deep-q$(chain $((max + 1)))"
+check "... and still extracts what lies beside the chain" test "$(cat "$out/deep-q/top" 2>/dev/null)" = top

@@ -7,6 +7,7 @@
 top=$(cd "$(dirname "$0")/.." && pwd)
 source "$top/tests/lib/tap.sh"
 source "$top/tests/lib/fixtures.sh"
+source "$top/tests/lib/asan.sh"
 fixtures_build || { not_ok "fixtures build"; exit 1; }
 
 out=$WORK/offline-tools
@@ -23,7 +24,7 @@ export TZ=UTC
 echo "# $SECONDS s: info vs unsquashfs -s"
 
 info_matches() {   # info_matches IMAGE
-	"$QUASH_ASAN" info --json "$1" >"$out/info.json" 2>"$out/info.err" || return 1
+	qa "$out/info.json" "$QUASH_ASAN" info --json "$1" || return 1
 	unsquashfs -s "$1" >"$out/unsquashfs-s.txt" 2>&1 || return 1
 	python3 - "$out/info.json" "$out/unsquashfs-s.txt" <<'EOF'
 import json, re, sys
@@ -83,11 +84,22 @@ EOF
 for img in "${FIX_IMAGES[@]}" "${FIX_HEAVY_IMAGES[@]}" "${FIX_SMALL_IMAGES[@]}"; do
 	n=$(basename "$img" .sqfs)
 	if info_matches "$img" >"$out/why" 2>&1; then ok "info $n matches unsquashfs -s"
-	else not_ok "info $n matches unsquashfs -s" "$(head -c 500 "$out/why" "$out/info.err")"; fi
+	else not_ok "info $n matches unsquashfs -s" "$(head -c 500 "$out/why" "$out/info.json.err")"; fi
 done
 img=$FIX_DIR/img/xz-bcj-1m.sqfs
+# out_has NAME PATTERN CMD...: CMD runs clean (asan.sh) and prints a line
+# matching the ERE PATTERN whole.
+out_has() {
+	local pat=$1; shift
+	qa "$out/out_has" "$@" && grep -qxE -- "$pat" "$out/out_has"
+}
+# out_is TEXT CMD...: CMD runs clean and prints exactly TEXT.
+out_is() {
+	local want=$1; shift
+	qa "$out/out_is" "$@" && [ "$(cat "$out/out_is")" = "$want" ]
+}
 check "info text output names compressor and filter" \
-	bash -c "'$QUASH_ASAN' info '$img' | grep -q '^compressor options: *dictionary size 1048576, filters x86$'"
+	out_has 'compressor options: *dictionary size 1048576, filters x86' "$QUASH_ASAN" info "$img"
 
 # ---- ls vs unsquashfs -l / -lln --------------------------------------------
 echo "# $SECONDS s: ls vs unsquashfs -l / -lln"
@@ -102,11 +114,13 @@ normalise_unsquashfs() {
 for img in "${FIX_IMAGES[@]}" "${FIX_SMALL_IMAGES[@]}" "$FIX_DIR/img/heavy-zstd-1m.sqfs"; do
 	n=$(basename "$img" .sqfs)
 	unsquashfs -l "$img" | normalise_unsquashfs >"$out/u.ls"
-	if "$QUASH_ASAN" ls -R "$img" | grep -v '/special/big-numbers$' >"$out/q.ls" && cmp -s "$out/u.ls" "$out/q.ls"
+	if qa "$out/q.raw" "$QUASH_ASAN" ls -R "$img" && grep -v '/special/big-numbers$' "$out/q.raw" >"$out/q.ls" &&
+	   cmp -s "$out/u.ls" "$out/q.ls"
 	then ok "ls -R $n matches unsquashfs -l"
 	else not_ok "ls -R $n matches unsquashfs -l" "$(diff "$out/u.ls" "$out/q.ls" | head -5 | tr '\n' ';')"; fi
 	unsquashfs -lln "$img" | normalise_unsquashfs >"$out/u.ls"
-	if "$QUASH_ASAN" ls -lR "$img" | grep -v '/special/big-numbers$' >"$out/q.ls" && cmp -s "$out/u.ls" "$out/q.ls"
+	if qa "$out/q.raw" "$QUASH_ASAN" ls -lR "$img" && grep -v '/special/big-numbers$' "$out/q.raw" >"$out/q.ls" &&
+	   cmp -s "$out/u.ls" "$out/q.ls"
 	then ok "ls -lR $n matches unsquashfs -lln"
 	else not_ok "ls -lR $n matches unsquashfs -lln" "$(diff "$out/u.ls" "$out/q.ls" | head -5 | tr '\n' ';')"; fi
 done
@@ -117,13 +131,13 @@ rm -rf "$out/u" && unsquashfs -q -n -d "$out/u" "$img" >/dev/null
 for dir in / files names hardlinks deep/d0; do
 	python3 -c 'import os,sys; [sys.stdout.buffer.write(n + b"\n") for n in sorted(os.listdir(os.fsencode(sys.argv[1])))]' \
 		"$out/u/$dir" >"$out/want"
-	if "$QUASH_ASAN" ls "$img" "$dir" >"$out/got" && cmp -s "$out/want" "$out/got"
+	if qa "$out/got" "$QUASH_ASAN" ls "$img" "$dir" && cmp -s "$out/want" "$out/got"
 	then ok "ls $dir lists the directory's names"
 	else not_ok "ls $dir lists the directory's names" "$(diff "$out/want" "$out/got" | head -5 | tr '\n' ';')"; fi
 done
-check "ls of a file prints its path" bash -c "[ \"\$('$QUASH_ASAN' ls '$img' /files/size-1)\" = /files/size-1 ]"
+check "ls of a file prints its path" out_is /files/size-1 "$QUASH_ASAN" ls "$img" /files/size-1
 check "ls -l of a symlink shows its target" \
-	bash -c "'$QUASH_ASAN' ls -l '$img' /symlinks/short | grep -q ' /symlinks/short -> ../files/size-1$'"
+	out_has '.* /symlinks/short -> \.\./files/size-1' "$QUASH_ASAN" ls -l "$img" /symlinks/short
 
 # ---- cat vs the extracted files ------------------------------------------
 echo "# $SECONDS s: cat vs the extracted files"
@@ -132,7 +146,8 @@ cat_matches() {   # cat_matches IMAGE PATH...
 	local img=$1; shift
 	local p want=()
 	for p in "$@"; do want+=("$out/u/$p"); done
-	cmp -s <("$QUASH_ASAN" cat "$img" "$@") <(cat "${want[@]}")
+	qa "$out/cat.got" "$QUASH_ASAN" cat "$img" "$@" && cat "${want[@]}" >"$out/cat.want" &&
+		cmp -s "$out/cat.want" "$out/cat.got"
 }
 for img in "$FIX_DIR/img/gzip-4k.sqfs" "$FIX_DIR/img/lz4-hc-1m.sqfs" "$FIX_DIR/img/zstd-noD.sqfs"; do
 	n=$(basename "$img" .sqfs)
@@ -144,34 +159,42 @@ for img in "$FIX_DIR/img/gzip-4k.sqfs" "$FIX_DIR/img/lz4-hc-1m.sqfs" "$FIX_DIR/i
 	check "cat $n of several files concatenates them" cat_matches "$img" files/size-1 names/-rf files/size-4097
 done
 img=$FIX_DIR/img/gzip-4k.sqfs
-check_fails "cat of a directory fails" "$QUASH_ASAN" cat "$img" /files
-check_fails "cat of a symlink fails" "$QUASH_ASAN" cat "$img" /symlinks/short
-check_fails "cat of a missing file fails" "$QUASH_ASAN" cat "$img" /no/such
-check "cat of a missing and a present file still writes the present one" \
-	bash -c "[ \"\$('$QUASH_ASAN' cat '$img' /nope /files/size-1 2>/dev/null; echo \" \$?\")\" = \"\$(cat '$out/u/files/size-1') 1\" ]"
+I=$(ere "$img")
+check_fails "cat of a directory fails" 1 "^quash: $I: /files: not a regular file \(directory\)\$" \
+	one_line "$QUASH_ASAN" cat "$img" /files
+check_fails "cat of a symlink fails" 1 "^quash: $I: /symlinks/short: not a regular file \(symbolic link\)\$" \
+	one_line "$QUASH_ASAN" cat "$img" /symlinks/short
+check_fails "cat of a missing file fails" 1 "^quash: $I: /no/such: no such file or directory\$" \
+	one_line "$QUASH_ASAN" cat "$img" /no/such
+cat_missing_and_present() {
+	"$QUASH_ASAN" cat "$img" /nope /files/size-1 >"$out/cat.got" 2>"$out/cat.err"
+	[ $? = 1 ] && asan_clean "$out/cat.err" && cmp -s "$out/u/files/size-1" "$out/cat.got" &&
+		[ "$(cat "$out/cat.err")" = "quash: $img: /nope: no such file or directory" ]
+}
+check "cat of a missing and a present file still writes the present one" cat_missing_and_present
 
 # ---- stat vs the kernel's mount ------------------------------------------
 echo "# $SECONDS s: stat vs the kernel's mount"
 
 # st_blocks includes the kernel's xattr term ((xattr_size - 1) / 512 + 1).
 stat_matches() {   # stat_matches IMAGE PATH: quash stat fields vs stat(1) on the mount
-	local want got fields='inode: %i|mode: %04a|links: %h|uid: %u|gid: %g|modified: %Y|blocks: %b'
+	local want got st=$out/stat.txt fields='inode: %i|mode: %04a|links: %h|uid: %u|gid: %g|modified: %Y|blocks: %b'
+	qa "$st" "$QUASH_ASAN" stat "$1" "$2" || return 1
 	want=$(stat -c "$fields" "$mnt/$2")
-	got=$("$QUASH_ASAN" stat "$1" "$2" | sed -n 's/^\(inode\|links\|uid\|gid\): *\([0-9]*\)$/\1: \2/p;
-		s/^mode: *\([0-7]*\) .*/mode: \1/p; s/^modified: .*(\([0-9]*\))$/modified: \1/p' | paste -sd'|')
+	got=$(sed -n 's/^\(inode\|links\|uid\|gid\|blocks\): *\([0-9]*\)$/\1: \2/p;
+		s/^mode: *\([0-7]*\) .*/mode: \1/p; s/^modified: .*(\([0-9]*\))$/modified: \1/p' "$st" | paste -sd'|')
 	# paste joins in quash's order; put both in one order.
 	want=$(tr '|' '\n' <<<"$want" | sort | paste -sd'|')
-	got="$got|$("$QUASH_ASAN" stat "$1" "$2" | sed -n 's/^\(blocks\): *\([0-9]*\)$/\1: \2/p')"
 	got=$(tr '|' '\n' <<<"$got" | sort | paste -sd'|')
 	[ "$want" = "$got" ] || { echo "mount: $want"; echo "quash: $got"; return 1; }
 	case $(stat -c %F "$mnt/$2") in
 	"regular file"|"symbolic link")
-		"$QUASH_ASAN" stat "$1" "$2" | grep -qx "size: *$(stat -c %s "$mnt/$2")" || return 1 ;;
+		grep -qx "size: *$(stat -c %s "$mnt/$2")" "$st" || return 1 ;;
 	"character special file"|"block special file")
-		"$QUASH_ASAN" stat "$1" "$2" | grep -qx "device: *$(stat -c '%Hr,%Lr' "$mnt/$2")" || return 1 ;;
+		grep -qx "device: *$(stat -c '%Hr,%Lr' "$mnt/$2")" "$st" || return 1 ;;
 	esac
 	if [ -L "$mnt/$2" ]; then
-		"$QUASH_ASAN" stat "$1" "$2" | grep -qxF "target:        $(readlink "$mnt/$2")" || return 1
+		grep -qxF "target:        $(readlink "$mnt/$2")" "$st" || return 1
 	fi
 }
 
@@ -191,51 +214,63 @@ for img in "$FIX_DIR/img/gzip-128k.sqfs" "$FIX_DIR/img/zstd-4k-always.sqfs"; do
 	# xattrs: the count and the values getfattr shows on the mount.
 	for p in xattrs/shared-0 xattrs/binary xattrs/many xattrs files/size-1; do
 		want=$(getfattr -h -d -m - -e hex --absolute-names "$mnt/$p" 2>/dev/null | grep -c '=')
-		got=$("$QUASH_ASAN" stat "$img" "$p" | sed -n 's/^xattrs: *//p')
+		got=$(qa "$out/stat" "$QUASH_ASAN" stat "$img" "$p" && sed -n 's/^xattrs: *//p' "$out/stat")
 		check "stat $n $p xattr count ($want)" [ "$want" = "$got" ]
 	done
 	umount "$mnt"
 done
 img=$FIX_DIR/img/gzip-128k.sqfs
 check "stat shows a text xattr value" \
-	bash -c "'$QUASH_ASAN' stat '$img' /xattrs/shared-0 | grep -qx '  user.small=\"v\"'"
+	out_has '  user\.small="v"' "$QUASH_ASAN" stat "$img" /xattrs/shared-0
 check "stat shows a binary xattr value in hex" \
-	bash -c "'$QUASH_ASAN' stat '$img' /xattrs/binary | grep -qx '  user.bin=0x000102.*fdfeff'"
-check_fails "stat of a missing path fails" "$QUASH_ASAN" stat "$img" /files/nope
+	out_has '  user\.bin=0x000102.*fdfeff' "$QUASH_ASAN" stat "$img" /xattrs/binary
+check_fails "stat of a missing path fails" 1 "^quash: $(ere "$img"): /files/nope: no such file or directory\$" \
+	one_line "$QUASH_ASAN" stat "$img" /files/nope
 
 # ---- the command line ------------------------------------------------------
 echo "# $SECONDS s: the command line"
 
-exit_is() {   # exit_is STATUS CMD...: CMD exits STATUS
-	local want=$1 st; shift
-	"$@" >"$out/stdout" 2>"$out/stderr"
-	st=$?
-	[ "$st" -eq "$want" ] || { echo "exit $st, wanted $want: $(head -c 300 "$out/stderr")"; return 1; }
+# help_has CMD PATTERN: quash CMD --help exits 0, runs clean and prints a
+# line matching PATTERN.
+help_has() {
+	qa "$out/help" "$QUASH_ASAN" $1 --help && grep -qE -- "$2" "$out/help"
 }
 for cmd in info ls stat cat extract; do
-	check "$cmd --help exits 0 and shows usage" bash -c "'$QUASH_ASAN' $cmd --help | grep -q '^Usage: quash $cmd'"
-	check "$cmd --help documents the exit status" bash -c "'$QUASH_ASAN' $cmd --help | grep -q '^Exit status:'"
+	check "$cmd --help exits 0 and shows usage" help_has "$cmd" "^Usage: quash $cmd "
+	check "$cmd --help documents the exit status" help_has "$cmd" '^Exit status:'
 done
-check "--help exits 0" exit_is 0 "$QUASH_ASAN" --help
-check "--version prints the version" bash -c "'$QUASH_ASAN' --version | grep -qx 'quash [0-9][0-9.]*'"
-check "no command is a usage error" exit_is 2 "$QUASH_ASAN"
-check "an unknown command is a usage error" exit_is 2 "$QUASH_ASAN" frobnicate
-check "info without IMAGE is a usage error" exit_is 2 "$QUASH_ASAN" info
-check "info with two images is a usage error" exit_is 2 "$QUASH_ASAN" info "$img" "$img"
-check "an unknown option is a usage error" exit_is 2 "$QUASH_ASAN" ls --bogus "$img"
-check "a bad --offset is a usage error" exit_is 2 "$QUASH_ASAN" info --offset 12Q "$img"
-check "an overflowing --offset is a usage error" exit_is 2 "$QUASH_ASAN" info --offset 99999999999999999999 "$img"
-check "stat without PATH is a usage error" exit_is 2 "$QUASH_ASAN" stat "$img"
-check "cat without PATH is a usage error" exit_is 2 "$QUASH_ASAN" cat "$img"
-check "extract without -C is a usage error" exit_is 2 "$QUASH_ASAN" extract "$img"
-check "a missing image exits 1" exit_is 1 "$QUASH_ASAN" info "$out/no-such.sqfs"
-check "a missing image's message is one line naming it" \
-	bash -c "[ \"\$('$QUASH_ASAN' info '$out/no-such.sqfs' 2>&1 | grep -c '^quash: $out/no-such.sqfs: ')\" = 1 ] &&
-		 [ \"\$('$QUASH_ASAN' info '$out/no-such.sqfs' 2>&1 | wc -l)\" = 1 ]"
-check "ls of a missing path exits 1" exit_is 1 "$QUASH_ASAN" ls "$img" /no/such
-check "options may follow the arguments" exit_is 0 "$QUASH_ASAN" ls "$img" /files -l
-check "info --json parses" bash -c "'$QUASH_ASAN' info --json '$img' | python3 -m json.tool >/dev/null"
-check "a full stdout is an error" \
-	bash -c "'$QUASH_ASAN' cat '$img' /files/random-2m >/dev/full 2>/dev/null; [ \$? = 1 ]"
-check "a full stdout is an error for ls too" \
-	bash -c "'$QUASH_ASAN' ls -lR '$img' >/dev/full 2>/dev/null; [ \$? = 1 ]"
+check "--help exits 0" help_has "" '^Usage: quash COMMAND '
+check "--version prints the version" out_has 'quash [0-9][0-9.]*' "$QUASH_ASAN" --version
+# usage_fails NAME PROBLEM CMD ARGS...: exit 2, the problem in one line naming
+# the command, then the pointer to its --help.
+usage_fails() {
+	local name=$1 problem=$2 cmd=$3; shift 3
+	check_fails "$name" 2 "^quash: $cmd: $problem\$" two_lines "$QUASH_ASAN" "$cmd" "$@"
+	check_fails "$name: points to --help" 2 "^Try 'quash $cmd --help' for more information\.\$" \
+		two_lines "$QUASH_ASAN" "$cmd" "$@"
+}
+check_fails "no command is a usage error" 2 '^Usage: quash COMMAND ' "$QUASH_ASAN"
+check_fails "an unknown command is a usage error" 2 "^quash: unknown command 'frobnicate'\$" \
+	two_lines "$QUASH_ASAN" frobnicate
+usage_fails "info without IMAGE is a usage error" 'missing IMAGE' info
+usage_fails "info with two images is a usage error" 'too many arguments' info "$img" "$img"
+usage_fails "an unknown option is a usage error" "unrecognized option '--bogus'" ls --bogus "$img"
+usage_fails "a bad --offset is a usage error" "invalid offset '12Q'" info --offset 12Q "$img"
+usage_fails "an overflowing --offset is a usage error" "invalid offset '99999999999999999999'" \
+	info --offset 99999999999999999999 "$img"
+usage_fails "stat without PATH is a usage error" 'missing PATH' stat "$img"
+usage_fails "cat without PATH is a usage error" 'missing PATH' cat "$img"
+usage_fails "extract without -C is a usage error" 'missing -C DIR' extract "$img"
+check_fails "a missing image: exit 1, one line naming it" 1 \
+	"^quash: $(ere "$out/no-such.sqfs"): No such file or directory\$" one_line "$QUASH_ASAN" info "$out/no-such.sqfs"
+check_fails "ls of a missing path: exit 1, one line naming it" 1 \
+	"^quash: $(ere "$img"): /no/such: no such file or directory\$" one_line "$QUASH_ASAN" ls "$img" /no/such
+check "options may follow the arguments" out_has '-.* size-1' "$QUASH_ASAN" ls "$img" /files -l
+json_parses() { qa "$out/info.json" "$QUASH_ASAN" info --json "$img" && python3 -m json.tool "$out/info.json" >/dev/null; }
+check "info --json parses" json_parses
+# to_full CMD...: CMD with its standard output on /dev/full.
+to_full() { "$@" >/dev/full; }
+check_fails "a full stdout is an error" 1 '^quash: standard output: No space left on device$' \
+	one_line to_full "$QUASH_ASAN" cat "$img" /files/random-2m
+check_fails "a full stdout is an error for ls too" 1 '^quash: standard output: No space left on device$' \
+	one_line to_full "$QUASH_ASAN" ls -lR "$img"

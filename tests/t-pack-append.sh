@@ -8,8 +8,10 @@
 # image's data area must be in the result byte for byte (copied, not
 # recompressed), a file of B identical to one of A must not be stored again,
 # the result must not depend on the run, and an image that cannot be
-# appended to must be left as it was.
+# appended to must be left as it was.  Every run of the sanitizer build
+# must end without a sanitizer report.
 . "$(dirname "$0")/lib/tap.sh"
+. "$(dirname "$0")/lib/asan.sh"
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 W=$WORK/t-pack-append
@@ -17,7 +19,7 @@ cleanup() { umount -l "$W/mnt" 2>/dev/null; }
 trap cleanup EXIT
 cleanup
 rm -rf "$W" && mkdir -p "$W/bin" "$W/A/c/d" "$W/A/e" "$W/B/c" "$W/B/new/deep" "$W/mnt" "$W/S1/x" "$W/S2/y"
-ln -s "$QUASH_ASAN" "$W/bin/mksquashfs"
+asan_as "$W/bin/mksquashfs"     # the sanitizer build, its runs noted (asan.sh)
 REAL=$(command -v mksquashfs)
 QM=$W/bin/mksquashfs
 
@@ -108,13 +110,14 @@ appended "two sources appended to themselves: nested by name, renamed S1_1, S2_1
 
 # quash pack --append: the same tree as the mksquashfs form (no nesting there either).
 rm -f "$W/p.sqfs"
-"$QUASH_ASAN" pack -q --no-progress "$W/A" "$W/p.sqfs" >/dev/null 2>&1
+qa "$W/p.out" "$QUASH_ASAN" pack -q --no-progress "$W/A" "$W/p.sqfs" >"$W/why" || not_ok "quash pack A runs clean" "$(cat "$W/why")"
 "$QUASH_ASAN" pack -q --no-progress --append -c gzip -b 4K "$W/B" "$W/p.sqfs" >/dev/null 2>"$W/p.err"
+echo "exit $?" >>"$W/p.err"
 appended "(mksquashfs form once more, for quash pack --append to compare with)" A B
 check "quash pack --append: the same tree, quash's zstd and 128K blocks kept" bash -c \
 	"diff <(listing '$W/p.sqfs') '$W/q.ls' && unsquashfs -s '$W/p.sqfs' | grep -q '^Compression zstd' &&
-	 unsquashfs -s '$W/p.sqfs' | grep -q '^Block size 131072' && [ ! -s '$W/p.err' ]"
-"$QUASH_ASAN" pack -q --no-progress "$W/B" "$W/p.sqfs" >/dev/null 2>&1
+	 unsquashfs -s '$W/p.sqfs' | grep -q '^Block size 131072' && [ \"\$(cat '$W/p.err')\" = 'exit 0' ]"
+qa "$W/p.out" "$QUASH_ASAN" pack -q --no-progress "$W/B" "$W/p.sqfs" >"$W/why" || not_ok "quash pack B runs clean" "$(cat "$W/why")"
 check "quash pack without --append still replaces" bash -c "! listing '$W/p.sqfs' | grep -q 'c/d/small'"
 
 tar -C "$W/B" -cf "$W/b.tar" .
@@ -160,3 +163,4 @@ truncate -s 256G "$W/sp-old/hole" && truncate -s 256G "$W/sp-new/hole2"
 $QUASH pack -q "$W/sp-old" "$W/sp.sqfs"
 check "appending a 256 GiB sparse file beside an old one of that size: seconds, stored as its duplicate" \
 	bash -c "timeout 60 $QUASH pack -q --append --json '$W/sp-new' '$W/sp.sqfs' | grep -q '\"duplicate_files\": 1,'"
+check "no run of the sanitizer build as mksquashfs drew a sanitizer report" asan_as_clean "$W/bin/mksquashfs"

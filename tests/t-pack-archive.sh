@@ -2,10 +2,15 @@
 # t-pack-archive.sh - archives as sources: a tarball packs to the very same
 # image as the directory it was made from, whatever its compression or
 # format, from a file or from standard input; cpio and zip read back
-# exactly; hostile paths stay under the image root.
+# exactly (zip: contents, types, modes, times); hostile entries in tar, cpio
+# and zip alike stay under the image root, one warning line each, and
+# nothing lands where their names point, on packing or on extracting the
+# image; an entry whose data the archive lacks is refused in one line.
+# Every run of the ASan/UBSan build must exit as expected with no report.
 . "$(dirname "$0")/lib/tap.sh"
 . "$QUASH_TOP/tests/lib/fixtures.sh"
 . "$QUASH_TOP/tests/lib/mount.sh"
+. "$QUASH_TOP/tests/lib/asan.sh"
 
 T=$WORK/pack-archive
 rm -rf "$T" && mkdir -p "$T"
@@ -22,9 +27,9 @@ $QUASH pack -q "${EXCL[@]}" "$SRC" "$T/dir.sqfs" || not_ok "pack the directory"
 $QUASH pack -q "${EXCL[@]}" --no-xattrs "$SRC" "$T/dir-nox.sqfs" || not_ok "pack the directory without xattrs"
 
 tar --xattrs --xattrs-include='*' --sparse -C "$SRC" -cf "$T/tree.tar" . 2>/dev/null
-if $QUASH_ASAN pack -q "$T/tree.tar" "$T/tar.sqfs" 2>"$T/asan.log" && ! grep -q Sanitizer "$T/asan.log"
+if why=$(qa "$T/asan.out" $QUASH_ASAN pack -q "$T/tree.tar" "$T/tar.sqfs")
 then ok "pack a pax tarball with xattrs and holes (ASan/UBSan build)"
-else not_ok "pack a pax tarball with xattrs and holes (ASan/UBSan build)" "$(head -5 "$T/asan.log")"; fi
+else not_ok "pack a pax tarball with xattrs and holes (ASan/UBSan build)" "$why"; fi
 check "tarball and directory give identical images" cmp -s "$T/dir.sqfs" "$T/tar.sqfs"
 
 for z in gzip bzip2 xz zstd lz4; do
@@ -64,10 +69,11 @@ with tarfile.open(out, "w", format=tarfile.GNU_FORMAT) as t:
     for d in range(30):
         os.utime(f"{root}/d{d}", (1700000000, 1700000000))
 PY
-$QUASH_ASAN pack -q --uid 0 --gid 0 --mtime 1700000000 "$T/shuffled.tar" "$T/shuf-tar.sqfs" 2>"$T/asan.log"
+why=$(qa "$T/asan.out" $QUASH_ASAN pack -q --uid 0 --gid 0 --mtime 1700000000 "$T/shuffled.tar" "$T/shuf-tar.sqfs")
 $QUASH pack -q --uid 0 --gid 0 --mtime 1700000000 "$T/shuf" "$T/shuf-dir.sqfs"
-check "a tar in shuffled order, small files among large ones: the directory's image (ASan build)" \
-	bash -c "cmp -s '$T/shuf-dir.sqfs' '$T/shuf-tar.sqfs' && ! grep -q Sanitizer '$T/asan.log'"
+if [ -z "$why" ] && cmp -s "$T/shuf-dir.sqfs" "$T/shuf-tar.sqfs"
+then ok "a tar in shuffled order, small files among large ones: the directory's image (ASan build)"
+else not_ok "a tar in shuffled order, small files among large ones: the directory's image (ASan build)" "$why"; fi
 
 tar --format=gnu -C "$SRC" -cf "$T/gnu.tar" . 2>/dev/null
 $QUASH pack -q "$T/gnu.tar" "$T/gnu.sqfs"
@@ -87,33 +93,158 @@ else
 	not_ok "pack a cpio archive" "$(head -3 "$T/cpio.log")"
 fi
 
-# zip keeps contents, modes and times of regular files and directories.
-mkdir -p "$T/z/d/e" && head -c 100000 /dev/urandom >"$T/z/d/r" && seq 1 50000 >"$T/z/d/e/s" && : >"$T/z/empty"
-(cd "$T/z" && zip -q -r -X "$T/tree.zip" .)
-if $QUASH pack -q "$T/tree.zip" "$T/zip.sqfs" &&
-   unsquashfs -q -no-progress -d "$T/zip-out" "$T/zip.sqfs" >/dev/null
-then check "zip archive contents read back exactly" diff -r "$T/z" "$T/zip-out"
-else not_ok "pack a zip archive"; fi
-
-# Hostile paths: absolute, "..", and ".." inside; all land under the root, with a warning each.
-python3 - "$T/evil.tar" <<'PY'
-import io, sys, tarfile
-with tarfile.open(sys.argv[1], "w", format=tarfile.PAX_FORMAT) as t:
-    for name in ("../evil", "/abs/file", "a/../../b", "./ok"):
-        data = name.encode()
-        info = tarfile.TarInfo(name)
-        info.size = len(data)
-        t.addfile(info, io.BytesIO(data))
-PY
-if $QUASH pack -q "$T/evil.tar" "$T/evil.sqfs" 2>"$T/evil.log"; then
-	list=$(unsquashfs -l "$T/evil.sqfs" | sed -n 's|^squashfs-root||p' | sort | tr '\n' ' ')
-	check "hostile paths are stored under the image root" \
-		test "$list" = " /a /a/b /abs /abs/file /evil /ok "
-	check "each repaired path gets a warning" test "$(grep -c 'under the image root' "$T/evil.log")" = 3
-	check "nothing was written outside" test ! -e "$WORK/evil" -a ! -e /abs/file
+# zip keeps contents, types, modes and times of regular files, directories
+# and symbolic links: the kernel's mount of the image against the tree the
+# zip was made from.  A zip holds no entry for its root, so the tree's root
+# takes the image's default root (0755, time 0) before the comparison.
+mkdir -p "$T/z/d/e" "$T/z/emptydir" && head -c 100000 /dev/urandom >"$T/z/d/r" && seq 1 50000 >"$T/z/d/e/s"
+: >"$T/z/empty" && ln -s d/r "$T/z/link"
+chmod 0600 "$T/z/d/r" && chmod 0751 "$T/z/d/e" && chmod 0700 "$T/z/emptydir" && chmod 0755 "$T/z/empty"
+touch -d @1600000001 "$T/z/d/r" "$T/z/d/e/s" && touch -h -d @1600000003 "$T/z/link"
+touch -d @1500000005 "$T/z/d/e" "$T/z/d" "$T/z/emptydir"
+(cd "$T/z" && zip -q -r -y "$T/tree.zip" .)
+chmod 0755 "$T/z" && touch -d @0 "$T/z"
+if why=$(qa "$T/zip.out" $QUASH_ASAN pack -q "$T/tree.zip" "$T/zip.sqfs") && kmount "$T/zip.sqfs" "$T/mnt-zip"
+then
+	if $CMP "$T/z" "$T/mnt-zip" >"$T/zip.diff"; then ok "zip archive reads back exactly: contents, types, modes, times"
+	else not_ok "zip archive reads back exactly: contents, types, modes, times" "$(head -5 "$T/zip.diff" | tr '\n' ';')"; fi
 else
-	not_ok "pack an archive with hostile paths" "$(head -3 "$T/evil.log")"
+	not_ok "zip archive reads back exactly: contents, types, modes, times" "pack: $why"
 fi
+
+# Hostile entries, the same in tar, cpio and zip: names that point out of
+# the root (absolute, "..", ".." inside, a newline in one), a symlink to a
+# place outside and then a file through it, a name given twice, a device
+# (not in zip, which has no device numbers), a name over 256 bytes.  Packed
+# from inside $T/jail/in, so that every name that points out has a place it
+# would land; the image is then extracted there too.  Pack stores every
+# name under the root with one warning line each (control characters
+# escaped), the later of two alike wins, the symlink is replaced by the
+# directory, the long name is left out; and nothing appears where any name
+# points, neither on packing nor on extracting.
+mk_hostile() {   # mk_hostile FORMAT FILE OUTSIDE
+	python3 - "$@" <<'PY'
+import io, sys, tarfile, time, zipfile
+fmt, out, outside = sys.argv[1:]
+T = 1700000000
+ents = [("../evil", "f", b"evil\n"), ("/abs/file", "f", b"abs\n"), ("a/../../b", "f", b"b\n"), ("./ok", "f", b"ok\n"),
+        ("../new\nline", "f", b"nl\n"), ("l", "l", outside), ("l/file", "f", b"through\n"),
+        ("dup", "f", b"first\n"), ("dup", "f", b"second\n"), ("y" * 300, "f", b"long\n")]
+if fmt != "zip":
+    ents.append(("null", "c", (1, 3)))
+if fmt == "tar":
+    with tarfile.open(out, "w", format=tarfile.PAX_FORMAT) as t:
+        for n, ty, d in ents:
+            ti = tarfile.TarInfo(n); ti.mtime = T
+            if ty == "f": ti.size = len(d); t.addfile(ti, io.BytesIO(d))
+            elif ty == "l": ti.type, ti.linkname = tarfile.SYMTYPE, d; t.addfile(ti)
+            else: ti.type, (ti.devmajor, ti.devminor) = tarfile.CHRTYPE, d; t.addfile(ti)
+elif fmt == "cpio":
+    buf = io.BytesIO()
+    def ent(ino, name, mode, data, rdev=(0, 0)):
+        nb = name.encode() + b"\0"
+        buf.write(b"070701" + b"".join(b"%08X" % v for v in (ino, mode, 0, 0, 1, T, len(data), 0, 0, rdev[0], rdev[1], len(nb), 0)))
+        buf.write(nb + b"\0" * (-(110 + len(nb)) % 4) + data + b"\0" * (-len(data) % 4))
+    for ino, (n, ty, d) in enumerate(ents, 1):
+        if ty == "f": ent(ino, n, 0o100644, d)
+        elif ty == "l": ent(ino, n, 0o120777, d.encode())
+        else: ent(ino, n, 0o020644, b"", d)
+    ent(0, "TRAILER!!!", 0, b"")
+    open(out, "wb").write(buf.getvalue())
+else:
+    import warnings; warnings.simplefilter("ignore")     # zipfile warns of the duplicate name
+    with zipfile.ZipFile(out, "w") as z:
+        for n, ty, d in ents:
+            zi = zipfile.ZipInfo(n, time.gmtime(T)[:6]); zi.create_system = 3
+            zi.external_attr = (0o100644 if ty == "f" else 0o120777) << 16
+            z.writestr(zi, d)
+PY
+}
+# What a mount of the image holds, one repr()'d line per entry.
+list_tree() {
+	python3 - "$1" <<'PY'
+import os, stat, sys
+root, out = sys.argv[1], []
+for dp, dns, fns in os.walk(root):
+    for n in dns + fns:
+        p = os.path.join(dp, n); st = os.lstat(p); rel = os.path.relpath(p, root)
+        if stat.S_ISLNK(st.st_mode): what = "-> " + os.readlink(p)
+        elif stat.S_ISDIR(st.st_mode): what = "dir"
+        elif stat.S_ISCHR(st.st_mode): what = "chr %d,%d" % (os.major(st.st_rdev), os.minor(st.st_rdev))
+        else: what = repr(open(p, "rb").read())
+        out.append((rel, what))
+for rel, what in sorted(out):
+    print(repr(rel), what)
+PY
+}
+J=$T/jail
+for fmt in tar cpio zip; do
+	rm -rf "$J" && mkdir -p "$J/in"
+	mk_hostile $fmt "$J/in/evil.$fmt" "$J/outside"
+	W="quash: pack: warning: evil.$fmt"
+	want_err="$W: ../evil: stored as /evil, under the image root
+$W: /abs/file: stored as /abs/file, under the image root
+$W: a/../../b: stored as /a/b, under the image root
+$W: ../new\\x0aline: stored as /new\\x0aline, under the image root
+$W: $(printf 'y%.0s' {1..300}): name longer than 256 bytes (skipped)"
+	(cd "$J/in" && "$QUASH_ASAN" pack -q "evil.$fmt" ../evil.sqfs >/dev/null 2>"$T/h.err"); st=$?
+	if [ $st = 0 ] && asan_clean "$T/h.err" && [ "$(cat "$T/h.err")" = "$want_err" ]
+	then ok "$fmt hostile entries: packed, one warning line each, naming the entry (escaped)"
+	else not_ok "$fmt hostile entries: packed, one warning line each, naming the entry (escaped)" \
+		"exit $st: $(head -c 600 "$T/h.err" | cat -A | tr '\n' ';')"; fi
+	null="'null' chr 1,3
+"
+	[ $fmt = zip ] && null=""
+	want_list="'a' dir
+'a/b' b'b\\n'
+'abs' dir
+'abs/file' b'abs\\n'
+'dup' b'second\\n'
+'evil' b'evil\\n'
+'l' dir
+'l/file' b'through\\n'
+'new\\nline' b'nl\\n'
+${null}'ok' b'ok\\n'"
+	if kmount "$J/evil.sqfs" "$T/mnt-evil-$fmt" && list_tree "$T/mnt-evil-$fmt" >"$T/h.list" &&
+	   [ "$(cat "$T/h.list")" = "$want_list" ]
+	then ok "$fmt hostile entries: the image holds them under its root, the later of two alike"
+	else not_ok "$fmt hostile entries: the image holds them under its root, the later of two alike" \
+		"$(head -c 600 "$T/h.list" | tr '\n' ';')"; fi
+	why=$(cd "$J/in" && qa "$T/h.x.out" "$QUASH_ASAN" extract ../evil.sqfs -C x) &&
+		$CMP "$T/mnt-evil-$fmt" "$J/in/x" >"$T/h.x.diff" || why="$why $(head -3 "$T/h.x.diff" | tr '\n' ';')"
+	# Every place a name points to, from where pack and extract ran, must still be empty.
+	landed=$( (cd "$J" && find . -mindepth 1 ! -path './in/x' ! -path './in/x/*'; ls -d /abs 2>/dev/null) | sort | tr '\n' ' ')
+	check "$fmt hostile entries: extracted as mounted, and nothing lands outside (found: $landed)${why:+ ($why)}" \
+		test -z "$why" -a "$landed" = "./evil.sqfs ./in ./in/evil.$fmt "
+done
+# The declared size of an entry whose data the archive does not hold:
+# refused in one line naming the entry, never padded with zeros.
+python3 - "$T/short" <<'PY'
+import io, struct, sys, tarfile, time, zipfile
+base = sys.argv[1]
+ti = tarfile.TarInfo("short"); ti.size = 1 << 30
+open(base + ".tar", "wb").write(ti.tobuf(tarfile.PAX_FORMAT) + b"x" * 600)
+nb = b"short\0"
+open(base + ".cpio", "wb").write(b"070701" + b"".join(b"%08X" % v for v in (1, 0o100644, 0, 0, 1, 0, 1 << 31, 0, 0, 0, 0, len(nb), 0)) + nb + b"x" * 600)
+with zipfile.ZipFile(base + ".zip", "w") as z:
+    zi = zipfile.ZipInfo("short", time.gmtime(1700000000)[:6]); zi.create_system = 3; zi.external_attr = 0o100644 << 16
+    z.writestr(zi, b"short")
+b = bytearray(open(base + ".zip", "rb").read())
+for sig, at in ((b"PK\x03\x04", 22), (b"PK\x01\x02", 24)):     # the uncompressed size: 4 GiB - 16
+    i = b.find(sig) + at; b[i:i + 4] = struct.pack("<I", 0xfffffff0)
+open(base + ".zip", "wb").write(bytes(b))
+PY
+S=$(ere "$T/short")
+check_fails "tar: an entry cut short: exit 1, one line naming it" 1 \
+	"^quash: pack: $S\.tar: short: truncated or corrupt archive: Truncated tar archive\$" \
+	one_line $QUASH_ASAN pack -q "$T/short.tar" "$T/short.sqfs"
+check_fails "cpio: an entry cut short: exit 1, one line naming it" 1 \
+	"^quash: pack: $S\.cpio: short: truncated or corrupt archive" \
+	one_line $QUASH_ASAN pack -q "$T/short.cpio" "$T/short.sqfs"
+check_fails "zip: a stored entry claiming 4 GiB and holding 5 bytes: exit 1, one line naming it" 1 \
+	"^quash: pack: $S\.zip: short: the archive holds 5 of the entry's 4294967280 bytes\$" \
+	one_line $QUASH_ASAN pack -q "$T/short.zip" "$T/short.sqfs"
+check "... and none of them leaves an image" test ! -e "$T/short.sqfs"
 
 # One entry nested deeper than the writer takes (2048 levels): that entry is
 # left out with one warning naming it, the rest packs.  It used to abort the

@@ -6,6 +6,7 @@
 # kernel reads it back as the source.  Peak RSS by /usr/bin/time.
 . "$(dirname "$0")/lib/tap.sh"
 . "$QUASH_TOP/tests/lib/mount.sh"
+. "$QUASH_TOP/tests/lib/asan.sh"
 
 T=$WORK/pack-memory
 rm -rf "$T" && mkdir -p "$T"
@@ -62,8 +63,12 @@ $QUASH pack --no-progress -c gzip --memory 1M "$T/src" "$T/n1.sqfs" >/dev/null 2
 check "--memory 1M: nothing said" test ! -s "$T/n1.err"
 $QUASH mksquashfs "$T/src" "$T/n2.sqfs" -noappend -no-progress -comp gzip -mem 1M >/dev/null 2>"$T/n2.err"
 check "mksquashfs -mem 1M: nothing said" test ! -s "$T/n2.err"
-check_fails "--memory below 1M is refused" $QUASH pack -q --memory 100K "$T/src" "$T/x.sqfs"
-check_fails "-mem without a size is refused" $QUASH mksquashfs "$T/src" "$T/x.sqfs" -noappend -mem lots
+check_fails "--memory below 1M is refused" 2 \
+	"^quash: pack: bad value for --memory \(a size, K, M or G, at least 1M\): '100K'\$" \
+	one_line $QUASH pack -q --memory 100K "$T/src" "$T/x.sqfs"
+check_fails "-mem without a size is refused" 1 '^quash: mksquashfs: -mem: bad size \(K, M or G; at least 1M\)$' \
+	one_line $QUASH mksquashfs "$T/src" "$T/x.sqfs" -noappend -mem lots
+check "... and neither writes an image" test ! -e "$T/x.sqfs"
 
 # The tree of names and inodes is in the bound too: a tar of 200,000
 # small files with long names (about 30 MB of tree unbounded) packed with

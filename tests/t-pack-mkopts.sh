@@ -11,8 +11,10 @@
 # lines); what only 4.6/4.7 know is checked against their documented
 # meaning (squashfs-tools Documentation/4.6/USAGE-MKSQUASHFS,
 # 4.7/USAGE-MKSQUASHFS), read back through the kernel's mount.  Bad values
-# are one line naming the option, exit 1, no image.
+# are exactly one line naming the option, the value and the problem, exit
+# 1, no image; no run of the sanitizer build draws a sanitizer report.
 . "$(dirname "$0")/lib/tap.sh"
+. "$(dirname "$0")/lib/asan.sh"
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 W=$WORK/t-pack-mkopts
@@ -20,7 +22,7 @@ cleanup() { umount -l "$W/mnt" 2>/dev/null; }
 trap cleanup EXIT
 cleanup
 rm -rf "$W" && mkdir -p "$W/bin" "$W/src/a/b" "$W/src/c" "$W/new/z" "$W/mnt"
-ln -s "$QUASH_ASAN" "$W/bin/mksquashfs"
+asan_as "$W/bin/mksquashfs"     # the sanitizer build, its runs noted (asan.sh)
 REAL=$(command -v mksquashfs)
 QM=$W/bin/mksquashfs
 head -c 300000 /dev/urandom >"$W/src/a/big"
@@ -37,6 +39,12 @@ echo z >"$W/new/z/f"
 echo new >"$W/new/old"     # a name -root-becomes takes: renamed old_1, as mksquashfs does
 
 lls() { unsquashfs -lln "$1" | awk '{ if ($1 ~ /^d/) $3 = ""; print }'; }
+# said STATUS MESSAGE [CMD...]: the run before exited STATUS ($st) with
+# exactly MESSAGE, one line, on stderr ($W/err), and CMD, if any, succeeds.
+said() {
+	local want_st=$1 want=$2; shift 2
+	[ "$st" = "$want_st" ] && [ "$(cat "$W/err")" = "$want" ] && { [ $# = 0 ] || "$@"; }
+}
 export -f lls      # for the checks run by bash -c
 # The listings, the extracted trees (treecmp: modes, owners, times, xattrs, links) and -s's option lines.
 compare() {
@@ -80,9 +88,9 @@ check "... the kernel's mount reads the old files and their hard links under old
 umount "$W/mnt"
 "$QM" "$W/src" "$W/r.sqfs" -noappend -quiet >/dev/null 2>&1
 "$QM" "$W/new" "$W/r.sqfs" -quiet -root-becomes a/b >/dev/null 2>"$W/err"; st=$?
-check "-root-becomes with a '/': one line, exit 1, the image as it was" bash -c \
-	"[ $st = 1 ] && [ \$(wc -l <'$W/err') = 1 ] && grep -q '^quash: mksquashfs: -root-becomes a/b: not a name' '$W/err' &&
-	 ! unsquashfs -lln '$W/r.sqfs' | grep -q 'squashfs-root/z'"
+check "-root-becomes with a '/': one line, exit 1, the image as it was" \
+	said 1 "quash: mksquashfs: -root-becomes a/b: not a name (no '/', not . or .., at most 256 bytes)" \
+	bash -c "! unsquashfs -lln '$W/r.sqfs' | grep -q 'squashfs-root/z'"
 
 # -info: a line for each file written, in mksquashfs's words and order (the
 # inode references depend on the layout, and are left out of the comparison).
@@ -208,8 +216,8 @@ check "-uid-gid-offset 100000: each owner and group 100000 more than without it"
 	     <(unsquashfs -lln "$W/q.sqfs" | awk '{ $3 = ""; print }')
 rm -f "$W/r.sqfs"
 "$QM" "$W/src" "$W/r.sqfs" -noappend -quiet -uid-gid-offset 4294967295 >/dev/null 2>"$W/err"; st=$?
-check "... an id pushed past 32 bits: one line, exit 1, no image" bash -c \
-	"[ $st = 1 ] && [ \$(wc -l <'$W/err') = 1 ] && grep -q -- '-uid-gid-offset 4294967295: id ' '$W/err' && [ ! -e '$W/r.sqfs' ]"
+check "... an id pushed past 32 bits: one line, exit 1, no image" \
+	said 1 "quash: pack: -uid-gid-offset 4294967295: id 1234 would be beyond 4294967295" test ! -e "$W/r.sqfs"
 
 # -xattrs-add (4.6): "If an user xattr it will be added to regular files and
 # directories ... Otherwise it will be added to all files"; values as bytes,
@@ -229,8 +237,8 @@ check "... a symlink, a fifo and a device only the trusted and security ones" \
 umount "$W/mnt"
 rm -f "$W/r.sqfs"
 "$QM" "$W/src" "$W/r.sqfs" -noappend -quiet -xattrs-add user.k=again >/dev/null 2>"$W/err"; st=$?
-check "... a name a file has already: one line, exit 1, no image (mksquashfs: \"Duplicate xattr name\")" bash -c \
-	"[ $st = 1 ] && [ \$(wc -l <'$W/err') = 1 ] && grep -q 'user.k' '$W/err' && [ ! -e '$W/r.sqfs' ]"
+check "... a name a file has already: one line, exit 1, no image (mksquashfs: \"Duplicate xattr name\")" \
+	said 1 "quash: pack: -xattrs-add user.k: a file has that xattr already (as mksquashfs, refused)" test ! -e "$W/r.sqfs"
 
 # lzo -Xalgorithm, gzip -Xwindow-size and -Xstrategy: the same options block
 # (unsquashfs -s) and the same tree as mksquashfs's.
@@ -277,7 +285,7 @@ check "... its root is the one mksquashfs makes up, 0777" bash -c "unsquashfs -l
 mkdir -p "$W/other/src"
 (cd "$W/other" && "$QM" src ../src/c "$W/q.sqfs" -noappend -quiet -no-strip >/dev/null 2>"$W/err"); st=$?
 check "-no-strip: two directories at one path: one line, exit 1 (mksquashfs: \"Can't have two different sources with same pathname\")" \
-	bash -c "[ $st = 1 ] && [ \$(wc -l <'$W/err') = 1 ] && grep -q '^quash: pack: ../src/c: another directory than the src ' '$W/err'"
+	said 1 "quash: pack: ../src/c: another directory than the src already in the image (as mksquashfs: two sources cannot have one path)"
 
 # -cpiostyle / -cpiostyle0: the names on standard input, none descended into.
 # Debian's 4.5.1 hangs on -cpiostyle (it spins and never writes the image), so
@@ -296,8 +304,8 @@ check "-cpiostyle0: only the names listed (NUL-ended), and the directories on th
 check "-cpiostyle: a directory listed alone is added empty, with its own metadata" bash -c \
 	"[ \"\$(unsquashfs -lln '$W/q.sqfs' | tail -n 1 | awk '{ print \$1, \$2, \$NF }')\" = 'drwxr-xr-x 1234/5678 squashfs-root/src/a' ]"
 (cd "$W" && "$QM" src q.sqfs -noappend -quiet -cpiostyle </dev/null >/dev/null 2>"$W/err"); st=$?
-check "-cpiostyle with a source other than -: one line, exit 1" bash -c \
-	"[ $st = 1 ] && [ \$(wc -l <'$W/err') = 1 ] && grep -q '^quash: mksquashfs: -cpiostyle: the source must be -' '$W/err'"
+check "-cpiostyle with a source other than -: one line, exit 1" \
+	said 1 "quash: mksquashfs: -cpiostyle: the source must be - (the names come on standard input)"
 
 # -ignore-zeros (4.6: "allow tar files to be concatenated together"), on two tars one after the other.
 tar -C "$W/src" -cf "$W/t1.tar" c/small && tar -C "$W/new" -cf "$W/t2.tar" z && cat "$W/t1.tar" "$W/t2.tar" >"$W/both.tar"
@@ -512,37 +520,39 @@ pseudo_override_case() {   # NAME OVERRIDE(yes|no): build the oracle in pox, the
 pseudo_override_case "-pseudo-override: the overrides on the source's entries, the pseudo entries their own" yes
 pseudo_override_case "without it: the overrides on the pseudo entries too" no
 
-# Bad values: one line naming the option and the value, exit 1, no image.
+# Bad values: exactly one line naming the option, the value and the problem,
+# exit 1, no image.
 refused() {
 	local name=$1 want=$2 st; shift 2
 	rm -f "$W/r.sqfs"
 	"$QM" "$W/src" "$W/r.sqfs" -noappend "$@" >/dev/null 2>"$W/err"
 	st=$?
-	if [ $st = 1 ] && [ "$(wc -l <"$W/err")" = 1 ] && grep -q -- "^quash: mksquashfs: $want" "$W/err" && [ ! -e "$W/r.sqfs" ]
+	if [ $st = 1 ] && [ "$(cat "$W/err")" = "quash: mksquashfs: $want" ] && [ ! -e "$W/r.sqfs" ]
 	then ok "$name"
 	else not_ok "$name" "exit $st: $(head -c 300 "$W/err")"; fi
 }
-refused "-Xalgorithm unknown" "-Xalgorithm: unknown algorithm 'lzo2x'" -comp lzo -Xalgorithm lzo2x
-refused "-Xalgorithm without -comp lzo" "-Xalgorithm: an lzo option" -Xalgorithm lzo1x_1
-refused "-Xcompression-level with lzo1x_1" "-Xcompression-level: for lzo1x_999 only" -comp lzo -Xalgorithm lzo1x_1 -Xcompression-level 3
-refused "-Xwindow-size 16" "-Xwindow-size: " -Xwindow-size 16
-refused "-Xwindow-size with -comp xz" "-Xwindow-size: a gzip option" -comp xz -Xwindow-size 12
-refused "-Xstrategy unknown" "-Xstrategy: unknown strategy 'best'" -Xstrategy filtered,best
-refused "-default-mode 8" "-default-mode: bad mode" -default-mode 8
+refused "-Xalgorithm unknown" "-Xalgorithm: unknown algorithm 'lzo2x' (lzo1x_1, lzo1x_1_11, lzo1x_1_12, lzo1x_1_15, lzo1x_999)" -comp lzo -Xalgorithm lzo2x
+refused "-Xalgorithm without -comp lzo" "-Xalgorithm: an lzo option: needs -comp lzo" -Xalgorithm lzo1x_1
+refused "-Xcompression-level with lzo1x_1" "-Xcompression-level: for lzo1x_999 only, not the -Xalgorithm given" -comp lzo -Xalgorithm lzo1x_1 -Xcompression-level 3
+refused "-Xwindow-size 16" "-Xwindow-size: bad value '16'" -Xwindow-size 16
+refused "-Xwindow-size with -comp xz" "-Xwindow-size: a gzip option: needs -comp gzip (the default)" -comp xz -Xwindow-size 12
+refused "-Xstrategy unknown" "-Xstrategy: unknown strategy 'best' (default, filtered, huffman_only, run_length_encoded, fixed)" -Xstrategy filtered,best
+refused "-default-mode 8" "-default-mode: bad mode (octal, at most 7777)" -default-mode 8
 refused "-default-uid -1" "-default-uid: bad value '-1'" -default-uid -1
 refused "-uid-gid-offset x" "-uid-gid-offset: bad value 'x'" -uid-gid-offset x
-refused "-xattrs-add without =" "-xattrs-add user.x: expected NAME=VALUE" -xattrs-add user.x
-refused "-xattrs-add in no namespace squashfs stores" "-xattrs-add other.x=1: the name is not in" -xattrs-add other.x=1
+refused "-xattrs-add without =" "-xattrs-add user.x: expected NAME=VALUE, neither empty" -xattrs-add user.x
+refused "-xattrs-add in no namespace squashfs stores" "-xattrs-add other.x=1: the name is not in user., trusted. or security. (all squashfs stores)" -xattrs-add other.x=1
 refused "-xattrs-add bad base64" "-xattrs-add user.x=0s@@@@: bad base64 value" -xattrs-add user.x=0s@@@@
 refused "-xattrs-add bad hex" "-xattrs-add user.x=0x4: bad hexadecimal value" -xattrs-add user.x=0x4
-refused "-xattrs-add bad 0t escape" "-xattrs-add user.x=0ta\\\\9: bad 0t text value" -xattrs-add 'user.x=0ta\9'
+refused "-xattrs-add bad 0t escape" "-xattrs-add user.x=0ta\\9: bad 0t text value" -xattrs-add 'user.x=0ta\9'
 refused "-max-depth x" "-max-depth: bad value 'x'" -max-depth x
 refused "-mem-percent 101" "-mem-percent: bad value '101'" -mem-percent 101
 refused "-mem-percent 0" "-mem-percent: less than 1M of memory" -mem-percent 0
-refused "-force-file-mode 8" "-force-file-mode 8: expected u, g, o, a or an operator" -force-file-mode 8
+refused "-force-file-mode 8" "-force-file-mode 8: expected u, g, o, a or an operator (+, - or =)" -force-file-mode 8
 refused "-force-file-mode 17777" "-force-file-mode 17777: an octal mode is at most 7777, and alone" -force-file-mode 17777
-refused "-force-dir-mode u+q" "-force-dir-mode u+q: expected permissions" -force-dir-mode u+q
-refused "-force-dir-mode ug" "-force-dir-mode ug: expected u, g, o, a or an operator" -force-dir-mode ug
-refused "-mem-default (4.6): named, not unknown" "-mem-default: not supported" -mem-default
+refused "-force-dir-mode u+q" "-force-dir-mode u+q: expected permissions (r, w, x, X, s, t) or a class to copy (u, g, o)" -force-dir-mode u+q
+refused "-force-dir-mode ug" "-force-dir-mode ug: expected u, g, o, a or an operator (+, - or =)" -force-dir-mode ug
+refused "-mem-default (4.6): named, not unknown" "-mem-default: not supported: without -mem quash's memory follows the blocks in flight, with no default figure to print" -mem-default
 refused "-action (4.5.1): named, not unknown" "-action: not supported: actions are not implemented" -action 'prune@name(x)'
 refused "-repro-time x" "-repro-time: bad value 'x'" -repro-time x
+check "no run of the sanitizer build as mksquashfs drew a sanitizer report" asan_as_clean "$W/bin/mksquashfs"

@@ -4,8 +4,10 @@
 # unsquashfs lists the same (-lln: modes, owners, times, names, nesting;
 # only directory sizes may differ, they depend on the layout) and whose
 # files extract to the same tree.  Options quash cannot honour are refused in
-# one line, exit 1.  Appending is t-pack-append's.
+# one line, exit 1.  No run of the sanitizer build, under either name or as
+# quash, draws a sanitizer report.  Appending is t-pack-append's.
 . "$(dirname "$0")/lib/tap.sh"
+. "$(dirname "$0")/lib/asan.sh"
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 W=$WORK/t-pack-mksquashfs
@@ -13,7 +15,7 @@ cleanup() { umount -l "$W/src/mnt" 2>/dev/null; umount -l "$W/other" 2>/dev/null
 trap cleanup EXIT
 cleanup
 rm -rf "$W" && mkdir -p "$W/bin" "$W/src/a/b" "$W/src/c" "$W/src2/x" "$W/src/mnt" "$W/other/deep"
-ln -s "$QUASH_ASAN" "$W/bin/mksquashfs"
+asan_as "$W/bin/mksquashfs"     # the sanitizer build, its runs noted (asan.sh)
 REAL=$(command -v mksquashfs)
 QM=$W/bin/mksquashfs
 head -c 300000 /dev/urandom >"$W/src/a/big"
@@ -108,12 +110,12 @@ check "a command that fails: one line, exit 1, no image" bash -c \
 # (blocks_start from quash stat --json, on both images).
 printf 'c/small 100\na/b 50\na/big -5\n# a comment\n' >"$W/sort.txt"
 data_order() {   # data_order IMAGE: the regular files with blocks, in the order of their data
-	"$QUASH_ASAN" ls --json -R "$1" | python3 -c '
+	qa "$W/order.json" "$QUASH_ASAN" ls --json -R "$1" >&2 && python3 -c '
 import json, subprocess, sys
-files = [e["path"] for e in json.load(sys.stdin) if e["type"] == "file"]
+files = [e["path"] for e in json.load(open(sys.argv[3])) if e["type"] == "file"]
 st = json.loads(subprocess.check_output([sys.argv[1], "stat", "--json", sys.argv[2]] + files))
 print(" ".join(e["path"] for e in sorted(st, key=lambda e: (e["blocks_start"], e["path"])) if e["block_count"]))' \
-		"$QUASH_ASAN" "$1"
+		"$QUASH_ASAN" "$1" "$W/order.json"
 }
 rm -f "$W/m.sqfs" "$W/q.sqfs"
 "$REAL" "$W/src" "$W/m.sqfs" -noappend -quiet -no-progress -no-fragments -sort "$W/sort.txt" >/dev/null 2>&1
@@ -170,12 +172,13 @@ check "a bad regular expression: one line, exit 1" bash -c "[ $st = 1 ] && [ \$(
 rm -f "$W/m.app" "$W/q.app"
 "$REAL" "$W/src" "$W/m.app" -noappend -offset 65536 -quiet -no-progress -comp zstd >/dev/null 2>&1
 "$QM" "$W/src" "$W/q.app" -noappend -offset 64K -quiet -comp zstd >/dev/null 2>"$W/err"
+qa "$W/app.ls" "$QUASH_ASAN" ls --offset 64K "$W/q.app" /c; app_st=$?
 check "-offset 64K: the same listing 64 KiB in, the same zeros before it" bash -c \
 	"cmp -s -n 65536 '$W/m.app' '$W/q.app' && diff <(unsquashfs -o 65536 -lln '$W/m.app') <(unsquashfs -o 65536 -lln '$W/q.app') &&
-	 '$QUASH_ASAN' ls --offset 64K '$W/q.app' /c | grep -qx small"
+	 [ $app_st = 0 ] && grep -qx small '$W/app.ls'"
 
 # A tar on standard input: mksquashfs - DEST -tar, and sqfstar [OPTIONS] IMAGE [EXCLUDES].
-ln -s "$QUASH_ASAN" "$W/bin/sqfstar"
+asan_as "$W/bin/sqfstar"
 tar -C "$W/src" --exclude=./mnt -cf "$W/src.tar" .
 tar_same() {   # tar_same NAME REAL-COMMAND... -- QUASH-COMMAND...: both read src.tar on stdin
 	local name=$1 real=() quash=(); shift
@@ -252,11 +255,12 @@ rm -f "$W/q.own"
 check "sqfstar -numeric-owner: the numbers, as GNU tar --numeric-owner" \
 	bash -c "diff '$W/gnu-numeric.own' '$W/q.own' && grep -qx 'd/known 4201 4301' '$W/q.own'"
 rm -f "$W/q.own"
-"$QUASH_ASAN" pack -q "$W/own.tar" "$W/own.sqfs" >/dev/null 2>&1 && owners_of "$W/own.sqfs" >"$W/q.own"
+qa "$W/own.out" "$QUASH_ASAN" pack -q "$W/own.tar" "$W/own.sqfs" >/dev/null && owners_of "$W/own.sqfs" >"$W/q.own"
 check "quash pack of the same tar keeps the numbers (an image independent of this system's users)" \
 	diff "$W/gnu-numeric.own" "$W/q.own"
 
-"$QUASH_ASAN" pack -q --exclude /a --exclude 'li*' "$W/src.tar" "$W/x.sqfs" >/dev/null 2>&1
+qa "$W/x.out" "$QUASH_ASAN" pack -q --exclude /a --exclude 'li*' "$W/src.tar" "$W/x.sqfs" >"$W/why" ||
+	not_ok "quash pack --exclude of a tar runs clean" "$(cat "$W/why")"
 check "quash pack --exclude of a directory leaves out what an archive lists below it" bash -c \
 	"! unsquashfs -lln '$W/x.sqfs' | grep -q 'squashfs-root/a' && ! unsquashfs -lln '$W/x.sqfs' | grep -q 'c/link' &&
 	 unsquashfs -lln '$W/x.sqfs' | grep -q 'c/small'"
@@ -346,4 +350,7 @@ check "an empty DEST is no image to append to, as for mksquashfs: one line, exit
 check "-version" bash -c "'$QM' -version | grep -q '^mksquashfs version 4.6 (compatible; quash '"
 check "-help on stdout, exit 0" bash -c "'$QM' -help | grep -q 'Usage: mksquashfs SOURCE... DEST'"
 check "quash mksquashfs is the same form" bash -c \
-	"cd '$W' && '$QUASH_ASAN' mksquashfs src sub.sqfs -noappend -quiet -comp xz && unsquashfs -s sub.sqfs | grep -q 'Compression xz'"
+	"cd '$W' && [ \"\$('$QUASH_ASAN' mksquashfs src sub.sqfs -noappend -quiet -comp xz 2>&1)\" = '' ] &&
+	 unsquashfs -s sub.sqfs | grep -q 'Compression xz'"
+check "no run of the sanitizer build as mksquashfs drew a sanitizer report" asan_as_clean "$W/bin/mksquashfs"
+check "no run of the sanitizer build as sqfstar drew a sanitizer report" asan_as_clean "$W/bin/sqfstar"
