@@ -12,7 +12,8 @@ request passes), request number K+i gets fault Fi, then everything passes.
 Faults: reset (TCP reset, no answer), 500, 503, 429 (that status), truncate
 (half the body, then the connection closes), short (half the body with a
 matching Content-Length: a complete but short answer), badrange (the
-Content-Range start moved by one), stall (half the body, then silence for
+Content-Range moved on by one byte, start and end: the body's length as
+announced, its place not), stall (half the body, then silence for
 --stall seconds), drip (the headers, then the body at --drip bytes a
 second), endless200 and endless500 (that status and a body that never
 ends), overlong (the body, then 4 KiB more than Content-Range announced,
@@ -157,7 +158,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if kl == "content-range" and fault == "badrange":
                 unit, _, rest = v.partition(" ")
                 first, _, tail = rest.partition("-")
-                v = "%s %d-%s" % (unit, int(first) + 1, tail)
+                last, _, total = tail.partition("/")
+                v = "%s %d-%d/%s" % (unit, int(first) + 1, int(last) + 1, total)
             self.send_header(k, v)
         extra = b"\xee" * 4096 if fault == "overlong" else b""
         length = len(half) if fault == "short" else len(body) + len(extra)
