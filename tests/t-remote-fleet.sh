@@ -90,8 +90,8 @@ fleet_round "$BASE" "$OPTS"
 check "$N nodes at once through the tier: every file every node read matches the manifest ($RIGHT of $N)" test $RIGHT = $N
 one=$(fleet_bytes "$W/tier1.log")
 origin=$(fleet_bytes "$W/origin.log")
-check "the origin served $origin bytes for $N nodes, at most 1.1x the $one bytes one node read" \
-	test "$origin" -le $((one * 11 / 10))
+check "the origin served $origin bytes for $N nodes, 0.9x to 1.1x the $one bytes one node read" \
+	test "$one" -gt 0 -a "$origin" -ge $((one * 9 / 10)) -a "$origin" -le $((one * 11 / 10))
 check "every node's requests went through its own proxy" \
 	bash -c "for i in \$(seq $N); do [ -s '$W/tier'\$i.log ] || exit 1; done"
 
@@ -132,7 +132,8 @@ for i in $(seq $N); do rm -rf "$W/node$i/cache" && mkdir -p "$W/node$i/cache"; d
 fleet_mount 1 "$W/node1/mnt" "$(url 1 "$BASE")" "cache_dir=$W/node1/cache,retry_seconds=2" 2>"$W/down.err"; st=$?
 fleet_umount "$W/node1/mnt"
 check "tier down, no fallback: the mount through it fails in one line ($(head -c 120 "$W/down.err"))" \
-	bash -c "[ $st != 0 ] && [ \$(wc -l <'$W/down.err') = 1 ] && grep -q '^quash: ' '$W/down.err'"
+	bash -c "[ $st = 1 ] && [ \$(wc -l <'$W/down.err') = 1 ] &&
+		grep -qE '^quash: .*$(url 1 "$BASE").*gave up after [0-9]+ attempts in 2 s' '$W/down.err'"
 : >"$W/origin.log"
 fleet_round "$BASE" "$OPTS,fallback=@FALLBACK@"
 check "tier down, -o fallback= the origin: every file right ($RIGHT of $N)" test $RIGHT = $N

@@ -90,10 +90,15 @@ check "index: an image given as an index is refused" one_line_error "$W/binidx.e
 python3 "$QUASH_TOP/tests/lib/hostile_list.py" "$BAD" 2>/dev/null &
 REMOTE_PIDS+=($!)
 wait_port "$BAD"
-hostile() {     # hostile NAME SPEC PATTERN: fails in one line matching PATTERN, within 20 s
-	local t0=$SECONDS st
+# hostile NAME SPEC PATTERN: fails in one line matching PATTERN, within the
+# 1 s budget and a 1 s margin for start-up on a loaded machine
+hostile() {
+	local t0=$EPOCHREALTIME st took
 	timeout 20 $Q --retry-seconds 1 --endpoint "http://127.0.0.1:$BAD" "$2" >/dev/null 2>"$W/$1.err"; st=$?
-	check "hostile: $1: one line, exit 1, in $((SECONDS - t0)) s" one_line_error "$W/$1.err" $st "$3"
+	took=$(awk "BEGIN { printf \"%.2f\", $EPOCHREALTIME - $t0 }")
+	if one_line_error "$W/$1.err" $st "$3" && awk "BEGIN { exit !($took < 2) }"; then
+		ok "hostile: $1: one line, exit 1, in $took s (budget 1 s + 1 s)"
+	else not_ok "hostile: $1: one line, exit 1, within 2 s" "exit $st in $took s: $(head -c 300 "$W/$1.err")"; fi
 }
 hostile garbage s3://garbage/ "^quash: catalog list: s3://garbage/: malformed ListObjectsV2 answer: no ListBucketResult"
 hostile cutpage s3://cutpage/p/ "^quash: catalog list: s3://cutpage/p/: malformed ListObjectsV2 answer: it ends before"

@@ -51,10 +51,13 @@ settled() {
 	done
 }
 
-# The oracle: the local image through a local mount.
-qmount "$W/local" "$QUASH" mount -o noprefetch "$W/image.sqfs" "$W/local"
+# The oracle: the kernel's own mount of the local image.  Its workload
+# output is two lines, the first the sha256 of the source files themselves.
+kmount "$W/image.sqfs" "$W/local"
 workload "$W/local" "$W/want"
-check "the workload runs on the local image" grep -qv "No such" "$W/want"
+srcsum() { (cd "$W/tree" && cat file2 file5 file8 file11 sub/s1.txt sub/s50.txt sub/deeper/big | sha256sum); }
+check "the workload on the kernel's mount: the source files' bytes and a listing" \
+	bash -c "[ \$(wc -l <'$W/want') = 2 ] && [ \"\$(head -1 '$W/want')\" = '$(srcsum)' ]"
 
 # ---- record --------------------------------------------------------------------
 : >"$W/requests.log"
@@ -84,7 +87,7 @@ warm=$(requests)
 fusermount3 -u -z "$W/m"
 check "replaying mount: same bytes as the local image" cmp -s "$W/want" "$W/got"
 check "replaying mount: nothing said" test ! -s "$W/err"
-if [ "$warm" -le $((cold / 3)) ] && [ "$warm" -le 16 ]; then
+if [ "$warm" -ge 2 ] && [ "$warm" -le $((cold / 3)) ] && [ "$warm" -le 16 ]; then
 	ok "cold mount with the profile: $warm requests (open and prefetch $prefetch_a), without: $cold"
 else
 	not_ok "cold mount with the profile takes few requests" "$warm with, $cold without: $(cat "$W/requests.log")"
@@ -105,8 +108,8 @@ size=$(stat -c %s "$W/www/a.sqfs")
 pbytes=$(awk 'NR > 2 { n += $2 } END { print n }' "$W/a.profile")
 bound=$((pbytes + 65536 + size % 4194304 + nranges * 65536))
 check "4 MiB chunks, replayed: same bytes as the local image" cmp -s "$W/want" "$W/got"
-check "4 MiB chunks, replayed: $fetched bytes fetched for a profile of $pbytes (bound $bound; the image: $size)" \
-	test "$fetched" -le "$bound" -a "$fetched" -lt "$size"
+check "4 MiB chunks, replayed: $fetched bytes fetched for a profile of $pbytes (at least that; bound $bound; the image: $size)" \
+	test "$fetched" -ge "$pbytes" -a "$fetched" -le "$bound" -a "$fetched" -lt "$size"
 
 # A cache directory keeps what a replay fetched, range by range: the next
 # mount with the same profile and directory asks the server only for the
@@ -138,8 +141,8 @@ check "cache_dir, first replay: the ranges fetched are kept ($ranges_kept files)
 replay_cached "$W/got2"
 again=$(requests) again_bytes=$(bytes)
 check "cache_dir, second replay: same bytes as the local image" cmp -s "$W/want" "$W/got2"
-check "cache_dir, second replay: $again request of $again_bytes bytes (the first: $first_bytes)" \
-	test "$again" -le 1 -a "$again_bytes" -le 65536
+check "cache_dir, second replay: $again request of $again_bytes bytes, the open's (the first: $first_bytes)" \
+	test "$again" = 1 -a "$again_bytes" -ge 1 -a "$again_bytes" -le 65536 -a "$first_bytes" -gt 65536
 check "cache_dir, second replay: nothing said" test ! -s "$W/fg.err"
 # The server gone (its port closed): the node starts from its directory,
 # the open request's bytes included, and says so in one line.
@@ -255,7 +258,7 @@ beside=$(requests)
 fusermount3 -u -z "$W/m"
 check "URL.profile: same bytes" cmp -s "$W/want" "$W/got"
 check "URL.profile: replayed ($beside requests, its own fetch included; $warm with -o prefetch)" \
-	test "$beside" -le $((warm + 2))
+	test "$beside" -ge 3 -a "$beside" -le $((warm + 2))
 echo "not a profile" >"$W/www/a.sqfs.profile"
 qmount "$W/m" "$QUASH_ASAN" mount -o "$CS" "$BASE/a.sqfs" "$W/m" 2>"$W/err"
 workload "$W/m" "$W/got"
@@ -274,15 +277,16 @@ mksquashfs "$W/tree" "$W/www/a.sqfs.new" -noappend -quiet -no-progress >/dev/nul
 mv "$W/www/a.sqfs.new" "$W/www/a.sqfs"
 unmount_all
 cp "$W/www/a.sqfs" "$W/image2.sqfs"
-qmount "$W/local" "$QUASH" mount -o noprefetch "$W/image2.sqfs" "$W/local"
+kmount "$W/image2.sqfs" "$W/local"
 workload "$W/local" "$W/want2"
 qmount "$W/m" "$QUASH_ASAN" mount -o "prefetch=$W/a.profile,$CS" "$BASE/a.sqfs" "$W/m" 2>"$W/err"
 workload "$W/m" "$W/got"
+cp "$W/m/new" "$W/got.new" 2>/dev/null || rm -f "$W/got.new"
 fusermount3 -u -z "$W/m"
 check "stale profile: one warning line" \
 	bash -c "[ \$(wc -l <'$W/err') = 1 ] && grep -q 'recorded against another image.*ignored' '$W/err'"
 check "stale profile: the new image reads correctly" cmp -s "$W/want2" "$W/got"
-check "stale profile: the new file is there" cmp -s "$W/tree/new" "$W/local/new"
+check "stale profile: the new file is there, in the mount under test" cmp -s "$W/tree/new" "$W/got.new"
 
 printf 'quash-profile 1\nimage size=1\n12 apples\n' >"$W/bad.profile"
 head -c 100000 /dev/urandom >"$W/random.profile"
@@ -294,8 +298,12 @@ for bad in bad random missing fifo; do
 	check "$bad profile: one warning line, the mount works" \
 		bash -c "[ \$(wc -l <'$W/err') = 1 ] && grep -q 'prefetch profile ignored' '$W/err' && cmp -s '$W/want2' '$W/got'"
 done
-check_fails "quash profile paths: a malformed profile is an error" "$QUASH_ASAN" profile paths "$W/bad.profile" "$W/image.sqfs"
-check_fails "quash profile paths: another image's profile is an error" "$QUASH_ASAN" profile paths "$W/a.profile" "$W/image2.sqfs"
+check_fails "quash profile paths: a malformed profile is an error naming its line" 1 \
+	"^quash: profile: $W/bad.profile:3: expected 'OFFSET LENGTH', found '12 apples'" \
+	"$QUASH_ASAN" profile paths "$W/bad.profile" "$W/image.sqfs"
+check_fails "quash profile paths: another image's profile is an error" 1 \
+	"^quash: profile: $W/a.profile was recorded against another image than $W/image2.sqfs" \
+	"$QUASH_ASAN" profile paths "$W/a.profile" "$W/image2.sqfs"
 "$QUASH_ASAN" profile paths "$W/bad.profile" "$W/image.sqfs" 2>"$W/err"
 check "quash profile paths: one line naming the line" \
 	bash -c "[ \$(wc -l <'$W/err') = 1 ] && grep -q 'bad.profile:3' '$W/err'"
@@ -310,7 +318,8 @@ fusermount3 -u -z "$W/m"
 check "local image, a stale IMAGE.profile: one warning line naming it, the mount works" \
 	bash -c "[ \$(wc -l <'$W/err') = 1 ] && grep -q 'image2.sqfs.profile was recorded against another image' '$W/err' && cmp -s '$W/want2' '$W/got'"
 rm "$W/image2.sqfs.profile"
-check_fails "-o record to an unwritable place fails the mount" \
+check_fails "-o record to an unwritable place fails the mount, naming the file and why" 1 \
+	"^quash: mount: $W/image.sqfs: -o record=/nonexistent/dir/p: /nonexistent/dir/p[^:]*: No such file or directory\$" \
 	"$QUASH_ASAN" mount -o "record=/nonexistent/dir/p" "$W/image.sqfs" "$W/m"
 
 # ---- profile paths, pack --order -------------------------------------------------------
@@ -320,7 +329,7 @@ check "quash profile paths lists the workload's files first-touch first" \
 "$QUASH" pack -q --no-progress --order "$W/order" "$W/tree" "$W/www/b.sqfs" 2>"$W/err"
 check "pack --order builds the image" test -s "$W/www/b.sqfs"
 unmount_all
-qmount "$W/local" "$QUASH" mount -o noprefetch "$W/www/b.sqfs" "$W/local"
+kmount "$W/www/b.sqfs" "$W/local"
 workload "$W/local" "$W/want3"
 check "pack --order: the same files" cmp -s "$W/want2" "$W/want3"
 
@@ -345,7 +354,7 @@ check "pack --order, replayed: same bytes" cmp -s "$W/want3" "$W/got"
 : >"$W/requests.log"
 qmount "$W/m" "$QUASH_ASAN" mount -o "$CS,noprefetch" "$BASE/a.sqfs" "$W/m"
 settled; base_a=$(requests); fusermount3 -u -z "$W/m"
-if [ $((with - base)) -le 2 ]; then
+if [ $((with - base)) -ge 1 ] && [ $((with - base)) -le 2 ]; then
 	ok "pack --order: the prefetch takes $((with - base)) requests (before the repack: $((prefetch_a - base_a)))"
 else
 	not_ok "pack --order: the prefetch takes at most 2 requests" "$with - $base: $(cat "$W/requests.log")"

@@ -7,6 +7,7 @@
  */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "quash.h"
 
@@ -19,12 +20,15 @@ const char *qs_last_error(void)
 	return last_error[0] ? last_error : "unknown error";
 }
 
+/* Formatted aside first: callers may pass qs_last_error() itself as an argument. */
 int qs_set_error(int err, const char *fmt, ...)
 {
+	char msg[QS_ERROR_MAX];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(last_error, sizeof(last_error), fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	memcpy(last_error, msg, sizeof(msg));
 	return err;
 }

@@ -12,8 +12,9 @@ request passes), request number K+i gets fault Fi, then everything passes.
 Faults: reset (TCP reset, no answer), 500, 503, 429 (that status), truncate
 (half the body, then the connection closes), short (half the body with a
 matching Content-Length: a complete but short answer), badrange (the
-Content-Range start moved by one), stall (half the body, then silence for
---stall seconds), drip (the headers, then the body at --drip bytes a
+range asked upstream moved on by one byte: an answer for another range
+than asked, its Content-Range and body agreeing), stall (half the body,
+then silence for --stall seconds), drip (the headers, then the body at --drip bytes a
 second), endless200 and endless500 (that status and a body that never
 ends), overlong (the body, then 4 KiB more than Content-Range announced,
 with a Content-Length that covers them), fullbody (the request without its
@@ -134,6 +135,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
         headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_HEADERS}
         if fault == "fullbody":
             headers = {k: v for k, v in headers.items() if k.lower() != "range"}
+        if fault == "badrange":
+            for k, v in headers.items():
+                if k.lower() == "range" and v.startswith("bytes="):
+                    first, _, last = v[6:].partition("-")
+                    headers[k] = "bytes=%d-%d" % (int(first) + 1, int(last) + 1)
         conn.putrequest(method, self.path, skip_host=True, skip_accept_encoding=True)
         for k, v in headers.items():
             conn.putheader(k, v)
@@ -154,10 +160,6 @@ class Handler(http.server.BaseHTTPRequestHandler):
             kl = k.lower()
             if kl in HOP_HEADERS or kl == "content-length":
                 continue
-            if kl == "content-range" and fault == "badrange":
-                unit, _, rest = v.partition(" ")
-                first, _, tail = rest.partition("-")
-                v = "%s %d-%s" % (unit, int(first) + 1, tail)
             self.send_header(k, v)
         extra = b"\xee" * 4096 if fault == "overlong" else b""
         length = len(half) if fault == "short" else len(body) + len(extra)

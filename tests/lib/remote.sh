@@ -7,7 +7,10 @@
 #                                  NGINX_EXTRA: more directives for the HTTP server)
 #   start_faultproxy PORT UPSTREAM FAULTS [ARGS...]
 #   stop_pid PID                   stop one process started here
-#   make_test_image DIR            DIR/tree and DIR/image.sqfs (several MiB, incompressible files)
+#   make_test_image DIR [text]     DIR/tree and DIR/image.sqfs (several MiB, incompressible files;
+#                                  with "text" also DIR/tree/text/, compressible files, see below)
+#   text_straddles IMAGE CHUNK     how many compressed data blocks of IMAGE's text/ files
+#                                  cross a multiple of CHUNK bytes
 
 REMOTE_READ=${REMOTE_READ:-$QUASH_TOP/build-asan/tests/remote_read}
 REMOTE_PIDS=()
@@ -120,6 +123,61 @@ remote_cleanup() {
 	wait 2>/dev/null
 }
 
+# The text files: text-like data that compresses about 2:1, so remote reads
+# decompress blocks that do not start or end on a chunk boundary.  t1 and t3
+# end in a tail and t4 is all tail, packed into fragment blocks (-tailends);
+# t2 is whole blocks.  Their compressed blocks together span more than 1 MiB,
+# so they cross 64 KiB, 256 KiB and 1 MiB chunk boundaries (text_straddles
+# counts them); the content is seeded, so the layout is the same every run.
+make_text_files() {
+	mkdir -p "$1" && python3 - "$1" <<'TEXT'
+import random, sys
+rnd = random.Random(37)
+words = ["".join(rnd.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rnd.randint(2, 10))) for _ in range(3000)]
+def text(n):
+    out, size = [], 0
+    while size < n:
+        line = "%06d %s %s\n" % (rnd.randrange(10**6), rnd.choice(("INFO", "WARN", "DEBUG")),
+                                 " ".join(rnd.choice(words) for _ in range(rnd.randint(3, 14))))
+        out.append(line)
+        size += len(line)
+    return "".join(out)[:n].encode()
+B = 131072
+for name, size in (("t1", 3 * B + 5000), ("t2", 9 * B), ("t3", 26 * B + 70000), ("t4", 20000)):
+    open(sys.argv[1] + "/" + name, "wb").write(text(size))
+TEXT
+}
+
+text_straddles() {
+	python3 - "$QUASH" "$1" "$2" <<'PY'
+import json, struct, subprocess, sys, zlib
+quash, image, chunk = sys.argv[1], sys.argv[2], int(sys.argv[3])
+img = open(image, "rb").read()
+assert struct.unpack_from("<H", img, 20)[0] == 1, "gzip image expected"
+itab = struct.unpack_from("<Q", img, 64)[0]
+names = ["text/t1", "text/t2", "text/t3", "text/t4"]
+n = 0
+for st in json.loads(subprocess.check_output([quash, "stat", "--json", image] + names)):
+    pos, meta = itab + (st["inode_ref"] >> 16), b""
+    while len(meta) < (st["inode_ref"] & 0xffff) + 64 + 4 * st["block_count"]:
+        head = struct.unpack_from("<H", img, pos)[0]
+        raw = img[pos + 2:pos + 2 + (head & 0x7fff)]
+        meta += raw if head & 0x8000 else zlib.decompress(raw)
+        pos += 2 + (head & 0x7fff)
+    ino = st["inode_ref"] & 0xffff
+    kind = struct.unpack_from("<H", meta, ino)[0]
+    sizes_at = ino + (32 if kind == 2 else 56)
+    off = st["blocks_start"]
+    for i in range(st["block_count"]):
+        b = struct.unpack_from("<I", meta, sizes_at + 4 * i)[0]
+        size = b & 0xffffff
+        if not b & (1 << 24) and size and off // chunk != (off + size - 1) // chunk:
+            n += 1
+        off += size
+print(n)
+PY
+}
+
 make_test_image() {
 	local d=$1 i
 	rm -rf "$d/tree" && mkdir -p "$d/tree/sub/deeper"
@@ -131,5 +189,10 @@ make_test_image() {
 	done
 	head -c 5000000 /dev/urandom >"$d/tree/sub/deeper/big"
 	ln -s ../file1 "$d/tree/sub/link"
-	mksquashfs "$d/tree" "$d/image.sqfs" -noappend -quiet -no-progress >/dev/null
+	if [ "${2:-}" = text ]; then
+		make_text_files "$d/tree/text"
+		mksquashfs "$d/tree" "$d/image.sqfs" -tailends -noappend -quiet -no-progress >/dev/null
+	else
+		mksquashfs "$d/tree" "$d/image.sqfs" -noappend -quiet -no-progress >/dev/null
+	fi
 }
