@@ -8,6 +8,7 @@
  * mount(8)'s helper for the type fuse.quash.  Invoked by mount.fuse3 (mount -t fuse.quash, fstab), it
  * is given "quash IMAGE MOUNTPOINT -o OPTIONS" and mounts too.
  */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -112,6 +113,19 @@ static int run_offline(const struct cli_command *cmd, int argc, char **argv)
 	return cmd->run(argc, argv);
 }
 
+/*
+ * The first retry of a remote request, told once to a person at a terminal:
+ * a server that is down costs the whole retry budget, and silence for 30 s
+ * looks like a hang.  Scripts (stderr not a terminal) get only the result.
+ */
+static void retry_notice(const char *message, unsigned seconds)
+{
+	static atomic_flag told = ATOMIC_FLAG_INIT;
+
+	if (isatty(STDERR_FILENO) && !atomic_flag_test_and_set(&told))
+		fprintf(stderr, "quash: %s; retrying for up to %u s\n", message, seconds);
+}
+
 int main(int argc, char **argv)
 {
 	const char *base = strrchr(argv[0], '/');
@@ -119,6 +133,7 @@ int main(int argc, char **argv)
 
 	base = base ? base + 1 : argv[0];
 	cli_hide_secrets(argc, argv);
+	qs_source_set_retry_notice(retry_notice);
 	if (strcmp(base, "squashfuse_ll") == 0 || strcmp(base, "squashfuse") == 0)
 		return mount_main(argc, argv, true);
 	if (strcmp(base, "mksquashfs") == 0)

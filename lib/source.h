@@ -196,6 +196,16 @@ void qs_source_set_interrupt(const bool *flag);
 /* Is the calling thread's flag set? */
 bool qs_source_interrupted(void);
 
+/*
+ * fn(message, seconds) is called, from the requesting thread, whenever a
+ * remote request is about to be retried for the first time: message says
+ * what failed, seconds how much of the budget is left.  Whether to show it
+ * (once, on a terminal) is the caller's choice; the library never prints.
+ * NULL (the default) calls nothing.
+ */
+typedef void (*qs_retry_notice_fn)(const char *message, unsigned seconds);
+void qs_source_set_retry_notice(qs_retry_notice_fn fn);
+
 /* A local file, opened read-only. */
 int qs_source_open_file(const char *path, struct qs_source **out);
 

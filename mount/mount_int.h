@@ -56,12 +56,16 @@
 /* Failures logged before the daemon falls silent (a scan of a corrupt image). */
 #define QM_LOG_MAX 100
 
+/* -o prefetch (bare) and noprefetch: whether to look for IMAGE.profile beside the image. */
+enum qm_beside { QM_BESIDE_DEFAULT, QM_BESIDE_YES, QM_BESIDE_NO };
+
 struct qm_options {
 	const char *progname;       /* "quash" or "squashfuse_ll": syslog's name for the daemon */
 	const char *msgname;        /* what messages start with: "quash: mount" or "squashfuse_ll" */
 	const char *fsname;         /* -o fsname=: the mount table's source (else the image, secrets hidden) */
 	const char *log_file;       /* -o log=: the daemon's messages go here, not to syslog */
 	bool readahead_given;       /* -o readahead= was given, not defaulted */
+	enum qm_beside prefetch_beside;
 	unsigned max_read;          /* -o max_read=: 0 for the kernel's */
 	const char *image;          /* or with catalog, the catalog's SOURCE */
 	const char *mountpoint;

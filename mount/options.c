@@ -136,8 +136,8 @@ static int parse_one(struct qm_options *opt, char *o)
 			opt->uring = false;
 		else if (strcmp(o, "catalog") == 0)
 			opt->catalog = true;
-		else if (strcmp(o, "noprefetch") == 0)
-			opt->source.prefetch_beside = false;
+		else if (strcmp(o, "noprefetch") == 0 || strcmp(o, "prefetch") == 0)
+			opt->prefetch_beside = o[0] == 'p' ? QM_BESIDE_YES : QM_BESIDE_NO;
 		else
 			goto unknown;
 		return 0;
@@ -293,7 +293,6 @@ enum qm_parse_result qm_parse_args(int argc, char **argv, bool squashfuse_compat
 	opt->msgname = squashfuse_compat ? opt->progname : "quash: mount";
 	opt->notify_store = true;
 	opt->readahead_kb = QM_DEFAULT_READAHEAD_KB;
-	opt->source.prefetch_beside = true;     /* IMAGE.profile, if there is one (docs/profile.md) */
 
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -356,6 +355,13 @@ enum qm_parse_result qm_parse_args(int argc, char **argv, bool squashfuse_compat
 			opt->msgname, opt->catalog_idle ? "idle=" : opt->catalog_refresh ? "refresh=" : "open_max=");
 		return QM_PARSE_ERROR;
 	}
+	/*
+	 * A profile beside the image (docs/profile.md): looked for by default
+	 * beside a file, but beside a URL only when asked (-o prefetch), since
+	 * a server logs each absent one as an error on every mount.
+	 */
+	opt->source.prefetch_beside = opt->prefetch_beside == QM_BESIDE_YES ||
+				      (opt->prefetch_beside == QM_BESIDE_DEFAULT && !qs_source_spec_is_remote(opt->image));
 	if (add_kernel_opt(opt, "ro") || add_kernel_opt(opt, "default_permissions")) {
 		fprintf(stderr, "%s: mount options too long\n", opt->msgname);
 		return QM_PARSE_ERROR;
@@ -418,6 +424,7 @@ void qm_usage(const struct qm_options *opt)
 		"                           profile (every 10 s and at unmount; docs/profile.md)\n"
 		"    -o prefetch=FILE       fetch the ranges of profile FILE in the background at mount\n"
 		"                           (default: IMAGE.profile, or URL.profile, if there is one)\n"
+		"    -o prefetch            look for URL.profile beside a remote image too\n"
 		"    -o noprefetch          do not look for IMAGE.profile\n"
 		"    -o fsname=NAME         the mount table's source (default: the image, secrets hidden)\n"
 		"    -o log=FILE            the daemon's messages, time-stamped, to FILE (default: syslog)\n"

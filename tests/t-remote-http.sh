@@ -1,7 +1,8 @@
 #!/bin/bash
 # t-remote-http.sh - images over HTTP and HTTPS from a real nginx on 127.0.0.1:
 # byte-for-byte reads, a test CA, faults injected by a proxy (each failure
-# with its exit status and message, within the retry budget), an object
+# with its exit status and message, within the retry budget; a server that
+# speaks no TLS fails at once; a terminal is told of the first retry), an object
 # replaced mid-read, and the persistent cache standing in for a stopped
 # server.  Compressible files whose compressed blocks cross 64 KiB, 256 KiB
 # and 1 MiB chunk boundaries read through mounts of those chunk sizes equal
@@ -36,6 +37,23 @@ check "https: test CA from SSL_CERT_FILE" env -u CURL_CA_BUNDLE SSL_CERT_FILE="$
 	$RR "https://127.0.0.1:$HTTPS/image.sqfs" "$IMG"
 check_fails "https: unknown CA is refused" 1 "^remote_read: .*(certificate|CA)" env -u CURL_CA_BUNDLE -u SSL_CERT_FILE \
 	$RR -r 1 "https://127.0.0.1:$HTTPS/image.sqfs" "$IMG"
+
+# What will not get better fails at once, whatever the budget: https:// to a
+# server that speaks no TLS.  What may (a refused connection) keeps the
+# budget, and a person at a terminal is told of the first retry, once.
+t0=$(date +%s%N)
+check_fails "https:// to a plain-HTTP port fails at once, saying why" 1 \
+	"^quash: https://127.0.0.1:$HTTP/image.sqfs: .*wrong version number \(the server speaks no TLS there" \
+	"$QUASH_ASAN" ls --retry-seconds 30 "https://127.0.0.1:$HTTP/image.sqfs"
+ms=$((($(date +%s%N) - t0) / 1000000))
+check "... in $ms ms, not the 30 s budget" test $ms -lt 5000
+DOWN=$(free_port)
+script -qec "'$QUASH' ls --retry-seconds 2 http://127.0.0.1:$DOWN/image.sqfs" /dev/null >"$W/tty.out" 2>&1
+check "on a terminal, the first retry is told once ($(grep -c retrying "$W/tty.out") lines), then the give-up line" \
+	bash -c "[ \$(grep -c '; retrying for up to [12] s' '$W/tty.out') = 1 ] && grep -q 'gave up after' '$W/tty.out'"
+"$QUASH" ls --retry-seconds 2 "http://127.0.0.1:$DOWN/image.sqfs" >/dev/null 2>"$W/notty.err"
+check "not on a terminal: the give-up line alone" \
+	bash -c "[ \$(wc -l <'$W/notty.err') = 1 ] && grep -q 'gave up after' '$W/notty.err'"
 
 # Compressible files over remote chunks: their compressed blocks cross chunk
 # boundaries, so a read decompresses a block pieced together from two chunks.

@@ -247,10 +247,16 @@ check "read backwards: the file right, in $pieces requests of at most 256 KiB ($
 	test "$st" = 0 -a "$pieces" -ge 19 -a "${largest:-0}" -le 262144 -a "${first_off:-0}" -ge $((big_end - 12 * 262144))
 check "read backwards: nothing said" test ! -s "$W/err"
 
-# URL.profile beside the image is fetched once and replayed.
+# URL.profile beside the image, with -o prefetch: fetched once and replayed.
+# Without the option it is never asked for: a server logs each absent one.
 cp "$W/a.profile" "$W/www/a.sqfs.profile"
 : >"$W/requests.log"
 qmount "$W/m" "$QUASH_ASAN" mount -o "$CS" "$BASE/a.sqfs" "$W/m" 2>"$W/err"
+fusermount3 -u -z "$W/m"
+check "without -o prefetch a remote mount asks for no URL.profile ($(grep -c 'profile' "$W/requests.log") requests for it)" \
+	bash -c "[ -s '$W/requests.log' ] && ! grep -q 'a.sqfs.profile' '$W/requests.log'"
+: >"$W/requests.log"
+qmount "$W/m" "$QUASH_ASAN" mount -o "$CS,prefetch" "$BASE/a.sqfs" "$W/m" 2>"$W/err"
 settled
 workload "$W/m" "$W/got"
 settled
@@ -260,14 +266,14 @@ check "URL.profile: same bytes" cmp -s "$W/want" "$W/got"
 check "URL.profile: replayed ($beside requests, its own fetch included; $warm with -o prefetch)" \
 	test "$beside" -ge 3 -a "$beside" -le $((warm + 2))
 echo "not a profile" >"$W/www/a.sqfs.profile"
-qmount "$W/m" "$QUASH_ASAN" mount -o "$CS" "$BASE/a.sqfs" "$W/m" 2>"$W/err"
+qmount "$W/m" "$QUASH_ASAN" mount -o "$CS,prefetch" "$BASE/a.sqfs" "$W/m" 2>"$W/err"
 workload "$W/m" "$W/got"
 fusermount3 -u -z "$W/m"
 check "a malformed URL.profile: one warning line naming it, the mount works" \
 	bash -c "[ \$(wc -l <'$W/err') = 1 ] && grep -q 'ignored: $BASE/a.sqfs.profile: not a quash profile' '$W/err' && cmp -s '$W/want' '$W/got'"
 rm "$W/www/a.sqfs.profile"
 : >"$W/requests.log"
-qmount "$W/m" "$QUASH_ASAN" mount -o "$CS" "$BASE/a.sqfs" "$W/m" 2>"$W/err"
+qmount "$W/m" "$QUASH_ASAN" mount -o "$CS,prefetch" "$BASE/a.sqfs" "$W/m" 2>"$W/err"
 fusermount3 -u -z "$W/m"
 check "a missing URL.profile is silent" test ! -s "$W/err"
 

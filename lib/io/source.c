@@ -81,6 +81,22 @@ int qs_source_open(const char *spec, const struct qs_source_options *opt, struct
 	return 0;
 }
 
+/* qs_source_set_retry_notice(): set once at start by a front end, read by every request. */
+static _Atomic qs_retry_notice_fn retry_notice;
+
+void qs_source_set_retry_notice(qs_retry_notice_fn fn)
+{
+	retry_notice = fn;
+}
+
+void qs_source_retry_notice(const char *message, unsigned seconds)
+{
+	qs_retry_notice_fn fn = retry_notice;
+
+	if (fn)
+		fn(message, seconds);
+}
+
 /* qs_source_set_interrupt(): this thread's remote requests end once *flag is true. */
 static __thread const bool *thread_interrupt;
 

@@ -583,7 +583,7 @@ static int refusal_error(const struct remote_target *t, const char *prefix, long
  * resolve, a certificate that does not verify, a bad URL will not: those
  * fail at once instead of spending the retry budget.
  */
-static bool retryable_curl_error(CURLcode rc)
+static bool retryable_curl_error(CURLcode rc, const char *msg)
 {
 	switch (rc) {
 	case CURLE_COULDNT_CONNECT:
@@ -592,10 +592,13 @@ static bool retryable_curl_error(CURLcode rc)
 	case CURLE_RECV_ERROR:
 	case CURLE_SEND_ERROR:
 	case CURLE_GOT_NOTHING:
-	case CURLE_SSL_CONNECT_ERROR:
 	case CURLE_HTTP2:
 	case CURLE_HTTP2_STREAM:
 		return true;
+	case CURLE_SSL_CONNECT_ERROR:
+		/* A handshake cut short may work next time; a server that speaks no TLS at all never will. */
+		return !strstr(msg, "wrong version number") && !strstr(msg, "unknown protocol") &&
+		       !strstr(msg, "packet length too long") && !strstr(msg, "http request");
 	default:
 		return false;
 	}
@@ -630,10 +633,11 @@ static int judge(struct remote *rm, int which, CURLcode rc, const char *curl_msg
 		return qs_set_error(-EAGAIN, "%s", curl_msg[0] ? curl_msg : curl_easy_strerror(rc));
 	/* A body cut on purpose (r->cut) is judged by its status below. */
 	if (rc != CURLE_OK && !r->cut) {
-		int err = retryable_curl_error(rc) ? -EAGAIN : -EIO;
+		int err = retryable_curl_error(rc, curl_msg) ? -EAGAIN : -EIO;
 
-		return qs_set_error(err, "%s",
-				    curl_msg[0] ? curl_msg : curl_easy_strerror(rc));
+		return qs_set_error(err, "%s%s", curl_msg[0] ? curl_msg : curl_easy_strerror(rc),
+				    rc == CURLE_SSL_CONNECT_ERROR && err == -EIO ?
+				    " (the server speaks no TLS there: http:// rather than https://?)" : "");
 	}
 	s3_error_code(r->errbody, code, sizeof(code));
 	switch (r->status) {
@@ -828,6 +832,8 @@ static int with_retries(unsigned retry_seconds, unsigned max_attempts, int (*onc
 		wait = jitter(delay);
 		if ((max_attempts && attempt >= max_attempts) || now_ms() + wait >= deadline)
 			break;
+		if (attempt == 1)
+			qs_source_retry_notice(qs_last_error(), (unsigned)((deadline - now_ms() + 999) / 1000));
 		if (backoff_sleep(wait) < 0)
 			return -EINTR;
 		if (delay < REMOTE_BACKOFF_MAX_MS)
@@ -970,7 +976,7 @@ static int call_judge(const struct call *c, CURLcode rc, const char *curl_msg)
 		return interrupted() ? qs_set_error(-EINTR, "%s interrupted", c->method)
 				     : qs_set_error(-ECANCELED, "%s cancelled", c->method);
 	if (rc != CURLE_OK && !c->reply->cut)
-		return qs_set_error(retryable_curl_error(rc) ? -EAGAIN : -EIO, "%s %s", c->method,
+		return qs_set_error(retryable_curl_error(rc, curl_msg) ? -EAGAIN : -EIO, "%s %s", c->method,
 				    curl_msg[0] ? curl_msg : curl_easy_strerror(rc));
 	if (st >= 200 && st < 300)
 		return 0;

@@ -85,6 +85,9 @@ int remote_call(const struct remote_target *t, const char *method, const char *q
 		size_t len, unsigned retry_seconds, struct remote_reply *reply);
 void remote_reply_clear(struct remote_reply *reply);
 
+/* Tell the front end's qs_source_set_retry_notice() hook, if any, that a first retry comes. */
+void qs_source_retry_notice(const char *message, unsigned seconds);
+
 /* Append 'src' to 'dst' percent-encoded as an S3 key (everything but unreserved characters and '/'). */
 int remote_append_encoded(char **dst, const char *src);
 /* The same, '/' encoded too unless keep_slash (a SigV4 query value); *dst may be NULL. */
