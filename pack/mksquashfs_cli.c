@@ -1323,6 +1323,8 @@ int mksquashfs_main(int argc, char **argv)
 	int first_opt = 1, status, nsrc;
 	struct stat st;
 
+	pack_set_mksquashfs_form();
+
 	o.jobs = cores > 0 ? (unsigned)cores : 1;
 	o.report = true;
 	if (!ps.defs || !ps.xattrs_add) {

@@ -14,9 +14,11 @@
 #define PACK_SYMLINK_MAX     4096u        /* longest symlink target stored (PATH_MAX) */
 #define PACK_MEMORY_MIN      (1u << 20)   /* --memory: less leaves no room for a block in flight */
 
-/* "quash: ..." on stderr, clearing the progress bar first; pack_warn adds "warning: ". */
+/* "quash: pack: ..." on stderr, clearing the progress bar first; pack_warn adds "warning: ". */
 void pack_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void pack_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* From now on messages start "quash: mksquashfs: ", as that form's own do (once, at its start). */
+void pack_set_mksquashfs_form(void);
 /* How many warnings pack_warn() has given (mksquashfs -exit-on-error makes any fatal). */
 uint64_t pack_warnings(void);
 

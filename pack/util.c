@@ -47,13 +47,23 @@ static void say(const char *prefix, const char *fmt, va_list ap)
 		free(msg);
 }
 
+/* What every message starts with: the form's own name, as its command line's messages have it. */
+static const char *prefix = "quash: pack: ";
+static const char *warn_prefix = "quash: pack: warning: ";
+
+void pack_set_mksquashfs_form(void)
+{
+	prefix = "quash: mksquashfs: ";
+	warn_prefix = "quash: mksquashfs: warning: ";
+}
+
 void pack_error(const char *fmt, ...)
 {
 	va_list ap;
 
 	progress_lock();
 	va_start(ap, fmt);
-	say("quash: pack: ", fmt, ap);
+	say(prefix, fmt, ap);
 	va_end(ap);
 	progress_unlock();
 }
@@ -68,7 +78,7 @@ void pack_warn(const char *fmt, ...)
 	progress_lock();
 	warnings++;
 	va_start(ap, fmt);
-	say("quash: pack: warning: ", fmt, ap);
+	say(warn_prefix, fmt, ap);
 	va_end(ap);
 	progress_unlock();
 }

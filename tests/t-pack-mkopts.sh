@@ -217,7 +217,7 @@ check "-uid-gid-offset 100000: each owner and group 100000 more than without it"
 rm -f "$W/r.sqfs"
 "$QM" "$W/src" "$W/r.sqfs" -noappend -quiet -uid-gid-offset 4294967295 >/dev/null 2>"$W/err"; st=$?
 check "... an id pushed past 32 bits: one line, exit 1, no image" \
-	said 1 "quash: pack: -uid-gid-offset 4294967295: id 1234 would be beyond 4294967295" test ! -e "$W/r.sqfs"
+	said 1 "quash: mksquashfs: -uid-gid-offset 4294967295: id 1234 would be beyond 4294967295" test ! -e "$W/r.sqfs"
 
 # -xattrs-add (4.6): "If an user xattr it will be added to regular files and
 # directories ... Otherwise it will be added to all files"; values as bytes,
@@ -238,7 +238,7 @@ umount "$W/mnt"
 rm -f "$W/r.sqfs"
 "$QM" "$W/src" "$W/r.sqfs" -noappend -quiet -xattrs-add user.k=again >/dev/null 2>"$W/err"; st=$?
 check "... a name a file has already: one line, exit 1, no image (mksquashfs: \"Duplicate xattr name\")" \
-	said 1 "quash: pack: -xattrs-add user.k: a file has that xattr already (as mksquashfs, refused)" test ! -e "$W/r.sqfs"
+	said 1 "quash: mksquashfs: -xattrs-add user.k: a file has that xattr already (as mksquashfs, refused)" test ! -e "$W/r.sqfs"
 
 # lzo -Xalgorithm, gzip -Xwindow-size and -Xstrategy: the same options block
 # (unsquashfs -s) and the same tree as mksquashfs's.
@@ -285,7 +285,7 @@ check "... its root is the one mksquashfs makes up, 0777" bash -c "unsquashfs -l
 mkdir -p "$W/other/src"
 (cd "$W/other" && "$QM" src ../src/c "$W/q.sqfs" -noappend -quiet -no-strip >/dev/null 2>"$W/err"); st=$?
 check "-no-strip: two directories at one path: one line, exit 1 (mksquashfs: \"Can't have two different sources with same pathname\")" \
-	said 1 "quash: pack: ../src/c: another directory than the src already in the image (as mksquashfs: two sources cannot have one path)"
+	said 1 "quash: mksquashfs: ../src/c: another directory than the src already in the image (as mksquashfs: two sources cannot have one path)"
 
 # -cpiostyle / -cpiostyle0: the names on standard input, none descended into.
 # Debian's 4.5.1 hangs on -cpiostyle (it spins and never writes the image), so
@@ -447,7 +447,7 @@ check "a tar's hard link to a missing name: a warning, skipped, the image made" 
 rm -f "$W/q.sqfs"
 "$QM" - "$W/q.sqfs" -tar -noappend -quiet -exit-on-error <"$W/warn.tar" >/dev/null 2>"$W/err"; st=$?
 check "... with -exit-on-error: exit 1, said why, no image" bash -c \
-	"[ $st = 1 ] && grep -q '^quash: pack: -exit-on-error: 1 warning above, so no image is written' '$W/err' &&
+	"[ $st = 1 ] && grep -q '^quash: mksquashfs: -exit-on-error: 1 warning above, so no image is written' '$W/err' &&
 	 [ ! -e '$W/q.sqfs' ]"
 
 # -mem-percent (4.6: "use <percent> physical memory"): -mem of that share of

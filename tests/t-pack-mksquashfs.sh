@@ -101,10 +101,10 @@ check "-pd: directories a definition implies are made with its metadata" bash -c
 	 unsquashfs -cat '$W/pd.sqfs' x/y/z | grep -qx deep"
 "$QM" "$W/src" "$W/r.sqfs" -noappend -quiet -p "x/y f 644 0 0 true" >/dev/null 2>"$W/err"; st=$?
 check "a definition below a missing directory: one line, exit 1 (4.5 drops it silently)" bash -c \
-	"[ $st = 1 ] && [ \"\$(cat '$W/err')\" = 'quash: pack: pseudo file -p: x/y: directory x is not in the image (define it first, or give -pd)' ]"
+	"[ $st = 1 ] && [ \"\$(cat '$W/err')\" = 'quash: mksquashfs: pseudo file -p: x/y: directory x is not in the image (define it first, or give -pd)' ]"
 "$QM" "$W/src" "$W/r.sqfs" -noappend -quiet -p "z f 644 0 0 exit 3" >/dev/null 2>"$W/err"; st=$?
 check "a command that fails: one line, exit 1, no image" bash -c \
-	"[ $st = 1 ] && grep -qx \"quash: pack: pseudo file -p: 'exit 3' failed (exit status 3)\" '$W/err' && [ ! -e '$W/r.sqfs' ]"
+	"[ $st = 1 ] && grep -qx \"quash: mksquashfs: pseudo file -p: 'exit 3' failed (exit status 3)\" '$W/err' && [ ! -e '$W/r.sqfs' ]"
 
 # -sort: the files' data in the same order as mksquashfs lays it out
 # (blocks_start from quash stat --json, on both images).
@@ -125,7 +125,7 @@ check "-sort: the data in mksquashfs's order ($(data_order "$W/q.sqfs"))" \
 printf 'a/big 40000\n' >"$W/badsort.txt"
 "$QM" "$W/src" "$W/r.sqfs" -noappend -quiet -sort "$W/badsort.txt" >/dev/null 2>"$W/err"; st=$?
 check "-sort: a priority out of range is one line, exit 1" bash -c \
-	"[ $st = 1 ] && [ \"\$(cat '$W/err')\" = \"quash: pack: -sort $W/badsort.txt:1: priority '40000' is not in -32768..32767\" ]"
+	"[ $st = 1 ] && [ \"\$(cat '$W/err')\" = \"quash: mksquashfs: -sort $W/badsort.txt:1: priority '40000' is not in -32768..32767\" ]"
 
 # The end-of-run report: mksquashfs's lines, its counts the same (sizes differ with the layout).
 (cd "$W" && "$REAL" src m.sqfs -noappend -no-progress 2>&1 | grep '^Number of\|^	' | sort >m.report)
