@@ -152,7 +152,7 @@ static struct pack_inode *parent_of(const struct pseudo_ctx *c, const char *path
 }
 
 /* COMMAND's standard output, into the spool as the file's contents. */
-static int run_command(const struct pseudo_ctx *c, const char *command, struct pack_inode *inode)
+static int run_command(const struct pseudo_ctx *c, const char *name, const char *command, struct pack_inode *inode)
 {
 	struct spool *sp = c->spool;
 	uint64_t base, size = 0;
@@ -198,9 +198,16 @@ static int run_command(const struct pseudo_ctx *c, const char *command, struct p
 		;
 	if (err)
 		return said ? err : bad(c, "'%s': %s", command, strerror(-err));
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-		return bad(c, "'%s' failed (exit status %d)", command,
-			   WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+	/*
+	 * As mksquashfs 4.5.1 does ("Failed to read file NAME, creating empty
+	 * file"): a warning and an empty file, not a failed pack; its output
+	 * is dropped with it.  -exit-on-error makes the warning fatal.
+	 */
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		pack_warn("pseudo file %s: '%s' failed (exit status %d); %s is an empty file, as mksquashfs makes it",
+			  c->where, command, WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), name);
+		size = 0;
+	}
 	if (!scan_size_fits(size, c->opt->block_size))
 		return bad(c, "'%s': output too large for this block size", command);
 	sp->end = base + size;
@@ -299,7 +306,7 @@ static int define(struct pseudo_ctx *c, const char *line)
 	} else if (type == 'f') {
 		while (isspace((unsigned char)*rest))
 			rest++;
-		err = *rest ? run_command(c, rest, inode) : bad(c, "%s: f needs a command", name);
+		err = *rest ? run_command(c, name, rest, inode) : bad(c, "%s: f needs a command", name);
 	}
 	if (!err) {
 		dir = parent_of(c, path, &leaf);

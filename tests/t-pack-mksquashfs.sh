@@ -102,9 +102,18 @@ check "-pd: directories a definition implies are made with its metadata" bash -c
 "$QM" "$W/src" "$W/r.sqfs" -noappend -quiet -p "x/y f 644 0 0 true" >/dev/null 2>"$W/err"; st=$?
 check "a definition below a missing directory: one line, exit 1 (4.5 drops it silently)" bash -c \
 	"[ $st = 1 ] && [ \"\$(cat '$W/err')\" = 'quash: mksquashfs: pseudo file -p: x/y: directory x is not in the image (define it first, or give -pd)' ]"
-"$QM" "$W/src" "$W/r.sqfs" -noappend -quiet -p "z f 644 0 0 exit 3" >/dev/null 2>"$W/err"; st=$?
-check "a command that fails: one line, exit 1, no image" bash -c \
-	"[ $st = 1 ] && grep -qx \"quash: mksquashfs: pseudo file -p: 'exit 3' failed (exit status 3)\" '$W/err' && [ ! -e '$W/r.sqfs' ]"
+# A command that fails: as mksquashfs, a warning and an empty file, exit 0
+# (its output dropped); with -exit-on-error no image.
+rm -f "$W/r.sqfs" "$W/m.sqfs"
+"$QM" "$W/src" "$W/r.sqfs" -noappend -quiet -p "z f 644 0 0 echo out; exit 3" >/dev/null 2>"$W/err"; st=$?
+"$REAL" "$W/src" "$W/m.sqfs" -noappend -quiet -no-progress -p "z f 644 0 0 echo out; exit 3" >/dev/null 2>&1; mst=$?
+check "a command that fails: a warning, z an empty file, exit 0, as mksquashfs ($mst)" bash -c \
+	"[ $st = 0 ] && [ $mst = 0 ] && [ \"\$(cat '$W/err')\" = \"quash: mksquashfs: warning: pseudo file -p: 'echo out; exit 3' failed (exit status 3); z is an empty file, as mksquashfs makes it\" ] &&
+	 [ -z \"\$(unsquashfs -cat '$W/r.sqfs' z)\" ] && [ -z \"\$(unsquashfs -cat '$W/m.sqfs' z)\" ] &&
+	 unsquashfs -lls '$W/r.sqfs' | grep -q '^-rw-r--r-- root/root  *0 .*squashfs-root/z\$'"
+rm -f "$W/r.sqfs"
+"$QM" "$W/src" "$W/r.sqfs" -noappend -quiet -exit-on-error -p "z f 644 0 0 exit 3" >/dev/null 2>"$W/err"; st=$?
+check "... with -exit-on-error: exit 1, no image" bash -c "[ $st = 1 ] && [ ! -e '$W/r.sqfs' ] && grep -q 'exit-on-error' '$W/err'"
 
 # -sort: the files' data in the same order as mksquashfs lays it out
 # (blocks_start from quash stat --json, on both images).
