@@ -278,6 +278,14 @@ check "quash pack --exclude of a directory leaves out what an archive lists belo
 same "the compiler site's line: -all-root -progress -comp zstd" src -all-root -progress -comp zstd
 same "SingularityCE's line: -noappend -all-root -comp gzip -processors 2" src -all-root -comp gzip -processors 2
 same "a snap-style line: -noappend -comp xz -no-fragments -all-root" src -comp xz -no-fragments -all-root
+# The builders' full option sets: snapcraft, appimagetool (a Type 2 AppImage's
+# payload), live-build's filesystem.squashfs and Compiler Explorer's images.
+same "snapcraft: -noappend -comp xz -no-xattrs -no-fragments -all-root" src -comp xz -no-xattrs -no-fragments -all-root
+same "appimagetool: -root-owned -noappend -comp zstd -Xcompression-level 22 -b 1M -mkfs-time 0" \
+	src -root-owned -comp zstd -Xcompression-level 22 -b 1M -mkfs-time 0
+same "live-build: -comp xz -Xbcj x86 -b 1M -no-progress -noappend -e DIR (its boot)" src -comp xz -Xbcj x86 -b 1M -e a/b
+same "Compiler Explorer: -all-root -noappend -comp zstd -Xcompression-level 19 -processors 2" \
+	src -all-root -comp zstd -Xcompression-level 19 -processors 2
 check "found as mksquashfs on PATH" env PATH="$W/bin:$PATH" bash -c \
 	"cd '$W' && mksquashfs src path.sqfs -noappend -quiet && unsquashfs -lln path.sqfs | grep -q 'c/small'"
 
