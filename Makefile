@@ -68,6 +68,7 @@ DROPIN  ?= 0
 install: build
 	meson configure $(BUILD) -Dprefix=$(PREFIX) -Ddropin_links=$(if $(filter 1,$(DROPIN)),true,false) >/dev/null
 	meson install -C $(BUILD) --destdir "$(DESTDIR)" --quiet
+	@scripts/install-record.sh "$(BUILD)"
 
 uninstall:
 	@scripts/uninstall.sh "$(BUILD)" "$(DESTDIR)"

@@ -39,6 +39,19 @@ done
 check "the installed binary runs" bash -c "'$W/stage/usr/bin/quash' --version | grep -q '^quash '"
 make -C "$top" -s uninstall DESTDIR="$W/stage2" >>"$W/install.log" 2>&1
 check "make uninstall: the files and links are gone" test -z "$(find "$W/stage2" ! -type d)"
+# Two installs to two places: each listed as it is made; uninstalling one
+# place says what it removes there and leaves the other whole.
+make -C "$top" -s install PREFIX=/usr/local DESTDIR="$W/s3" >"$W/s3.log" 2>&1
+make -C "$top" -s install PREFIX=/opt/quash DESTDIR="$W/s4" >"$W/s4.log" 2>&1
+check "make install lists what it installed" \
+	bash -c "grep -qx 'installed $W/s3/usr/local/bin/quash' '$W/s3.log' && grep -qx 'installed $W/s4/opt/quash/bin/quash' '$W/s4.log' &&
+		[ \$(grep -c '^installed ' '$W/s3.log') = \$(find '$W/s3' ! -type d | wc -l) ]"
+make -C "$top" -s uninstall DESTDIR="$W/s3" >"$W/un3.log" 2>&1
+check "make uninstall DESTDIR=one: that place emptied, each file said, the other kept" \
+	bash -c "[ -z \"\$(find '$W/s3' ! -type d)\" ] && grep -qx 'removed $W/s3/usr/local/bin/quash' '$W/un3.log' &&
+		[ -x '$W/s4/opt/quash/bin/quash' ] && ! grep -q '$W/s4' '$W/un3.log'"
+make -C "$top" -s uninstall DESTDIR="$W/s4" >/dev/null 2>&1
+check "... and then the other" test -z "$(find "$W/s4" ! -type d)"
 # Leave build/ configured as make check expects it.
 meson configure "$top/build" -Dprefix=/usr/local -Ddropin_links=false >/dev/null
 
