@@ -52,6 +52,7 @@
 /* Where fusermount3 opens the device and reads user_allow_other. */
 #define QM_FUSE_DEVICE "/dev/fuse"
 #define QM_FUSE_CONF   "/etc/fuse.conf"
+#define QM_SYSLOG_SOCKET "/dev/log"    /* where a daemonized mount's messages go without -o log= */
 
 /* Failures logged before the daemon falls silent (a scan of a corrupt image). */
 #define QM_LOG_MAX 100

@@ -253,6 +253,14 @@ static int serve(const struct qm_options *opt, int ready_fd)
 	return err;
 }
 
+/* Is there a syslog to hear a daemon (a socket at /dev/log, as glibc's syslog() needs)? */
+static bool syslog_here(void)
+{
+	struct stat st;
+
+	return stat(QM_SYSLOG_SOCKET, &st) == 0 && S_ISSOCK(st.st_mode);
+}
+
 /*
  * Fork.  The parent waits for the child's byte and returns the exit status
  * for the command; the child gets the pipe's write end in *ready_fd and -1
@@ -303,7 +311,13 @@ int mount_main(int argc, char **argv, bool squashfuse_compat)
 		break;
 	}
 	if (!opt.foreground) {
-		int status = daemonize(&ready_fd);
+		int status;
+
+		/* Said once, to the person who mounts: later the daemon has no terminal to say it on. */
+		if (!opt.log_file && !syslog_here() && isatty(STDERR_FILENO))
+			fprintf(stderr, "%s: note: no syslog on this host (%s): the daemon's messages are lost; "
+				"-o log=FILE keeps them\n", opt.msgname, QM_SYSLOG_SOCKET);
+		status = daemonize(&ready_fd);
 
 		if (status >= 0)
 			return status;

@@ -173,3 +173,19 @@ for who in root nobody; do
 			! grep -q ' $mp ' /proc/mounts"
 done
 chmod "$FUSE_MODE" /dev/fuse
+
+# ---- no syslog -----------------------------------------------------------------------
+# Started from a terminal on a host without /dev/log, a daemonized mount says
+# its messages would be lost (not with -o log=, not to a script).
+if [ -S /dev/log ]; then want_note=0; else want_note=1; fi
+for how in tty "tty log=" script; do
+	opts=(); [ "$how" = "tty log=" ] && opts=(-o "log=$M/daemon.log")
+	cmd="'$QUASH' mount ${opts[*]} '$M/img.sqfs' '$M/m'"
+	if [ "$how" = script ]; then bash -c "$cmd" >"$M/note.out" 2>&1; else script -qec "$cmd" /dev/null >"$M/note.out" 2>&1; fi
+	QM_MOUNTS+=("f:$M/m")
+	n=$(grep -c 'note: no syslog on this host (/dev/log)' "$M/note.out")
+	want=$want_note; [ "$how" != tty ] && want=0
+	check "mount from a $how: $n syslog note (want $want; /dev/log $([ -S /dev/log ] && echo is || echo is not) here)" \
+		bash -c "[ $n = $want ] && [ \$(wc -l <'$M/note.out') = $n ] && cmp -s '$M/src/data' '$M/m/data'"
+	fusermount3 -u "$M/m"
+done
