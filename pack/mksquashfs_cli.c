@@ -1163,6 +1163,8 @@ static int parse_options(int argc, char **argv, int first, struct pack_options *
 	/* mksquashfs: -info's lines take the bar's place, unless -progress asks for both or they go to a file. */
 	if (o->info && !progress_given && !info_file)
 		o->progress = false;
+	/* Asked for where no one watches (a build log): mksquashfs's own bar on stdout, as it prints it. */
+	o->progress_log = progress_given && o->progress && !isatty(STDOUT_FILENO);
 	if (epoch && *epoch) {
 		/* mksquashfs: SOURCE_DATE_EPOCH is the image's time, and later file times become it. */
 		if (parse_uint("SOURCE_DATE_EPOCH", epoch, UINT32_MAX, &v))

@@ -20,6 +20,9 @@
 static struct {
 	bool on, drawn;
 	bool percentage;            /* lines of percentages, not the bar */
+	bool log;                   /* mksquashfs's bar on stdout, for a log */
+	uint64_t units;             /* PROGRESS_LOG's whole, in blocks */
+	int64_t logged;             /* the units last printed, -1: none yet */
 	bool done;                  /* progress_done: everything is written */
 	int shown;                  /* the percentage last printed, -1: none yet */
 	uint64_t total_bytes, total_files;
@@ -80,6 +83,50 @@ static void show_percentage(void)
 	}
 }
 
+#define PROGRESS_LOG_COLUMNS 80      /* mksquashfs's width where stdout is no terminal */
+#define PROGRESS_LOG_EVERY   100     /* ...and how often it prints there: every 100 units, and the last */
+
+/*
+ * mksquashfs's bar, as a build log holds it: "\r[====|   ] 300/1000  30%",
+ * the count in blocks, printed when it reaches a multiple of 100 and at
+ * the end, so that logs stay small.
+ */
+static void show_log(bool last)
+{
+	static const char spin[] = "|/-\\";
+	int64_t max = pr.units ? (int64_t)pr.units : 1, cur;
+	int digits = 1, used, hashes;
+
+	cur = last || !pr.total_bytes ? max : (int64_t)((double)atomic_load(&pr.bytes) / (double)pr.total_bytes * (double)max);
+	if (cur > max)
+		cur = max;
+	if (!last)
+		cur -= cur % PROGRESS_LOG_EVERY;     /* the last multiple of 100 passed, as mksquashfs's steps */
+	if (cur <= pr.logged || (!last && cur == 0))
+		return;
+	for (int64_t m = max; m >= 10; m /= 10)
+		digits++;
+	used = digits * 2 + 11;
+	if (PROGRESS_LOG_COLUMNS - used < 0)
+		return;
+	hashes = (int)(cur * (PROGRESS_LOG_COLUMNS - used) / max);
+	putchar('\r');
+	putchar('[');
+	for (int i = 0; i < hashes; i++)
+		putchar('=');
+	putchar(last ? '|' : spin[(pr.logged + 1) & 3]);     /* mksquashfs ends on '|' */
+	for (int i = hashes; i < PROGRESS_LOG_COLUMNS - used; i++)
+		putchar(' ');
+	printf("] %*lld/%*lld %3lld%%", digits, (long long)cur, digits, (long long)max, (long long)(cur * 100 / max));
+	fflush(stdout);
+	pr.logged = cur;
+}
+
+void progress_set_units(uint64_t units)
+{
+	pr.units = units;
+}
+
 static void *progress_main(void *arg)
 {
 	struct timespec next;
@@ -96,6 +143,8 @@ static void *progress_main(void *arg)
 		pthread_cond_timedwait(&pr.stop, &pr.lock, &next);
 		if (!pr.stopping && pr.percentage)
 			show_percentage();
+		else if (!pr.stopping && pr.log)
+			show_log(false);
 		else if (!pr.stopping)
 			draw();
 	}
@@ -105,7 +154,7 @@ static void *progress_main(void *arg)
 
 void progress_start(enum progress_mode mode, uint64_t total_bytes, uint64_t total_files)
 {
-	bool shown = mode == PROGRESS_PERCENTAGE || (mode == PROGRESS_BAR && isatty(STDERR_FILENO));
+	bool shown = mode == PROGRESS_PERCENTAGE || mode == PROGRESS_LOG || (mode == PROGRESS_BAR && isatty(STDERR_FILENO));
 
 	pr.total_bytes = total_bytes;
 	pr.total_files = total_files;
@@ -116,6 +165,8 @@ void progress_start(enum progress_mode mode, uint64_t total_bytes, uint64_t tota
 		pr.begun = pr.start;
 	pr.stopping = false;
 	pr.percentage = mode == PROGRESS_PERCENTAGE;
+	pr.log = mode == PROGRESS_LOG;
+	pr.logged = -1;
 	pr.shown = -1;
 	if (pr.percentage)
 		show_percentage();
@@ -165,7 +216,9 @@ void progress_end(void)
 		atomic_store(&pr.bytes, pr.total_bytes);
 		show_percentage();      /* the run is done: 100 */
 	}
-	pr.percentage = pr.done = false;
+	if (pr.log && pr.done)
+		show_log(true);         /* the run is done: N/N 100% */
+	pr.percentage = pr.log = pr.done = false;
 	clear_line();
 	pr.on = false;
 }

@@ -597,6 +597,29 @@ static const char *how_stored(const struct pack_options *o, uint16_t flags)
 	return o->uncompressed & flags ? "uncompressed" : "compressed";
 }
 
+/* mksquashfs's bar counts blocks: each new regular file's, a partial last one included. */
+struct units {
+	uint32_t block_size;
+	uint64_t n;
+};
+
+static int count_units(struct pack_inode *inode, void *arg)
+{
+	struct units *u = arg;
+
+	if (tree_is_reg(inode) && !inode->stored)
+		u->n += (inode->u.file.size + u->block_size - 1) / u->block_size;
+	return 0;
+}
+
+static uint64_t log_units(struct pack_tree *t, uint32_t block_size)
+{
+	struct units u = { block_size, 0 };
+
+	tree_walk_files(t->root, count_units, &u);
+	return u.n;
+}
+
 /* The mksquashfs form's first lines, which build logs look for, as mksquashfs prints them. */
 static void print_header(const struct pack_options *o, const struct append_base *base)
 {
@@ -818,7 +841,10 @@ int pack_run(const struct pack_options *given)
 	if (!err)
 		err = is_s3 ? sink_s3_open(o->image, o->endpoint, &sink) : sink_file_open(o->image, o->offset, &sink);
 	if (!err) {
-		progress_start(o->percentage ? PROGRESS_PERCENTAGE : o->progress ? PROGRESS_BAR : PROGRESS_OFF,
+		if (o->progress_log)
+			progress_set_units(log_units(&tree, o->block_size));
+		progress_start(o->percentage ? PROGRESS_PERCENTAGE : o->progress_log ? PROGRESS_LOG :
+			       o->progress ? PROGRESS_BAR : PROGRESS_OFF,
 			       tree.data_bytes - base.bytes, tree.file_count - base.files);
 		err = pack_image(o, &tree, sink, spool.fd, spool.dir, appending ? &base : NULL, head, &head_len,
 				 &stats);

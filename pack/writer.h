@@ -69,6 +69,7 @@ struct pack_options {
 	bool skip_unreadable;
 	int64_t mkfs_time;          /* -1: the newest mtime in the tree */
 	bool progress;              /* the bar on a terminal (--no-progress: off) */
+	bool progress_log;          /* mksquashfs -progress, stdout no terminal: its bar, for a log */
 	bool quiet;                 /* -q: no summary */
 	bool json;                  /* --json: the summary as one JSON object on stdout */
 	bool report;                /* mksquashfs form: its end-of-run report instead of the summary line */

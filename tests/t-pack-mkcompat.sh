@@ -55,6 +55,16 @@ check "appending: the renamed entry's line on stderr is mksquashfs's ($(head -1 
 check "appending: the image has d and d_1, as mksquashfs's" \
 	bash -c "diff <(unsquashfs -ls '$W/m/img.sqfs' | grep squashfs-root) <(unsquashfs -ls '$W/q/img.sqfs' | grep squashfs-root)"
 
+# -progress with stdout a log, not a terminal: mksquashfs's own bar there,
+# whose last state (after the last carriage return) is what a log keeps.
+head -c 3000000 /dev/urandom >"$W/q/src/blocks"; cp "$W/q/src/blocks" "$W/m/src/blocks"
+run_both src bar.sqfs -noappend -progress -comp lz4
+last_bar() { tr '\r' '\n' <"$1" | grep '^\[' | tail -1; }
+qbar=$(last_bar "$W/q/out") mbar=$(last_bar "$W/m/out")
+check "-progress to a log: the bar ends as mksquashfs's does ($qbar)" \
+	bash -c "[ $Q_ST = 0 ] && [ -n '$mbar' ] && [ '$mbar' = '$qbar' ]"
+rm -f "$W/q/src/blocks" "$W/m/src/blocks"
+
 # ---- a source that is no directory ---------------------------------------------------
 # listing IMG: type, mode, owner, size and name (or a symlink's target) of each entry (times vary)
 listing() { unsquashfs -lls "$1" | grep squashfs-root | awk '{ print $1, $2, $3, $NF }'; }
