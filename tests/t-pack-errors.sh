@@ -68,7 +68,7 @@ with tarfile.open(sys.argv[1], "w") as t:
 PY
 fails_cleanly "an archive's symlink without a target is named" 1 "quash: pack: $T/nolink.tar: d/link: no symlink target" \
 	$QUASH_ASAN pack -q "$T/nolink.tar" "$T/keep.sqfs"
-fails_cleanly "a pseudo symlink without a target is named" 1 "quash: pack: pseudo file -p: x: s needs a target" \
+fails_cleanly "a pseudo symlink without a target is named" 1 "quash: mksquashfs: pseudo file -p: x: s needs a target" \
 	$QUASH mksquashfs "$T/src" "$T/keep.sqfs" -noappend -quiet -p 'x s 0777 0 0 ""'
 fails_cleanly "a target that is a directory" 1 "quash: pack: $T/src: is a directory" $QUASH pack -q "$T/src" "$T/src"
 fails_cleanly "a target in a missing directory" 1 \
