@@ -57,8 +57,9 @@ clean:
 # make install [PREFIX=/usr/local] [DESTDIR=]: the binary, its man pages, bash
 # completion and mount(8)'s helper mount.fuse.quash, through meson install.
 # DROPIN=1 adds squashfuse_ll, squashfuse and mksquashfs links (they shadow
-# the real tools later in PATH).  make deb builds dist/quash_VERSION_ARCH.deb,
-# which offers those three as alternatives instead.
+# the real tools later in PATH).  make deb builds dist/quash_VERSION_ARCH.deb
+# from debian/ with dpkg-buildpackage (scripts/make-deb.sh), which offers
+# those three as alternatives instead.
 PREFIX  ?= /usr/local
 DESTDIR ?=
 DROPIN  ?= 0
@@ -74,4 +75,5 @@ uninstall:
 	@scripts/uninstall.sh "$(BUILD)" "$(DESTDIR)"
 
 deb: deps
+	@QUASH_DEPS_DEB=1 scripts/install-deps.sh
 	@scripts/make-deb.sh

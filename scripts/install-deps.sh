@@ -10,14 +10,18 @@ BUILD_PKGS="meson ninja-build pkg-config gcc libc6-dev
 # QUASH_DEPS_TEST=full adds what only make check-full's servers and fleets need.
 TEST_PKGS="squashfs-tools squashfs-tools-ng squashfuse attr acl strace xxd fio groff-base man-db
   libarchive-tools zstd lz4 xz-utils bzip2 cpio zip bc util-linux"
-TEST_FULL_PKGS="nginx-light openssl curl ceph-mon ceph-osd radosgw ceph-common uuid-runtime s3fs valgrind iproute2"
+TEST_FULL_PKGS="nginx-light openssl curl ceph-mon ceph-osd radosgw ceph-common uuid-runtime s3fs valgrind iproute2
+  debhelper lintian"
+# QUASH_DEPS_DEB=1: what make deb builds the package with (debian/control's
+# Build-Depends beyond BUILD_PKGS).
+DEB_PKGS="debhelper dpkg-dev"
 # Only what the benches compare against (make bench), never needed by make check.
 BENCH_PKGS="rclone"
 
 want=""
 full=
 [ "${QUASH_DEPS_TEST:-}" = full ] && full=1
-for p in $BUILD_PKGS ${QUASH_DEPS_TEST:+$TEST_PKGS} ${full:+$TEST_FULL_PKGS} ${QUASH_DEPS_BENCH:+$BENCH_PKGS}; do
+for p in $BUILD_PKGS ${QUASH_DEPS_TEST:+$TEST_PKGS} ${full:+$TEST_FULL_PKGS} ${QUASH_DEPS_DEB:+$DEB_PKGS} ${QUASH_DEPS_BENCH:+$BENCH_PKGS}; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || want="$want $p"
 done
 [ -z "$want" ] && exit 0

@@ -1,10 +1,13 @@
 #!/bin/bash
 # t-install.sh - make install (PREFIX, DESTDIR, DROPIN), make uninstall, and
-# make deb: the package installs with dpkg, its quash passes the README's
-# quick start, its systemd unit and an fstab line start a catalog (and
-# start it again over a dead mount), mount -t fuse.quash finds its helper, squashfuse_ll,
-# squashfuse and mksquashfs are offered as alternatives, and dpkg -r takes
-# it all away again.
+# make deb: the package is built from debian/ leaving the tree as it was,
+# lintian finds no error or warning in it, its Depends are dpkg-shlibdeps'
+# (each library quash links or opens, with a version), it installs with
+# dpkg, its quash passes the README's quick start and packs, mounts, reads
+# and unmounts as nobody, its systemd unit and an fstab line start a catalog
+# (and start it again over a dead mount), mount -t fuse.quash finds its
+# helper, squashfuse_ll, squashfuse and mksquashfs are offered as
+# alternatives, and dpkg -r and dpkg -P take every file of it away again.
 . "$(dirname "$0")/lib/tap.sh"
 . "$(dirname "$0")/lib/remote.sh"
 . "$(dirname "$0")/lib/quickstart.sh"
@@ -15,6 +18,7 @@ FUSE_MODE=$(stat -c %a /dev/fuse)
 rm -rf "$W" && mkdir -p "$W" && chmod 755 "$W"
 cleanup() {
 	umount -l "$W/kmnt" 2>/dev/null
+	umount -l "$W/nobody/mnt" 2>/dev/null
 	chmod "$FUSE_MODE" /dev/fuse
 	[ -n "${INSTALLED:-}" ] && dpkg -r quash >/dev/null 2>&1
 	remote_cleanup
@@ -56,24 +60,68 @@ check "... and then the other" test -z "$(find "$W/s4" ! -type d)"
 meson configure "$top/build" -Dprefix=/usr/local -Ddropin_links=false >/dev/null
 
 # ---- make deb, dpkg -i -------------------------------------------------------
-dpkg -s quash >/dev/null 2>&1 && dpkg -r quash >/dev/null 2>&1
+# make deb is debian/ through dpkg-buildpackage; lintian is Debian's own
+# judge of the result (its copyright, changelog, stripped binary, maintainer
+# address, man pages, links), and dpkg-shlibdeps' versions are the oracle for
+# Depends: each library quash links, or opens by soname, by its package.
+# Other dpkg runs on the machine hold its lock for a while: wait for them.
+dpkg_do() {   # dpkg ARGS, again while another dpkg holds the lock (up to 2 min)
+	local i st
+	for i in $(seq 60); do
+		dpkg "$@" 2>"$W/dpkg.err"; st=$?
+		grep -q 'locked by another process\|database is locked' "$W/dpkg.err" || break
+		sleep 2
+	done
+	cat "$W/dpkg.err" >&2
+	return $st
+}
+dpkg -s quash >/dev/null 2>&1 && dpkg_do -r quash >/dev/null 2>&1
+git -C "$top" status --porcelain >"$W/git-before"
 make -C "$top" -s deb >"$W/deb.log" 2>&1
 deb=$(ls "$top"/dist/quash_*.deb 2>/dev/null | head -1)
 check "make deb builds a package" test -n "$deb"
-check "its Depends list the libraries quash links" bash -c \
-	"dpkg-deb -f '$deb' Depends | grep -q libfuse3 && dpkg-deb -f '$deb' Depends | grep -q libzstd"
-dpkg -i "$deb" >"$W/dpkg.log" 2>&1
+git -C "$top" status --porcelain >"$W/git-after"
+check "make deb leaves the source tree as it was (git status)" cmp -s "$W/git-before" "$W/git-after"
+lintian --fail-on error,warning "$deb" >"$W/lintian.log" 2>&1
+st=$?
+check "lintian finds no error or warning in it (exit $st$(grep -m3 '^[EW]: ' "$W/lintian.log" | tr '\n' ' ' | sed 's/^/: /'))" \
+	bash -c "[ $st = 0 ] && ! grep -q '^[EW]: ' '$W/lintian.log'"
+rm -rf "$W/debx" && dpkg-deb -x "$deb" "$W/debx"
+owner() {   # the package of a library, by any of the names usrmerge gives its path
+	local p pkg
+	for p in "$1" "$(readlink -f "$1")"; do
+		for p in "$p" "${p#/usr}" "/usr$p"; do
+			pkg=$(dpkg -S "$p" 2>/dev/null | head -1 | cut -d: -f1)
+			[ -n "$pkg" ] && { echo "$pkg"; return; }
+		done
+	done
+}
+missing=""
+# NEEDED sonames, and those quash opens with dlopen() (its strings that are sonames).
+for so in $( (readelf -d "$W/debx/usr/bin/quash" | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p'
+	      strings "$W/debx/usr/bin/quash" | grep -xE 'lib[a-z0-9_+-]+\.so\.[0-9]+') | sort -u); do
+	path=$(ldconfig -p | awk -v so="$so" '$1 == so { print $NF; exit }')
+	pkg=$(owner "$path")
+	dpkg-deb -f "$deb" Depends | tr ',' '\n' | grep -qE "^ *$pkg \(>= [^)]+\)$" || missing="$missing $so($pkg)"
+done
+check "its Depends name each library quash links or opens, with a version (dpkg-shlibdeps)${missing:+, not:$missing}" \
+	bash -c "[ -z '$missing' ] && dpkg-deb -f '$deb' Depends | grep -q 'libcurl4 (>= ' && dpkg-deb -f '$deb' Depends | grep -q 'libarchive13 (>= '"
+check "its mount.fuse.quash is a relative link to ../bin/quash" test "$(readlink "$W/debx/usr/sbin/mount.fuse.quash")" = ../bin/quash
+dpkg_do -i "$deb" >"$W/dpkg.log" 2>&1
 st=$?
 [ $st = 0 ] && INSTALLED=1
 check "dpkg -i installs it" test $st = 0
+dpkg -L quash >"$W/dpkg-L" 2>/dev/null
 check "/usr/bin/quash is the package's" bash -c "dpkg -S /usr/bin/quash | grep -q '^quash:'"
 for l in squashfuse_ll squashfuse mksquashfs; do
 	check "update-alternatives offers quash as $l" bash -c "update-alternatives --query $l | grep -q '^Alternative: /usr/bin/quash'"
 done
 if command -v man >/dev/null; then
 	check "man finds quash-mount(1)" bash -c "man -w quash-mount | grep -q quash-mount.1"
+	check "man finds mount.fuse.quash(8)" bash -c "man -w 8 mount.fuse.quash | grep -q mount.fuse.quash.8"
 else
 	skip_check "man finds quash-mount(1)" "man is not installed"
+	skip_check "man finds mount.fuse.quash(8)" "man is not installed"
 fi
 
 # The README's quick start with the installed quash (S3 on Ceph RGW).
@@ -91,6 +139,19 @@ if quickstart_s3 "$W" installed; then
 else
 	not_ok "rgw starts" "$(tail -3 "$W/rgw.err")"
 fi
+
+# An ordinary user with the package's /usr/bin/quash: pack, mount, read, umount.
+N=$W/nobody
+rm -rf "$N" && mkdir -p "$N/src/d" "$N/mnt" && seq -f 'line %g' 20000 >"$N/src/d/f" && ln -s d/f "$N/src/link" && chown -R nobody "$N"
+chmod 0666 /dev/fuse
+as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$N" PATH=/usr/bin:/bin "$@"; }
+as_nobody /usr/bin/quash pack "$N/src" "$N/img.sqfs" >"$N/log" 2>&1 &&
+	as_nobody /usr/bin/quash mount "$N/img.sqfs" "$N/mnt" >>"$N/log" 2>&1
+check "as nobody, /usr/bin/quash packs a tree and mounts the image" bash -c "grep -q ' $N/mnt fuse' /proc/mounts"
+check "... nobody reads back through the mount the tree it packed" as_nobody diff -r --no-dereference "$N/src" "$N/mnt"
+as_nobody /usr/bin/quash umount "$N/mnt" >>"$N/log" 2>&1
+st=$?
+check "... and unmounts it (exit $st)" bash -c "[ $st = 0 ] && ! grep -q ' $N/mnt ' /proc/mounts"
 
 # mount(8) finds /usr/sbin/mount.fuse.quash for -t fuse.quash.
 mkdir -p "$W/kmnt"
@@ -139,12 +200,28 @@ check "an fstab line mounts the catalog with mount -a (exit $st $(head -c 200 "$
 	bash -c "[ $st = 0 ] && cmp -s '$W/boot/mp/tree/etc/motd' '$W/qs-root/tree/etc/motd'"
 quash umount "$W/boot/mp" 2>/dev/null
 
-# ---- dpkg -r ------------------------------------------------------------------
-dpkg -r quash >"$W/dpkg-r.log" 2>&1
+# ---- dpkg -r, dpkg -P ------------------------------------------------------------
+# Every path dpkg -L listed is gone afterwards, but for directories another
+# installed package also owns.
+dpkg_do -r quash >"$W/dpkg-r.log" 2>&1
 st=$?
 INSTALLED=
 check "dpkg -r removes it" bash -c "[ $st = 0 ] && [ ! -e /usr/bin/quash ] && [ ! -e /usr/sbin/mount.fuse.quash ]"
-check "... and its alternatives" bash -c "! update-alternatives --query mksquashfs 2>/dev/null | grep -q /usr/bin/quash"
+dpkg_do -P quash >>"$W/dpkg-r.log" 2>&1
+st=$?
+left=$(while read -r p; do
+	if [ "$p" != /. ] && { [ -e "$p" ] || [ -L "$p" ]; }; then
+		{ [ -d "$p" ] && [ ! -L "$p" ] && dpkg -S "$p" >/dev/null 2>&1; } || echo "$p"
+	fi
+done <"$W/dpkg-L")
+check "dpkg -P purges it, and nothing of what dpkg -L listed is left${left:+: $(echo $left | head -c 200)}" \
+	bash -c "[ $st = 0 ] && [ -s '$W/dpkg-L' ] && [ -z '$left' ] && ! dpkg -s quash >/dev/null 2>&1"
+gone=""
+for l in squashfuse_ll squashfuse mksquashfs; do
+	update-alternatives --query $l 2>/dev/null | grep -q /usr/bin/quash && gone="$gone $l"
+	[ "$(readlink -f /usr/bin/$l 2>/dev/null)" = /usr/bin/quash ] && gone="$gone /usr/bin/$l"
+done
+check "... and its alternatives${gone:+ (still:$gone)}" test -z "$gone"
 
 # ---- make demo: the main job, with no fallback -----------------------------------
 make -C "$top" -s demo >"$W/demo.log" 2>&1
