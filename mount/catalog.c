@@ -5,6 +5,9 @@
  * A listing (a walk of a local directory, or qs_source_list() of an
  * http(s):// index or an s3:// prefix) gives each image a key; its name is
  * the key less its extension, and '/' in keys makes catalog directories.
+ * A local symlink named like an image whose target is one of the
+ * catalog's images (resolved by catalog_alias.c at each listing) is an
+ * alias: a symlink entry of slot 0 to the target's name.
  * Nothing of an image is read until a request inside its directory pins it
  * (qc_pin): that opens the image, through the catalog's one block cache,
  * and a watcher thread closes it again once nobody has used it for idle=
