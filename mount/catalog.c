@@ -5,6 +5,9 @@
  * A listing (a walk of a local directory, or qs_source_list() of an
  * http(s):// index or an s3:// prefix) gives each image a key; its name is
  * the key less its extension, and '/' in keys makes catalog directories.
+ * A local symlink named like an image whose target is one of the
+ * catalog's images (resolved by catalog_alias.c at each listing) is an
+ * alias: a symlink entry of slot 0 to the target's name.
  * Nothing of an image is read until a request inside its directory pins it
  * (qc_pin): that opens the image, through the catalog's one block cache,
  * and a watcher thread closes it again once nobody has used it for idle=
@@ -51,7 +54,6 @@
 #include "catalog_model.h"
 #include "squashfs_fs.h"
 
-#define QC_KEY_MAX 1024             /* bytes of a key (a path below the catalog) */
 #define QC_SHADOWED_SHOWN 8         /* keys without a name the status text names */
 #define QC_TICK_MS 1000             /* the watcher's clock: idle checks, refreshes */
 #define QC_SETTLE_MS 100            /* inotify events are gathered this long before a listing */
@@ -64,8 +66,10 @@ struct qc_node {                    /* a name in the catalog: a directory or an 
 	char *name;
 	struct qc_node *parent;
 	bool is_dir;
+	bool is_alias;              /* a symlink entry to an image of the catalog (catalog_alias.c) */
 	bool seen;                  /* by the listing being merged */
-	uint32_t dir_index;         /* directories: node id - 1 */
+	uint32_t dir_index;         /* directories and aliases: node id - 1 */
+	char *target;               /* aliases: the symlink's text, the target's name relative to it */
 	struct qc_node **kids;      /* directories: sorted by name */
 	uint32_t nkids, kids_cap;
 	struct qc_image *cur;       /* images: the version new lookups get */
@@ -114,6 +118,7 @@ struct qm_catalog {
 	const char *spec;           /* SOURCE as given */
 	bool remote;
 	int root_fd;                /* a local catalog's directory */
+	char *root_abs;             /* its absolute path: what an absolute alias target must start with */
 	char *base;                 /* a remote catalog: what keys are appended to */
 	struct qs_cache *cache;     /* the one block cache of every image */
 	struct qs_memory_budget remote_memory;  /* the one bound on remote images' chunks in memory */
@@ -138,6 +143,13 @@ struct qm_catalog {
 	size_t slots_short;         /* changed images the last listing left at their old version */
 	size_t nshadowed;           /* listed keys without a name of their own (under c->lock) */
 	char shadowed[QC_SHADOWED_SHOWN][QC_KEY_MAX + 48];
+	size_t naliases;            /* alias entries (under c->lock) */
+	size_t nunserved;           /* symlinks named as images that are no alias, and why */
+	char unserved[QC_SHADOWED_SHOWN][QC_KEY_MAX + 64];
+	uint64_t *was_unserved, *now_unserved;  /* each line's hash, the last merge's sorted: logged once */
+	size_t nwas_unserved, nnow_unserved, was_cap, now_cap;
+	size_t nnewly;              /* lines the last merge had not: the first few kept to be logged */
+	char newly[QC_SHADOWED_SHOWN][QC_KEY_MAX + 64];
 
 	pthread_mutex_t open_lock;  /* the list of open images */
 	struct qc_image *lru_head, *lru_tail;
@@ -302,13 +314,37 @@ static void free_node(struct qm_catalog *c, struct qc_node *n)
 {
 	for (uint32_t i = 0; i < n->nkids; i++)
 		free_node(c, n->kids[i]);
-	if (n->is_dir && n != &c->root)
+	if ((n->is_dir || n->is_alias) && n != &c->root)
 		c->dirs[n->dir_index] = NULL;
+	if (n->is_alias)
+		c->naliases--;
 	free(n->kids);
+	free(n->target);
 	if (n != &c->root) {
 		free(n->name);
 		free(n);
 	}
+}
+
+/*
+ * An alias entry: a node id of slot 0 like a directory's, never reused, so
+ * that a changed target is a new symlink to the kernel, which caches the
+ * text of each.
+ */
+static struct qc_node *add_alias(struct qm_catalog *c, struct qc_node *dir, const char *name, const char *target)
+{
+	char *t = strdup(target);
+	struct qc_node *n = t ? add_kid(c, dir, name, true) : NULL;
+
+	if (!n) {
+		free(t);
+		return NULL;
+	}
+	n->is_dir = false;
+	n->is_alias = true;
+	n->target = t;
+	c->naliases++;
+	return n;
 }
 
 /* Take 'n' out of its parent; its image versions stay in their slots. */
@@ -908,6 +944,9 @@ struct item {                       /* one image as a listing gives it */
 	int64_t mtime;
 	char *etag;
 	uint32_t mode, uid, gid;
+	bool is_link;               /* a symlink named as an image: an alias, or why it is none */
+	char *alias;                /* its target's key; NULL: not served, for 'why' */
+	const char *why;
 };
 
 struct items {
@@ -967,9 +1006,28 @@ static int items_add(struct items *it, const char *key, const struct stat *st, c
 	return 0;
 }
 
+/* A symlink named as an image: its target's key, or NULL and why it is not served. */
+static int items_add_link(struct items *it, const char *key, const char *target, const char *why)
+{
+	struct item *x;
+	int err = items_add(it, key, NULL, NULL, &(struct qs_list_entry){ 0 });
+
+	if (err || it->too_many)
+		return err;
+	x = &it->v[it->n - 1];
+	x->is_link = true;
+	x->why = why;
+	if (target && !(x->alias = strdup(target)))
+		return -ENOMEM;
+	/* a changed target, or a changed reason, is a changed listing */
+	XXH3_64bits_update(it->hash, target ? target : why, strlen(target ? target : why) + 1);
+	return 0;
+}
+
 static void items_free(struct items *it)
 {
 	for (size_t i = 0; i < it->n; i++) {
+		free(it->v[i].alias);
 		free(it->v[i].key);
 		free(it->v[i].etag);
 	}
@@ -1025,6 +1083,13 @@ static bool has_magic(int dfd, const char *name)
 static bool local_image(int dfd, const char *name, const struct stat *st)
 {
 	return S_ISREG(st->st_mode) && !qc_has_control(name) && (qc_has_image_ext(name) || has_magic(dfd, name));
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
 }
 
 static int cmp_int(const void *a, const void *b)
@@ -1115,6 +1180,15 @@ static int scan_local(struct qm_catalog *c, struct walk *w, int dfd, char *prefi
 			}
 		} else if (local_image(dfd, de->d_name, &st)) {
 			err = items_add(w->out, prefix, &st, "", NULL);
+			found = 1;
+		} else if (S_ISLNK(st.st_mode) && qc_has_image_ext(de->d_name)) {
+			char target[QC_KEY_MAX + 1];
+			const char *why;
+
+			/* resolved at every listing: a changed link or target changes the alias */
+			err = qc_alias_resolve(c->root_fd, c->root_abs ? c->root_abs : "", prefix, target,
+					       sizeof(target), &why);
+			err = items_add_link(w->out, prefix, err ? NULL : target, err ? why : NULL);
 			found = 1;
 		}
 		prefix[plen] = '\0';
@@ -1222,8 +1296,9 @@ static int cmp_item(const void *a, const void *b)
 static bool listed(const struct items *all, const char *key)
 {
 	struct item probe = { .key = (char *)key };
+	const struct item *x = all ? bsearch(&probe, all->v, all->n, sizeof(*all->v), cmp_item) : NULL;
 
-	return all && bsearch(&probe, all->v, all->n, sizeof(*all->v), cmp_item) != NULL;
+	return x && !x->is_link;
 }
 
 /*
@@ -1254,7 +1329,10 @@ static struct qc_node *key_dir(struct qm_catalog *c, char *key, char **last, int
 		if (++depth > QC_DEPTH_MAX || strcmp(comp, ".") == 0 || strcmp(comp, "..") == 0)
 			return NULL;
 		n = find_kid(dir, comp);
-		if (n && !n->is_dir) {
+		if (n && n->is_alias) {
+			remove_kid(c, n);       /* a directory wins over an alias too */
+			n = NULL;
+		} else if (n && !n->is_dir) {
 			/* a directory wins over an image of its name, whichever the listing gave first */
 			if (listed(all, n->cur->key))
 				shadow(c, n->cur->key, "a directory of the same name");
@@ -1305,6 +1383,8 @@ static int merge_item(struct qm_catalog *c, const struct item *x, const struct i
 	struct qc_image *im;
 	int err;
 
+	if (x->is_link)
+		return 0;               /* merge_alias(), once every image has its name */
 	snprintf(key, sizeof(key), "%s", x->key);
 	dir = key_dir(c, key, &comp, &err, all);
 	if (!dir)
@@ -1313,6 +1393,10 @@ static int merge_item(struct qm_catalog *c, const struct item *x, const struct i
 	if (!qc_image_name_ok(comp))
 		return 0;
 	n = find_kid(dir, comp);
+	if (n && n->is_alias) {
+		remove_kid(c, n);       /* an image wins over an alias of its name */
+		n = NULL;
+	}
 	/* of two keys of one name, the one that has it keeps it; else the first in key order */
 	if (n && (n->is_dir || n->seen || (strcmp(n->cur->key, x->key) != 0 && listed(all, n->cur->key)))) {
 		shadow(c, x->key, n->is_dir ? "a directory of the same name" : "another image of the same name");
@@ -1358,6 +1442,128 @@ static int merge_item(struct qm_catalog *c, const struct item *x, const struct i
 	return 0;
 }
 
+/* A symlink named as an image that is no alias: the first few kept for the status, all hashed. */
+static void unserved(struct qm_catalog *c, const char *key, const char *why)
+{
+	char line[sizeof(c->unserved[0])];
+	uint64_t h;
+
+	snprintf(line, sizeof(line), "%s: %s", key, why);
+	if (c->nunserved < QC_SHADOWED_SHOWN)
+		memcpy(c->unserved[c->nunserved], line, sizeof(line));
+	c->nunserved++;
+	h = XXH3_64bits(line, strlen(line));
+	if (c->nnow_unserved == c->now_cap) {
+		size_t cap = c->now_cap ? c->now_cap * 2 : 16;
+		void *p = realloc(c->now_unserved, cap * sizeof(h));
+
+		if (!p)
+			return;         /* not remembered: logged again next time, no worse */
+		c->now_unserved = p;
+		c->now_cap = cap;
+	}
+	c->now_unserved[c->nnow_unserved++] = h;
+	if (c->was_unserved && bsearch(&h, c->was_unserved, c->nwas_unserved, sizeof(h), cmp_u64))
+		return;
+	if (c->nnewly < QC_SHADOWED_SHOWN)
+		memcpy(c->newly[c->nnewly], line, sizeof(line));
+	c->nnewly++;
+}
+
+/* The symlinks this merge found unserved become the ones the next compares with; the new ones are logged. */
+static void log_unserved(struct qm_catalog *c)
+{
+	uint64_t *p = c->was_unserved;
+	size_t cap = c->was_cap;
+
+	if (c->nnow_unserved)
+		qsort(c->now_unserved, c->nnow_unserved, sizeof(*c->now_unserved), cmp_u64);
+	c->was_unserved = c->now_unserved;
+	c->nwas_unserved = c->nnow_unserved;
+	c->was_cap = c->now_cap;
+	c->now_unserved = p;
+	c->now_cap = cap;
+	c->nnow_unserved = 0;
+	for (size_t i = 0; i < c->nnewly && i < QC_SHADOWED_SHOWN; i++)
+		qm_log(c->fs, "catalog: %s: symlink not served: %s", c->fs->name, c->newly[i]);
+	if (c->nnewly > QC_SHADOWED_SHOWN)
+		qm_log(c->fs, "catalog: %s: %zu more symlinks not served", c->fs->name, c->nnewly - QC_SHADOWED_SHOWN);
+	c->nnewly = 0;
+}
+
+/* The node of the image whose key is 'key', if that key has the name: NULL if not. */
+static struct qc_node *image_node(struct qm_catalog *c, const char *key)
+{
+	char buf[QC_KEY_MAX + 1], *comp, *next, *save = NULL;
+	struct qc_node *n = &c->root;
+
+	snprintf(buf, sizeof(buf), "%s", key);
+	for (comp = strtok_r(buf, "/", &save); comp && n; comp = next) {
+		next = strtok_r(NULL, "/", &save);
+		if (!next)
+			qc_strip_ext(comp);
+		n = n->is_dir ? find_kid(n, comp) : NULL;
+	}
+	return n && !n->is_dir && !n->is_alias && strcmp(n->cur->key, key) == 0 ? n : NULL;
+}
+
+/*
+ * One listed symlink into the tree, after every image (c->lock held for
+ * writing): an alias entry if its target is an image with a name of its
+ * own, else a line of the status saying why not.  A name an image or a
+ * directory has stays theirs.
+ */
+static int merge_alias(struct qm_catalog *c, const struct item *x, const struct items *all)
+{
+	char key[QC_KEY_MAX + 1], from[QC_KEY_MAX + 1], to[QC_KEY_MAX + 1], text[3 * QC_KEY_MAX + 1], *comp = NULL;
+	struct qc_node *dir, *n;
+	int err;
+
+	if (!x->alias) {
+		unserved(c, x->key, x->why);
+		return 0;
+	}
+	if (!image_node(c, x->alias)) {
+		unserved(c, x->key, "its target is no image this catalog serves");
+		return 0;
+	}
+	snprintf(from, sizeof(from), "%s", x->key);
+	qc_strip_ext(from);
+	snprintf(to, sizeof(to), "%s", x->alias);
+	qc_strip_ext(to);
+	if (qc_alias_relative(from, to, text, sizeof(text)) != 0) {
+		unserved(c, x->key, "its target's name is too long");
+		return 0;
+	}
+	snprintf(key, sizeof(key), "%s", x->key);
+	dir = key_dir(c, key, &comp, &err, all);
+	if (!dir)
+		return err;
+	qc_strip_ext(comp);
+	if (!qc_image_name_ok(comp))
+		return 0;
+	n = find_kid(dir, comp);
+	if (n && (!n->is_alias || n->seen)) {
+		shadow(c, x->key, n->is_dir ? "a directory of the same name" :
+			  n->is_alias ? "another alias of the same name" : "an image of the same name");
+		return 0;
+	}
+	if (n && strcmp(n->target, text) == 0) {
+		n->seen = true;
+		return 0;
+	}
+	if (n)
+		remove_kid(c, n);
+	n = add_alias(c, dir, comp, text);
+	if (!n)
+		return -ENOMEM;
+	n->seen = true;
+	queue_notice(c, dir, comp);
+	c->changed = time(NULL);
+	atomic_fetch_add(&c->epoch, 1);
+	return 0;
+}
+
 static void clear_seen(struct qc_node *dir)
 {
 	for (uint32_t i = 0; i < dir->nkids; i++) {
@@ -1377,7 +1583,7 @@ static void drop_unseen(struct qm_catalog *c, struct qc_node *dir)
 			drop_unseen(c, n);
 		if (n->seen && !(n->is_dir && n->nkids == 0))
 			continue;
-		if (!n->is_dir) {
+		if (!n->is_dir && !n->is_alias) {
 			supersede(c, n->cur);
 			c->nimages--;
 		}
@@ -1404,12 +1610,19 @@ static int merge(struct qm_catalog *c, struct items *items)
 	c->slots_short = 0;
 	pthread_rwlock_wrlock(&c->lock);
 	c->nshadowed = 0;
+	c->nunserved = 0;
+	c->nnow_unserved = c->nnewly = 0;
 	clear_seen(&c->root);
 	for (size_t i = 0; !err && i < items->n; i++)
 		err = merge_item(c, &items->v[i], items);
+	for (size_t i = 0; !err && i < items->n; i++)
+		if (items->v[i].is_link)
+			err = merge_alias(c, &items->v[i], items);
 	if (!err)
 		drop_unseen(c, &c->root);
 	pthread_rwlock_unlock(&c->lock);
+	if (!err)
+		log_unserved(c);
 	if (c->nshadowed && c->nshadowed != shadowed_before)
 		qm_log(c->fs, "catalog: %s: %zu images have no name of their own, first %s; a directory wins over "
 		       "an image, and the first key listed over the next", c->fs->name, c->nshadowed, c->shadowed[0]);
@@ -1626,6 +1839,17 @@ static void image_attr(const struct qm_catalog *c, const struct qc_image *im, st
 
 static void node_attr(const struct qm_catalog *c, const struct qc_node *n, struct qc_attr *a)
 {
+	if (n->is_alias) {
+		memset(a, 0, sizeof(*a));
+		a->is_alias = true;
+		a->nodeid = dir_nodeid(n);
+		a->ino = a->nodeid;
+		a->mtime = c->changed;
+		a->nlink = 1;
+		a->mode = 0777;
+		a->size = strlen(n->target);
+		return;
+	}
 	if (!n->is_dir) {
 		image_attr(c, n->cur, a);
 		return;
@@ -1641,11 +1865,36 @@ static void node_attr(const struct qm_catalog *c, const struct qc_node *n, struc
 		a->nlink += n->kids[i]->is_dir;
 }
 
-static struct qc_node *dir_of(struct qm_catalog *c, fuse_ino_t nodeid)
+/* The directory or alias a node id of slot 0 names. */
+static struct qc_node *node_of(struct qm_catalog *c, fuse_ino_t nodeid)
 {
 	if (nodeid == 0 || nodeid > c->ndirs)
 		return NULL;
 	return c->dirs[nodeid - 1];
+}
+
+static struct qc_node *dir_of(struct qm_catalog *c, fuse_ino_t nodeid)
+{
+	struct qc_node *n = node_of(c, nodeid);
+
+	return n && n->is_dir ? n : NULL;
+}
+
+int qc_alias_text(struct qm_catalog *c, fuse_ino_t nodeid, char *buf, size_t size)
+{
+	struct qc_node *n;
+	int err = -EINVAL;
+
+	pthread_rwlock_rdlock(&c->lock);
+	n = node_of(c, nodeid);
+	if (!n)
+		err = -ENOENT;
+	else if (n->is_alias && strlen(n->target) < size) {
+		strcpy(buf, n->target);
+		err = 0;
+	}
+	pthread_rwlock_unlock(&c->lock);
+	return err;
 }
 
 int qc_dir_attr(struct qm_catalog *c, fuse_ino_t nodeid, struct qc_attr *out)
@@ -1653,7 +1902,7 @@ int qc_dir_attr(struct qm_catalog *c, fuse_ino_t nodeid, struct qc_attr *out)
 	struct qc_node *d;
 
 	pthread_rwlock_rdlock(&c->lock);
-	d = dir_of(c, nodeid);
+	d = node_of(c, nodeid);
 	if (d)
 		node_attr(c, d, out);
 	pthread_rwlock_unlock(&c->lock);
@@ -1684,7 +1933,7 @@ static int lookup_locked(struct qm_catalog *c, fuse_ino_t parent, const char *na
 		err = -ESTALE;
 	} else if ((n = find_kid(d, name))) {
 		node_attr(c, n, out);
-		if (!n->is_dir)
+		if (!n->is_dir && !n->is_alias)
 			atomic_fetch_add(&n->cur->lookups, 1);
 		err = 0;
 	}
@@ -1697,7 +1946,7 @@ bool qc_lookup_ref(struct qm_catalog *c, const struct qc_attr *a, uint64_t seria
 	struct qc_image *im;
 	bool ok;
 
-	if (a->is_dir)
+	if (a->is_dir || a->is_alias)
 		return true;
 	/* the slot lock keeps reclaim() from taking the slot between the look and the count */
 	pthread_mutex_lock(&c->slot_lock);
@@ -1855,7 +2104,7 @@ int qc_list(struct qm_catalog *c, fuse_ino_t nodeid, struct qc_listing **out)
 			break;
 		}
 		node_attr(c, d->kids[i], &l->attrs[i]);
-		l->serials[i] = d->kids[i]->is_dir ? 0 : d->kids[i]->cur->serial;
+		l->serials[i] = d->kids[i]->is_dir || d->kids[i]->is_alias ? 0 : d->kids[i]->cur->serial;
 		l->count++;
 	}
 out:
@@ -1940,6 +2189,8 @@ static void status_node(struct text *t, const struct qc_node *n, char *path, siz
 			path[plen + len] = '/';
 			path[plen + len + 1] = '\0';
 			status_node(t, k, path, plen + len + 1, now);
+		} else if (k->is_alias) {
+			/* shown before the column names, by status_aliases() */
 		} else {
 			struct qc_image *im = k->cur;
 			const char *state;
@@ -1955,6 +2206,31 @@ static void status_node(struct text *t, const struct qc_node *n, char *path, siz
 			tescape(t, im->error && im->reason ? im->reason : "-");
 			tprintf(t, "\n");
 			pthread_mutex_unlock(&im->lock);
+		}
+		path[plen] = '\0';
+	}
+}
+
+/* "# alias NAME -> TARGET" for each alias, as readlink gives TARGET. */
+static void status_aliases(struct text *t, const struct qc_node *n, char *path, size_t plen)
+{
+	for (uint32_t i = 0; i < n->nkids; i++) {
+		const struct qc_node *k = n->kids[i];
+		size_t len = strlen(k->name);
+
+		if (plen + len + 2 > QC_KEY_MAX || (!k->is_dir && !k->is_alias))
+			continue;
+		memcpy(path + plen, k->name, len + 1);
+		if (k->is_dir) {
+			path[plen + len] = '/';
+			path[plen + len + 1] = '\0';
+			status_aliases(t, k, path, plen + len + 1);
+		} else {
+			tprintf(t, "# alias ");
+			tescape(t, path);
+			tprintf(t, " -> ");
+			tescape(t, k->target);
+			tprintf(t, "\n");
 		}
 		path[plen] = '\0';
 	}
@@ -2003,6 +2279,15 @@ char *qc_status(struct qm_catalog *c, size_t *len)
 	}
 	if (c->nshadowed > QC_SHADOWED_SHOWN)
 		tprintf(&t, "# no name of their own: %zu more\n", c->nshadowed - QC_SHADOWED_SHOWN);
+	for (size_t i = 0; i < c->nunserved && i < QC_SHADOWED_SHOWN; i++) {
+		tprintf(&t, "# not served: ");
+		tescape(&t, c->unserved[i]);
+		tprintf(&t, "\n");
+	}
+	if (c->nunserved > QC_SHADOWED_SHOWN)
+		tprintf(&t, "# not served: %zu more\n", c->nunserved - QC_SHADOWED_SHOWN);
+	if (c->naliases)
+		status_aliases(&t, &c->root, path, 0);
 	tprintf(&t, "# name\tstate\tversion\tsize\topen_files\treads\tbytes_read\tidle_s\tetag\terror\n");
 	status_node(&t, &c->root, path, 0, now);
 	pthread_rwlock_unlock(&c->lock);
@@ -2140,6 +2425,7 @@ int qc_create(struct qm_fs *fs, struct qm_catalog **out)
 			qc_destroy(c);
 			return err;
 		}
+		c->root_abs = realpath(c->spec, NULL);  /* NULL: absolute alias targets are refused */
 		c->inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 	}
 	err = refresh(c);
@@ -2203,6 +2489,9 @@ void qc_destroy(struct qm_catalog *c)
 		close(c->wake[1]);
 	}
 	free(c->base);
+	free(c->root_abs);
+	free(c->was_unserved);
+	free(c->now_unserved);
 	qc_ctl_destroy(c->ctl);
 	pthread_rwlock_destroy(&c->lock);
 	pthread_mutex_destroy(&c->list_lock);
@@ -2289,6 +2578,8 @@ int qc_model_find(struct qm_catalog *c, const char *path, const char **key, uint
 		return 0;
 	if (n->is_dir)
 		return 1;
+	if (n->is_alias)
+		return 0;
 	*key = n->cur->key;
 	*version = n->cur->version;
 	*slot = n->cur->slot;

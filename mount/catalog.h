@@ -90,6 +90,8 @@ struct qc_image *qc_slot(struct qm_catalog *c, uint32_t slot);
 struct qc_attr {
 	fuse_ino_t nodeid;
 	bool is_dir;                /* a catalog directory, not an image */
+	bool is_alias;              /* a symlink to an image of the catalog (catalog_alias.c) */
+	uint64_t size;              /* an alias's: the length of its text */
 	uint64_t ino;
 	int64_t mtime;
 	uint32_t nlink;
@@ -106,7 +108,9 @@ struct qc_listing {                 /* a snapshot of one catalog directory, for 
 	uint64_t self_ino, parent_ino;
 };
 
-/* The catalog directory node id (slot 0) names, or -ENOENT. */
+/* The text of the alias node id (slot 0) names: 0, -ENOENT, or -EINVAL for no alias. */
+int qc_alias_text(struct qm_catalog *c, fuse_ino_t nodeid, char *buf, size_t size);
+/* The catalog directory or alias node id (slot 0) names, or -ENOENT. */
 int qc_dir_attr(struct qm_catalog *c, fuse_ino_t nodeid, struct qc_attr *out);
 /*
  * 'name' in catalog directory 'parent'; an image's node id comes with one

@@ -25,6 +25,25 @@ void qc_strip_ext(char *name);
 /* A name an image may take (after qc_strip_ext): not empty, ".", "..", a control file's, no control bytes. */
 bool qc_image_name_ok(const char *name);
 
+#define QC_KEY_MAX 1024             /* bytes of a key (a path below the catalog) */
+
+/* Symlinks an alias's target is resolved through, at most. */
+#define QC_ALIAS_HOPS 8
+/* The rest of absolute path 'abs' below directory 'root' ("" for root itself); NULL: not below it. */
+const char *qc_alias_inside(const char *root, const char *abs);
+/*
+ * The relative symlink text that leads from the entry at path 'from' to
+ * the one at 'to' (both "dir/name" below the same root): 0 or -ENAMETOOLONG.
+ */
+int qc_alias_relative(const char *from, const char *to, char *out, size_t size);
+/*
+ * The key of the regular file the symlink at 'key' leads to, resolved one
+ * name at a time from 'root_fd' (the catalog's root, whose absolute path is
+ * 'root') with O_NOFOLLOW, through at most QC_ALIAS_HOPS symlinks, never
+ * above the root.  0, or -errno with *why saying what is wrong.
+ */
+int qc_alias_resolve(int root_fd, const char *root, const char *key, char *out, size_t size, const char **why);
+
 /* One image as a listing gives it; etag NULL or "" for none. */
 struct qc_listed {
 	const char *key;

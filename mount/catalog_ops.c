@@ -38,7 +38,8 @@ static void catalog_stat(const struct qm_fs *fs, const struct qc_attr *a, struct
 {
 	memset(st, 0, sizeof(*st));
 	st->st_ino = a->ino;
-	st->st_mode = S_IFDIR | a->mode;
+	st->st_mode = (a->is_alias ? S_IFLNK : S_IFDIR) | a->mode;
+	st->st_size = (off_t)a->size;
 	st->st_nlink = a->nlink;
 	st->st_uid = fs->opt->uid_set ? fs->opt->uid : a->own ? a->uid : getuid();
 	st->st_gid = fs->opt->gid_set ? fs->opt->gid : a->own ? a->gid : getgid();
@@ -119,7 +120,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	e.attr_timeout = a.is_dir ? QC_DIR_ATTR_TIMEOUT : QM_CACHE_TIMEOUT;
 	catalog_stat(fs, &a, &e.attr);
 	/* qc_lookup() counted an image's lookup; a reply the kernel never took is none */
-	if (fuse_reply_entry(req, &e) != 0 && !a.is_dir)
+	if (fuse_reply_entry(req, &e) != 0 && !a.is_dir && !a.is_alias)
 		qc_forget(fs->catalog, a.nodeid, 1);
 }
 
@@ -158,6 +159,16 @@ static void op_readlink(fuse_req_t req, fuse_ino_t nodeid)
 {
 	struct qc_image *im;
 
+	if (qc_slot_of(nodeid) == 0 && !is_ctl(nodeid)) {
+		char text[4 * 1024];
+		int err = qc_alias_text(fs_of(req)->catalog, nodeid, text, sizeof(text));
+
+		if (err)
+			fuse_reply_err(req, -err);
+		else
+			fuse_reply_readlink(req, text);
+		return;
+	}
 	if (qc_slot_of(nodeid) == 0 || is_image_root(nodeid)) {
 		fuse_reply_err(req, EINVAL);
 		return;
@@ -298,7 +309,7 @@ static size_t add_catalog_entry(fuse_req_t req, const struct qc_listing *l, size
 		e.ino = a->nodeid;
 		e.entry_timeout = QM_CACHE_TIMEOUT;
 		e.attr_timeout = a->is_dir ? QC_DIR_ATTR_TIMEOUT : QM_CACHE_TIMEOUT;
-		*counted = a->is_dir ? 0 : a->nodeid;
+		*counted = a->is_dir || a->is_alias ? 0 : a->nodeid;
 	}
 	return fuse_add_direntry_plus(req, buf, room, name, &e, (off_t)(i + 1));
 }

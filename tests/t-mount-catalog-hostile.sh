@@ -18,12 +18,14 @@
 #    a SKIP line for each of its six checks where the kernel has no such
 #    switch).
 # 3. A catalog directory of hostile entries: symlinks named *.sqfs (to a
-#    good image, to /etc/shadow, to the catalog), a FIFO, character and
-#    block devices and a socket named *.sqfs, a symlink loop in a
-#    subdirectory, a hidden image, and images named with a newline and an
-#    ESC.  None but the images may be listed (nor the two whose names hold
-#    a control character), no lookup may hang, and the daemon must never
-#    open the FIFO, the devices or a symlink's target (inotify IN_OPEN).
+#    good image outside the catalog, to /etc/shadow, to the catalog), a
+#    FIFO, character and block devices and a socket named *.sqfs, a
+#    symlink loop in a subdirectory, a hidden image, and images named with
+#    a newline and an ESC.  None but the images may be listed (nor the two
+#    whose names hold a control character), and the one alias, a symlink to
+#    the good image inside the catalog, as a symlink to it; no lookup may
+#    hang, and the daemon must never open the FIFO, the devices or a
+#    symlink's target outside the catalog (inotify IN_OPEN).
 # 4. Hand-made images (corrupt.py patch, as t-corrupt.sh makes them): a
 #    directory that contains the root again, an entry named "..", a name
 #    with a '/', two entries of one name: each walk ends, with EIO or a
@@ -412,7 +414,9 @@ if serve x "$X/cat"; then
 	sub=$(names "$H/x.mp/sub")
 	check "3: the image in the subdirectory is listed, none of its symlinks ($(tr '\n' ' ' <<<"$sub"))" \
 		[ "$sub" = inner ]
-	for n in x alias shadow loop; do
+	check "3: the symlink alias.sqfs to the good image in the catalog is an alias: alias -> good" \
+		eval 'listed alias && [ "$(readlink "$H/x.mp/alias")" = good ]'
+	for n in x shadow loop; do
 		check "3: the symlink $n.sqfs is not listed" not_listed "$n"
 	done
 	for n in fifo null blk sock; do
@@ -422,7 +426,7 @@ if serve x "$X/cat"; then
 	# These two fail until the daemon skips names with control characters.
 	check "3: the name with a newline is not listed" no_name_with '\n'
 	check "3: the name with an ESC is not listed" no_name_with '\x1b'
-	for p in x alias shadow loop fifo null blk sock .x x.sqfs fifo.sqfs null.sqfs blk.sqfs sub/up sub/self \
+	for p in x shadow loop fifo null blk sock .x x.sqfs fifo.sqfs null.sqfs blk.sqfs sub/up sub/self \
 		sub/again x/dir fifo/dir null/dir blk/dir shadow/dir loop/good sub/up/good sub/again/inner; do
 		t0=$(date +%s%N)
 		res=$(lookup "$H/x.mp/$p")

@@ -258,3 +258,119 @@ check "10,000 entries listed ($n)" [ "$n" = 10000 ]
 check "10,000 entries cost $(( (${big:-0} - ${base:-0}) / 1024 )) MiB before any is opened (at most 10; ${base:-no} KiB empty, ${big:-no} KiB full)" \
 	bash -c "[ '${base:-0}' -gt 1024 ] && [ '${big:-0}' -ge '${base:-0}' ] && [ $((${big:-0} - ${base:-0})) -le 10240 ]"
 rm -rf "$C/big"
+
+# ---- aliases ------------------------------------------------------------------
+# A symlink named as an image whose target, resolved from the catalog's root
+# one name at a time, is an image of the catalog is a symlink entry NAME ->
+# the target's name: the kernel follows it to the one image.  Leaving the
+# root (by .. or an absolute path), a loop, a dangling target or one that is
+# no image is not served: a "# not served:" status line and one log line say
+# why.  Every listing resolves them again.  The kernel's own mount of each
+# target is the oracle for what reads through an alias; inotify (IN_OPEN,
+# IN_ACCESS) on the directory outside the root shows the daemon never opens
+# anything there.
+A=$C/alias
+rm -rf "$A" && mkdir -p "$A/cat/sub" "$A/cat/v" "$A/outside" "$A/mp"
+cp "$C/cat/img3.sqfs" "$A/cat/v/gcc-13.2.sqfs"
+cp "$C/cat/img4.sqfs" "$A/cat/gcc-14.sqfs"
+cp "$C/cat/img5.sqfs" "$A/outside/secret.sqfs"
+cp "$C/cat/img6.sqfs" "$A/gcc-14-new.sqfs"
+echo "not an image" >"$A/cat/notes.txt"
+ln -s v/gcc-13.2.sqfs "$A/cat/gcc-latest.sqfs"         # relative, into a subdirectory
+ln -s ../v/gcc-13.2.sqfs "$A/cat/sub/rel.sqfs"         # in a subdirectory: up, then down again
+ln -s "$A/cat/gcc-14.sqfs" "$A/cat/abs.sqfs"           # absolute, inside the root
+ln -s gcc-latest.sqfs "$A/cat/chain.sqfs"              # a chain of two
+ln -s loop2.sqfs "$A/cat/loop1.sqfs"
+ln -s loop1.sqfs "$A/cat/loop2.sqfs"
+ln -s ../outside/secret.sqfs "$A/cat/up.sqfs"          # leaves the root by ..
+ln -s "$A/outside/secret.sqfs" "$A/cat/out.sqfs"       # leaves it by an absolute path
+ln -s notes.txt "$A/cat/text.sqfs"                     # a regular file, no image
+ln -s v "$A/cat/dir.sqfs"
+ln -s missing.sqfs "$A/cat/dangling.sqfs"
+kmount "$A/cat/v/gcc-13.2.sqfs" "$A/k13" || not_ok "kernel mount of gcc-13.2"
+kmount "$A/cat/gcc-14.sqfs" "$A/k14" || not_ok "kernel mount of gcc-14"
+kmount "$A/gcc-14-new.sqfs" "$A/k14new" || not_ok "kernel mount of the new gcc-14"
+
+python3 - "$A/events" "$A/outside" "$A/outside/secret.sqfs" <<'PY' &
+import ctypes, os, struct, sys
+libc = ctypes.CDLL(None, use_errno=True)
+fd = libc.inotify_init1(os.O_CLOEXEC)
+out = open(sys.argv[1], "w", buffering=1)
+for p in sys.argv[2:]:
+    if fd < 0 or libc.inotify_add_watch(fd, p.encode(), 0x20 | 0x01) < 0:     # IN_OPEN | IN_ACCESS
+        print("cannot watch %s: %s" % (p, os.strerror(ctypes.get_errno())), file=out)
+        sys.exit(1)
+print("watching", file=out)
+while True:
+    data, off = os.read(fd, 65536), 0
+    while off < len(data):
+        wd, mask, _, n = struct.unpack_from("iIII", data, off)
+        print("opened in %s (mask %#x)" % (sys.argv[1 + wd], mask), file=out)
+        off += 16 + n
+PY
+AWATCH=$!
+for _ in $(seq 50); do grep -q watching "$A/events" 2>/dev/null && break; sleep 0.1; done
+python3 -c "import os, sys; os.close(os.open(sys.argv[1], os.O_RDONLY))" "$A/outside"
+for _ in $(seq 50); do grep -q opened "$A/events" && break; sleep 0.1; done
+check "aliases: inotify sees an open in the directory outside the root ($(tr '\n' ';' <"$A/events"))" \
+	grep -q '^opened in' "$A/events"
+: >"$A/events"
+
+"$QUASH_ASAN" mount --catalog -f "$A/cat" "$A/mp" 2>"$A/daemon.log" &
+ADAEMON=$!
+QM_MOUNTS+=("f:$A/mp")
+check "aliases: quash mount --catalog mounts a directory with symlinks" wait_mounted "$A/mp"
+astatus() { cat "$A/mp/.quash-catalog"; }
+link_is() { [ "$(stat -c %F "$A/mp/$1")" = "symbolic link" ] && [ "$(readlink "$A/mp/$1")" = "$2" ]; }
+got=$(ls "$A/mp" | tr '\n' ' ')
+check "aliases: served ones are listed, the others not ($got)" [ "$got" = "abs chain gcc-14 gcc-latest sub v " ]
+check "aliases: a relative target in a subdirectory: gcc-latest -> v/gcc-13.2 ($(ls -l "$A/mp" | grep gcc-latest))" \
+	link_is gcc-latest v/gcc-13.2
+check "aliases: an alias in a subdirectory: sub/rel -> ../v/gcc-13.2 ($(ls -l "$A/mp/sub" | grep rel))" \
+	link_is sub/rel ../v/gcc-13.2
+check "aliases: an absolute target inside the root: abs -> gcc-14" link_is abs gcc-14
+check "aliases: a chain of two ends at the image: chain -> v/gcc-13.2" link_is chain v/gcc-13.2
+check "aliases: gcc-latest's tree equals the kernel's mount of its target" \
+	env QM_COMPARE=catalog bash -c "$(declare -f compare_trees); compare_trees '$A/k13' '$A/mp/gcc-latest/'"
+check "aliases: so does sub/rel's" \
+	env QM_COMPARE=catalog bash -c "$(declare -f compare_trees); compare_trees '$A/k13' '$A/mp/sub/rel/'"
+check "aliases: and abs's, of gcc-14" \
+	env QM_COMPARE=catalog bash -c "$(declare -f compare_trees); compare_trees '$A/k14' '$A/mp/abs/'"
+one_open() { [ "$(astatus | awk -F'\t' '!/^#/ && $2 == "open"' | wc -l)" = 2 ] &&
+	[ "$(stat -c %i "$A/mp/chain/.")" = "$(stat -c %i "$A/mp/v/gcc-13.2/.")" ]; }
+check "aliases: an alias opens no image of its own: 2 open for 4 aliases and 2 images, one inode" one_open
+for n in loop1:"lies beyond more than 8 symlinks" up:"leaves the catalog's root" out:"is outside the catalog's root" \
+	text:"is no image this catalog serves" dir:"is a directory, not an image" dangling:"does not exist"; do
+	check "aliases: ${n%%:*}.sqfs is not served: stat fails, the status says its target ${n#*:}" \
+		bash -c '! stat "$1" 2>/dev/null && grep -q "^# not served: $2: its target $3" <<<"$4"' _ \
+		"$A/mp/${n%%:*}" "${n%%:*}.sqfs" "${n#*:}" "$(astatus)"
+done
+check "aliases: quash catalog ls shows each alias" \
+	bash -c '[ "$("$1" catalog ls "$2" | grep -c "^# alias ")" = 4 ] && "$1" catalog ls "$2" | grep -qxF "# alias sub/rel -> ../v/gcc-13.2"' \
+	_ "$QUASH" "$A/mp"
+
+# Live: the symlink changed, its target replaced, then removed.
+ln -s gcc-14.sqfs "$A/cat/.new" && mv -T "$A/cat/.new" "$A/cat/gcc-latest.sqfs"
+check "aliases: a symlink changed live is the new alias (gcc-latest -> gcc-14), the chain too" \
+	eventually bash -c "$(declare -f link_is); A='$A'; link_is gcc-latest gcc-14 && link_is chain gcc-14"
+check "aliases: ... and reads as the kernel's mount of the new target" \
+	env QM_COMPARE=catalog bash -c "$(declare -f compare_trees); compare_trees '$A/k14' '$A/mp/gcc-latest/'"
+cp "$A/gcc-14-new.sqfs" "$A/cat/.gcc-14" && mv "$A/cat/.gcc-14" "$A/cat/gcc-14.sqfs"
+check "aliases: its target replaced live, an alias reads the new image as the kernel mounts it" \
+	eventually env QM_COMPARE=catalog bash -c "$(declare -f compare_trees); compare_trees '$A/k14new' '$A/mp/abs/'"
+rm "$A/cat/gcc-14.sqfs"
+gone() { [ "$(ls "$A/mp" | tr '\n' ' ')" = "sub v " ] && astatus | grep -q '^# not served: abs.sqfs: its target does not exist'; }
+check "aliases: its target removed, every alias to it goes, and the status says why" \
+	eventually bash -c "$(declare -f gone astatus); A='$A'; gone"
+check "aliases: each symlink not served is logged once, however many listings ($(grep -c 'not served' "$A/daemon.log") lines)" \
+	bash -c '[ "$(grep -c "symlink not served: up.sqfs:" "$1")" = 1 ] && [ "$(grep -c "symlink not served: abs.sqfs:" "$1")" = 1 ]' \
+	_ "$A/daemon.log"
+sleep 0.5
+kill "$AWATCH" 2>/dev/null
+wait "$AWATCH" 2>/dev/null
+check "aliases: the daemon opened nothing outside the root ($(head -3 "$A/events" | tr '\n' ';'))" \
+	[ ! -s "$A/events" ]
+fusermount3 -u "$A/mp"
+wait "$ADAEMON"
+check "aliases: the daemon exits cleanly after unmount (no sanitizer report)" clean_exit $? "$A/daemon.log"
+umount "$A/k13" "$A/k14" "$A/k14new" 2>/dev/null

@@ -11,13 +11,23 @@
  * changes nothing, a changed key, size, time or ETag gives the name its
  * next version in a new slot, and a superseded version's slot is taken back
  * only once nothing names it and reused only after the quarantine.
+ * Aliases: the text of the symlink entry from one name to another, the
+ * part of an absolute target below the root, and the resolution of
+ * symlinks in a scratch directory (relative, absolute, chains, loops,
+ * escapes, directories, dangling) from the root with O_NOFOLLOW walks.
  */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -246,6 +256,149 @@ static void test_slot_reuse(void **state)
 	qc_model_free(c);
 }
 
+static void test_alias_text(void **state)
+{
+	static const struct { const char *from, *to, *text; } cases[] = {
+		{ "gcc-latest", "gcc-13.2", "gcc-13.2" },
+		{ "gcc-latest", "v/gcc-13.2", "v/gcc-13.2" },
+		{ "sub/rel", "v/gcc-13.2", "../v/gcc-13.2" },
+		{ "a/b/c", "a/x", "../x" },
+		{ "a/b/c", "a/b/d", "d" },
+		{ "ab/c", "a/d", "../a/d" },         /* a shared prefix of bytes is no shared directory */
+		{ "a/c", "ab/d", "../ab/d" },
+		{ "x/y/z", "top", "../../top" },
+	};
+	char out[64];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		assert_int_equal(qc_alias_relative(cases[i].from, cases[i].to, out, sizeof(out)), 0);
+		assert_string_equal(out, cases[i].text);
+	}
+	assert_int_equal(qc_alias_relative("a/b/c/d", "x", out, 8), -ENAMETOOLONG);
+
+	assert_string_equal(qc_alias_inside("/srv/cat", "/srv/cat/a.sqfs"), "a.sqfs");
+	assert_string_equal(qc_alias_inside("/srv/cat/", "/srv/cat/d/a.sqfs"), "d/a.sqfs");
+	assert_string_equal(qc_alias_inside("/srv/cat", "/srv/cat"), "");
+	assert_string_equal(qc_alias_inside("/", "/srv/a.sqfs"), "srv/a.sqfs");
+	assert_null(qc_alias_inside("/srv/cat", "/srv/catalog/a.sqfs"));
+	assert_null(qc_alias_inside("/srv/cat", "/srv/a.sqfs"));
+	assert_null(qc_alias_inside("/srv/cat", "/etc/shadow"));
+}
+
+static char scratch[PATH_MAX];
+
+static void put(const char *rel, const char *link)
+{
+	char path[PATH_MAX + 64];
+
+	snprintf(path, sizeof(path), "%s/%s", scratch, rel);
+	if (link) {
+		assert_int_equal(symlink(link, path), 0);
+	} else {
+		int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
+
+		assert_true(fd >= 0);
+		close(fd);
+	}
+}
+
+/* Resolve 'key' in the scratch catalog: 0 and the target key, or the error and the reason. */
+static int resolve(int root, const char *key, char *out, const char **why)
+{
+	char cat[PATH_MAX + 8];
+
+	snprintf(cat, sizeof(cat), "%s/cat", scratch);
+	return qc_alias_resolve(root, cat, key, out, QC_KEY_MAX + 1, why);
+}
+
+static void test_alias_resolve(void **state)
+{
+	static const struct { const char *key; int err; const char *target; } cases[] = {
+		{ "latest.sqfs", 0, "v/img.sqfs" },
+		{ "sub/rel.sqfs", 0, "v/img.sqfs" },
+		{ "abs.sqfs", 0, "v/img.sqfs" },
+		{ "chain.sqfs", 0, "v/img.sqfs" },
+		{ "via-dir.sqfs", 0, "v/img.sqfs" },         /* through a symlink to a directory */
+		{ "dots.sqfs", 0, "v/img.sqfs" },
+		{ "loop1.sqfs", -ELOOP, NULL },
+		{ "self.sqfs", -ELOOP, NULL },
+		{ "up.sqfs", -EXDEV, NULL },
+		{ "up-deep.sqfs", -EXDEV, NULL },
+		{ "out.sqfs", -EXDEV, NULL },
+		{ "sibling.sqfs", -EXDEV, NULL },            /* /.../catalog: a longer name, not below the root */
+		{ "dangling.sqfs", -ENOENT, NULL },
+		{ "dir.sqfs", -EISDIR, NULL },
+		{ "root.sqfs", -EISDIR, NULL },
+		{ "through-file.sqfs", -ENOTDIR, NULL },
+		{ "nine.sqfs", -ELOOP, NULL },               /* a chain of 9 */
+		{ "eight.sqfs", 0, "v/img.sqfs" },           /* a chain of 8 */
+	};
+	char out[QC_KEY_MAX + 1], link[PATH_MAX + 64];
+	const char *why;
+	int root;
+
+	(void)state;
+	snprintf(scratch, sizeof(scratch), "/tmp/test_catalog.XXXXXX");
+	assert_non_null(mkdtemp(scratch));
+	snprintf(link, sizeof(link), "%s/cat", scratch);
+	assert_int_equal(mkdir(link, 0755), 0);
+	snprintf(link, sizeof(link), "%s/cat/v", scratch);
+	assert_int_equal(mkdir(link, 0755), 0);
+	snprintf(link, sizeof(link), "%s/cat/sub", scratch);
+	assert_int_equal(mkdir(link, 0755), 0);
+	put("cat/v/img.sqfs", NULL);
+	put("secret.sqfs", NULL);         /* outside the root, a name the root does not have */
+	put("cat/latest.sqfs", "v/img.sqfs");
+	put("cat/sub/rel.sqfs", "../v/img.sqfs");
+	snprintf(link, sizeof(link), "%s/cat/v/img.sqfs", scratch);
+	put("cat/abs.sqfs", link);
+	put("cat/chain.sqfs", "latest.sqfs");
+	put("cat/vv", "v");
+	put("cat/via-dir.sqfs", "vv/img.sqfs");
+	put("cat/dots.sqfs", "./sub/../v/./img.sqfs");
+	put("cat/loop1.sqfs", "loop2.sqfs");
+	put("cat/loop2.sqfs", "loop1.sqfs");
+	put("cat/self.sqfs", "self.sqfs");
+	put("cat/up.sqfs", "../secret.sqfs");
+	put("cat/up-deep.sqfs", "sub/../../secret.sqfs");
+	snprintf(link, sizeof(link), "%s/secret.sqfs", scratch);
+	put("cat/out.sqfs", link);
+	snprintf(link, sizeof(link), "%s/catalog/v/img.sqfs", scratch);
+	put("cat/sibling.sqfs", link);
+	put("cat/dangling.sqfs", "missing.sqfs");
+	put("cat/dir.sqfs", "v");
+	snprintf(link, sizeof(link), "%s/cat", scratch);
+	put("cat/root.sqfs", link);
+	put("cat/through-file.sqfs", "v/img.sqfs/x");
+	put("cat/c1.sqfs", "v/img.sqfs");
+	for (int i = 2; i <= 9; i++) {
+		char name[32], to[32];
+
+		snprintf(name, sizeof(name), "cat/c%d.sqfs", i);
+		snprintf(to, sizeof(to), "c%d.sqfs", i - 1);
+		put(name, to);
+	}
+	put("cat/eight.sqfs", "c7.sqfs");
+	put("cat/nine.sqfs", "c8.sqfs");
+	snprintf(link, sizeof(link), "%s/cat", scratch);
+	root = open(link, O_RDONLY | O_DIRECTORY);
+	assert_true(root >= 0);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int err = resolve(root, cases[i].key, out, &why);
+
+		if (err != cases[i].err)
+			fail_msg("%s: %d (%s), want %d", cases[i].key, err, why, cases[i].err);
+		if (cases[i].target)
+			assert_string_equal(out, cases[i].target);
+		else
+			assert_true(*why);
+	}
+	close(root);
+	snprintf(link, sizeof(link), "rm -rf '%s'", scratch);
+	assert_int_equal(system(link), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -255,6 +408,8 @@ int main(void)
 		cmocka_unit_test(test_name_clash),
 		cmocka_unit_test(test_versions),
 		cmocka_unit_test(test_slot_reuse),
+		cmocka_unit_test(test_alias_text),
+		cmocka_unit_test(test_alias_resolve),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,206 @@
+/*
+ * catalog_alias.c - aliases of a local catalog: a symlink NAME.sqfs (any
+ * image extension) whose target is an image of the same catalog is served
+ * as a symlink entry NAME -> the target's name (catalog.c merges them).
+ *
+ * Symlinks in the catalog's directory are anyone's input, so the target is
+ * resolved here by hand, one name at a time from the catalog's root:
+ * fstatat() and openat() with O_NOFOLLOW on directories already found
+ * inside the root, each symlink met read with readlinkat() and its text
+ * walked in turn, at most QC_ALIAS_HOPS of them.  ".." above the root, an
+ * absolute target that does not start with the root's own path, a loop or
+ * a chain too long, and anything but a regular file at the end are
+ * refused; nothing is opened but directories below the root.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "catalog.h"
+#include "catalog_model.h"
+
+/* The directory of key prefix 'dir' ("" or "a/b"), walked with O_NOFOLLOW from the root; -errno. */
+static int open_below(int root_fd, const char *dir)
+{
+	char buf[QC_KEY_MAX + 1], *name, *save = NULL;
+	int dfd = dup(root_fd);
+
+	if (dfd < 0)
+		return -errno;
+	snprintf(buf, sizeof(buf), "%s", dir);
+	for (name = strtok_r(buf, "/", &save); name; name = strtok_r(NULL, "/", &save)) {
+		int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+		close(dfd);
+		if (fd < 0)
+			return -errno;
+		dfd = fd;
+	}
+	return dfd;
+}
+
+const char *qc_alias_inside(const char *root, const char *abs)
+{
+	size_t n = strlen(root);
+
+	while (n > 1 && root[n - 1] == '/')
+		n--;
+	if (n == 1 && root[0] == '/')
+		return abs + 1;
+	if (strncmp(abs, root, n) != 0 || (abs[n] != '/' && abs[n] != '\0'))
+		return NULL;
+	return abs + n + (abs[n] == '/');
+}
+
+int qc_alias_relative(const char *from, const char *to, char *out, size_t size)
+{
+	size_t common = 0, len = 0;
+	const char *p;
+
+	/* the directories both keys share, whole components only */
+	for (size_t i = 0; from[i] && from[i] == to[i]; i++)
+		if (from[i] == '/')
+			common = i + 1;
+	out[0] = '\0';
+	for (p = from + common; (p = strchr(p, '/')); p++) {
+		if (len + 3 >= size)
+			return -ENAMETOOLONG;
+		memcpy(out + len, "../", 4);
+		len += 3;
+	}
+	if (len + strlen(to + common) >= size)
+		return -ENAMETOOLONG;
+	strcpy(out + len, to + common);
+	return 0;
+}
+
+int qc_alias_resolve(int root_fd, const char *root, const char *key, char *out, size_t size, const char **why)
+{
+	char done[QC_KEY_MAX + 1], rest[2 * PATH_MAX + 2], link[PATH_MAX + 1];
+	const char *slash = strrchr(key, '/');
+	unsigned hops = 0;
+	int dfd, err = 0;
+
+	*why = "";
+	snprintf(done, sizeof(done), "%.*s", slash ? (int)(slash - key) : 0, key);
+	snprintf(rest, sizeof(rest), "%s", slash ? slash + 1 : key);
+	dfd = open_below(root_fd, done);
+	if (dfd < 0) {
+		*why = "its directory is gone";
+		return dfd;
+	}
+	for (;;) {
+		char *comp = rest, *next = strchr(rest, '/');
+		bool replaced = false;
+		struct stat st;
+		ssize_t n;
+
+		if (next)
+			*next++ = '\0';
+		if (!*comp || strcmp(comp, ".") == 0) {
+			if (!next) {
+				*why = "its target is a directory, not an image";
+				err = -EISDIR;
+				break;
+			}
+			memmove(rest, next, strlen(next) + 1);
+			continue;
+		}
+		if (strcmp(comp, "..") == 0) {
+			char *up = strrchr(done, '/');
+
+			if (!next) {
+				*why = "its target is a directory, not an image";
+				err = -EISDIR;
+				break;
+			}
+			if (!*done) {
+				*why = "its target leaves the catalog's root";
+				err = -EXDEV;
+				break;
+			}
+			if (up)
+				*up = '\0';
+			else
+				done[0] = '\0';
+		} else if (fstatat(dfd, comp, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+			*why = "its target does not exist";
+			err = -ENOENT;
+			break;
+		} else if (S_ISLNK(st.st_mode)) {
+			const char *inside;
+
+			if (++hops > QC_ALIAS_HOPS) {
+				*why = "its target lies beyond more than 8 symlinks (a loop)";
+				err = -ELOOP;
+				break;
+			}
+			n = readlinkat(dfd, comp, link, sizeof(link) - 1);
+			if (n <= 0) {
+				*why = "its target cannot be read";
+				err = -EIO;
+				break;
+			}
+			link[n] = '\0';
+			if (link[0] == '/') {
+				if (!(inside = qc_alias_inside(root, link))) {
+					*why = "its target is outside the catalog's root";
+					err = -EXDEV;
+					break;
+				}
+				done[0] = '\0';
+			} else {
+				inside = link;
+			}
+			if (strlen(inside) + (next ? strlen(next) + 1 : 0) >= sizeof(rest)) {
+				*why = "its target's name is too long";
+				err = -ENAMETOOLONG;
+				break;
+			}
+			/* the link's text takes the link's place in what is left to walk */
+			if (next)
+				memmove(rest + strlen(inside) + 1, next, strlen(next) + 1);
+			memcpy(rest, inside, strlen(inside));
+			rest[strlen(inside)] = next ? '/' : '\0';
+			replaced = true;
+		} else if (S_ISDIR(st.st_mode) && next) {
+			size_t dl = strlen(done);
+
+			if (dl + strlen(comp) + 2 > sizeof(done)) {
+				*why = "its target's name is too long";
+				err = -ENAMETOOLONG;
+				break;
+			}
+			if (dl)
+				done[dl++] = '/';
+			memcpy(done + dl, comp, strlen(comp) + 1);
+		} else if (S_ISREG(st.st_mode) && !next) {
+			if ((size_t)snprintf(out, size, "%s%s%s", done, *done ? "/" : "", comp) >= size) {
+				*why = "its target's name is too long";
+				err = -ENAMETOOLONG;
+			}
+			break;
+		} else {
+			*why = S_ISDIR(st.st_mode) ? "its target is a directory, not an image" :
+			       next ? "its target's path goes through a file" : "its target is not a regular file";
+			err = S_ISDIR(st.st_mode) ? -EISDIR : -ENOTDIR;
+			break;
+		}
+		if (!replaced)
+			memmove(rest, next, strlen(next) + 1);      /* next is set: the last name ended the loop */
+		/* the directory walked so far, from the root again: ".." and absolute targets move it */
+		close(dfd);
+		dfd = open_below(root_fd, done);
+		if (dfd < 0) {
+			*why = "its target does not exist";
+			return dfd;
+		}
+	}
+	close(dfd);
+	return err;
+}
