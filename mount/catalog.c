@@ -2375,14 +2375,17 @@ static char *remote_base(const char *spec)
 	return strndup(spec, dir);
 }
 
-int qc_create(struct qm_fs *fs, struct qm_catalog **out)
+/*
+ * A catalog with no listing yet, its settings from 'opt': the state the
+ * daemon's qc_create() and the unit tests' qc_model_new() share.  NULL when
+ * out of memory.
+ */
+static struct qm_catalog *catalog_new(struct qm_fs *fs, const struct qm_options *opt)
 {
 	struct qm_catalog *c = calloc(1, sizeof(*c));
-	const struct qm_options *opt = fs->opt;
-	int err;
 
 	if (!c)
-		return -ENOMEM;
+		return NULL;
 	c->fs = fs;
 	c->spec = opt->image;
 	c->remote = qs_source_spec_is_remote(opt->image);
@@ -2390,29 +2393,46 @@ int qc_create(struct qm_fs *fs, struct qm_catalog **out)
 	c->idle = opt->catalog_idle ? opt->catalog_idle : QC_DEFAULT_IDLE;
 	c->refresh = opt->catalog_refresh ? opt->catalog_refresh : QC_DEFAULT_REFRESH;
 	c->open_max = opt->catalog_open_max ? opt->catalog_open_max : QC_DEFAULT_OPEN_MAX;
-	fit_descriptors(c);
-	c->file_modes = qm_has_kernel_opt(opt, "allow_other") && !opt->catalog_any_reader;
 	pthread_rwlock_init(&c->lock, NULL);
 	pthread_mutex_init(&c->list_lock, NULL);
 	pthread_mutex_init(&c->nlock, NULL);
 	pthread_mutex_init(&c->slot_lock, NULL);
 	pthread_mutex_init(&c->open_lock, NULL);
+	qs_memory_budget_init(&c->remote_memory,
+			      opt->source.memory_cache ? opt->source.memory_cache : QC_DEFAULT_REMOTE_MEMORY);
 	c->root.is_dir = true;
 	c->dirs_cap = 64;
 	c->dirs = calloc(c->dirs_cap, sizeof(*c->dirs));
 	c->slots = calloc((size_t)QC_SLOTS_MAX + 1, sizeof(*c->slots));
-	c->cache = qs_cache_create(opt->cache_bytes ? opt->cache_bytes : QS_DEFAULT_CACHE_BYTES);
-	qs_memory_budget_init(&c->remote_memory,
-			      opt->source.memory_cache ? opt->source.memory_cache : QC_DEFAULT_REMOTE_MEMORY);
 	atomic_init(&c->nslots, 1);
 	c->changed = time(NULL);
+	if (!c->dirs || !c->slots) {
+		qc_destroy(c);
+		return NULL;
+	}
+	c->dirs[c->ndirs++] = &c->root;
+	return c;
+}
+
+int qc_create(struct qm_fs *fs, struct qm_catalog **out)
+{
+	const struct qm_options *opt = fs->opt;
+	struct qm_catalog *c = catalog_new(fs, opt);
+	int err;
+
+	if (!c) {
+		fprintf(stderr, "%s: out of memory\n", opt->msgname);
+		return -ENOMEM;
+	}
+	fit_descriptors(c);
+	c->file_modes = qm_has_kernel_opt(opt, "allow_other") && !opt->catalog_any_reader;
+	c->cache = qs_cache_create(opt->cache_bytes ? opt->cache_bytes : QS_DEFAULT_CACHE_BYTES);
 	c->ctl = qc_ctl_create();
-	if (!c->dirs || !c->slots || !c->cache || !c->ctl || pipe2(c->wake, O_CLOEXEC | O_NONBLOCK) != 0) {
+	if (!c->cache || !c->ctl || pipe2(c->wake, O_CLOEXEC | O_NONBLOCK) != 0) {
 		qc_destroy(c);
 		fprintf(stderr, "%s: out of memory\n", opt->msgname);
 		return -ENOMEM;
 	}
-	c->dirs[c->ndirs++] = &c->root;
 	if (c->remote) {
 		c->base = remote_base(c->spec);
 		if (!c->base) {
@@ -2507,38 +2527,12 @@ void qc_destroy(struct qm_catalog *c)
 
 /* ---- the model without a session: for tests/unit/test_catalog.c (catalog_model.h) ---- */
 
-static const struct qm_options model_opt = { .msgname = "quash mount" };
+static const struct qm_options model_opt = { .msgname = "quash mount", .image = "model" };
 static struct qm_fs model_fs = { .opt = &model_opt, .name = (char *)"model", .log_fd = -1 };
 
 struct qm_catalog *qc_model_new(void)
 {
-	struct qm_catalog *c = calloc(1, sizeof(*c));
-
-	if (!c)
-		return NULL;
-	c->fs = &model_fs;
-	c->spec = "model";
-	c->root_fd = c->inotify_fd = c->wake[0] = c->wake[1] = -1;
-	c->idle = QC_DEFAULT_IDLE;
-	c->refresh = QC_DEFAULT_REFRESH;
-	c->open_max = QC_DEFAULT_OPEN_MAX;
-	pthread_rwlock_init(&c->lock, NULL);
-	pthread_mutex_init(&c->list_lock, NULL);
-	pthread_mutex_init(&c->nlock, NULL);
-	pthread_mutex_init(&c->slot_lock, NULL);
-	pthread_mutex_init(&c->open_lock, NULL);
-	qs_memory_budget_init(&c->remote_memory, QC_DEFAULT_REMOTE_MEMORY);
-	c->root.is_dir = true;
-	c->dirs_cap = 64;
-	c->dirs = calloc(c->dirs_cap, sizeof(*c->dirs));
-	c->slots = calloc((size_t)QC_SLOTS_MAX + 1, sizeof(*c->slots));
-	atomic_init(&c->nslots, 1);
-	if (!c->dirs || !c->slots) {
-		qc_destroy(c);
-		return NULL;
-	}
-	c->dirs[c->ndirs++] = &c->root;
-	return c;
+	return catalog_new(&model_fs, &model_opt);
 }
 
 void qc_model_free(struct qm_catalog *c)
