@@ -429,6 +429,33 @@ static int scan_tree(struct dir_scan *s, struct listed_dir *d, struct pack_srcdi
 	return err;
 }
 
+/*
+ * Open the directory 'path' (named 'shown' in messages) as a root of the
+ * data phase's walks: the tree keeps its descriptor, which opens every
+ * file below it.  Its stat into *st.
+ */
+static int add_top(struct dir_scan *s, const char *path, const char *shown, struct stat *st,
+		   struct pack_srcdir **out)
+{
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC), err;
+
+	if (fd < 0 || fstat(fd, st) < 0) {
+		err = -errno;
+		pack_error("%s: %s", shown, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return err;
+	}
+	*out = tree_srcdir_add(s->tree, NULL, "", path, st->st_dev, st->st_ino, fd);
+	if (!*out) {
+		close(fd);
+		pack_error("out of memory");
+		return -ENOMEM;
+	}
+	s->root_dev = st->st_dev;
+	return 0;
+}
+
 /* The source's root into 'dir': its metadata and xattrs, then the walk below it. */
 static int scan_root(struct dir_scan *s, const char *source, char *path, size_t len)
 {
@@ -441,22 +468,10 @@ static int scan_root(struct dir_scan *s, const char *source, char *path, size_t 
 	struct stat st;
 	int fd, err;
 
-	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &st) < 0) {
-		err = -errno;
-		pack_error("%s: %s", source, strerror(errno));
-		if (fd >= 0)
-			close(fd);
+	err = add_top(s, path, source, &st, &top);
+	if (err)
 		return err;
-	}
-	/* The tree takes the root's descriptor: the data phase opens everything through it. */
-	top = tree_srcdir_add(t, NULL, "", path, st.st_dev, st.st_ino, fd);
-	if (!top) {
-		close(fd);
-		pack_error("out of memory");
-		return -ENOMEM;
-	}
-	s->root_dev = st.st_dev;
+	fd = top->root_fd;
 	if (set_metadata(t, &root_meta, &st) < 0)
 		return -ENOMEM;
 	if (o->xattrs && scan_pool_fd_xattrs(s->pool, fd, &root_xattrs) < 0)
@@ -535,7 +550,7 @@ int scan_file(struct pack_tree *t, const char *source, const struct scan_options
 	size_t dlen = !slash ? 1 : slash == source ? 1 : (size_t)(slash - source);
 	struct pack_srcdir *sd;
 	struct stat st;
-	int fd, err = -ENOMEM;
+	int err = -ENOMEM;
 
 	if (!path || !s || scan_pool_start(&s->pool, o) < 0) {
 		pack_error("out of memory");
@@ -552,22 +567,9 @@ int scan_file(struct pack_tree *t, const char *source, const struct scan_options
 	memcpy(path, !slash ? "." : source, dlen);
 	path[dlen] = '\0';
 	/* The file is opened through its directory, as every other file is. */
-	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &st) < 0) {
-		err = -errno;
-		pack_error("%s: %s", path, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		goto out;
-	}
-	sd = tree_srcdir_add(t, NULL, "", path, st.st_dev, st.st_ino, fd);
-	if (!sd) {
-		close(fd);
-		pack_error("out of memory");
-		goto out;
-	}
-	s->root_dev = st.st_dev;
-	err = scan_entry(s, fd, sd, t->root, name, path, dlen, dlen + 1, 0);
+	err = add_top(s, path, path, &st, &sd);
+	if (!err)
+		err = scan_entry(s, sd->root_fd, sd, t->root, name, path, dlen, dlen + 1, 0);
 out:
 	if (s) {
 		scan_pool_stop(s->pool);
