@@ -268,7 +268,7 @@ static void print_status_json(const char *text)
 			else if (col >= 2 && col <= 7)
 				printf("%s", json_integer(f) ? f : "null");
 			else
-				cli_print_json_string(stdout, f);
+				json_print_string(stdout, f);
 			f = tab ? tab + 1 : NULL;
 		}
 		printf("}");

@@ -202,7 +202,7 @@ static void print_json_comp_options(const struct qs_info *in)
 static void print_json(const char *image, const struct qs_info *in)
 {
 	fputs("{\n  \"image\": ", stdout);
-	cli_print_json_string(stdout, image);
+	json_print_string(stdout, image);
 	printf(",\n  \"offset\": %llu,\n", (unsigned long long)in->offset);
 	printf("  \"version\": \"%u.%u\",\n", in->version_major, in->version_minor);
 	printf("  \"compressor\": \"%s\",\n", in->compressor_name);

@@ -71,7 +71,7 @@ static void print_json(struct lister *l, const struct qs_inode *inode, const cha
 	l->listed_one = true;
 	cli_print_json_inode(stdout, l->path.buf, inode, target);
 	fputs(", \"name\": ", stdout);
-	cli_print_json_string(stdout, name);
+	json_print_string(stdout, name);
 	putchar('}');
 }
 

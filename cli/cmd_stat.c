@@ -85,7 +85,7 @@ static void print_json_xattr_value(const struct qs_xattr *x)
 	}
 	copy = text ? strndup((const char *)v, n) : NULL;
 	if (copy) {
-		cli_print_json_string(stdout, copy);
+		json_print_string(stdout, copy);
 		free(copy);
 		return;
 	}
@@ -110,7 +110,7 @@ static void print_json_xattrs(struct qs_image *img, const char *image, const cha
 	fputs(", \"xattrs\": {", stdout);
 	for (size_t i = 0; i < count; i++) {
 		fputs(i ? ", " : "", stdout);
-		cli_print_json_string(stdout, xattrs[i].name);
+		json_print_string(stdout, xattrs[i].name);
 		fputs(": ", stdout);
 		print_json_xattr_value(&xattrs[i]);
 	}

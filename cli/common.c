@@ -11,6 +11,8 @@
 #include <time.h>
 
 #include "common.h"
+#include "size.h"
+#include "source_opt.h"
 
 /* Longest message printed; longer ones are cut. */
 #define CLI_MESSAGE_MAX 1024
@@ -69,6 +71,29 @@ static void cli_help(const struct cli_command *cmd)
 	       cmd->help);
 }
 
+/* The remote options, by their long names: common/source_opt.c checks and stores them. */
+static int source_option(struct cli_common *co, int opt, const char *arg)
+{
+	static const struct { int opt; const char *name, *bad; } names[] = {
+		{ CLI_OPT_ENDPOINT, "endpoint", "endpoint" },
+		{ CLI_OPT_REGION, "region", "region" },
+		{ CLI_OPT_CACHE_DIR, "cache-dir", "cache directory" },
+		{ CLI_OPT_PROXY, "proxy", "proxy" },
+		{ CLI_OPT_FALLBACK, "fallback", NULL },
+		{ CLI_OPT_CACHE_DIR_LIMIT, "cache-dir-limit", "cache size" },
+		{ CLI_OPT_RETRY_SECONDS, "retry-seconds", "number of seconds" },
+	};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (names[i].opt != opt || source_opt_set(&co->source, names[i].name, arg) == 0)
+			continue;
+		if (!names[i].bad)
+			return cli_usage(co->cmd, "--fallback: '%s' is not an http://, https:// or s3:// URL", arg);
+		return cli_usage(co->cmd, "invalid %s '%s'", names[i].bad, arg);
+	}
+	return CLI_CONTINUE;
+}
+
 int cli_common_option(struct cli_common *co, int opt, const char *arg)
 {
 	switch (opt) {
@@ -76,42 +101,18 @@ int cli_common_option(struct cli_common *co, int opt, const char *arg)
 		/* unsquashfs's "-o N" and mount's "-o offset=N" mean the same. */
 		if (strncmp(arg, "offset=", 7) == 0)
 			arg += 7;
-		if (cli_parse_size(arg, &co->offset))
+		if (size_parse(arg, &co->offset))
 			return cli_usage(co->cmd, "invalid offset '%s'", arg);
 		co->offset_given = true;
 		return CLI_CONTINUE;
 	case CLI_OPT_ENDPOINT:
-		co->source.endpoint = arg;
-		return CLI_CONTINUE;
 	case CLI_OPT_REGION:
-		co->source.region = arg;
-		return CLI_CONTINUE;
 	case CLI_OPT_CACHE_DIR:
-		co->source.cache_dir = arg;
-		return CLI_CONTINUE;
 	case CLI_OPT_PROXY:
-		co->source.proxy = arg;
-		return CLI_CONTINUE;
 	case CLI_OPT_FALLBACK:
-		if (!qs_source_spec_is_remote(arg))
-			return cli_usage(co->cmd, "--fallback: '%s' is not an http://, https:// or s3:// URL", arg);
-		co->source.fallback = arg;
-		return CLI_CONTINUE;
 	case CLI_OPT_CACHE_DIR_LIMIT:
-		if (cli_parse_size(arg, &co->source.cache_dir_limit))
-			return cli_usage(co->cmd, "invalid cache size '%s'", arg);
-		return CLI_CONTINUE;
-	case CLI_OPT_RETRY_SECONDS: {
-		char *end;
-		unsigned long n;
-
-		errno = 0;
-		n = strtoul(arg, &end, 10);
-		if (errno || end == arg || *end || n == 0 || n > UINT32_MAX)
-			return cli_usage(co->cmd, "invalid number of seconds '%s'", arg);
-		co->source.retry_seconds = (unsigned)n;
-		return CLI_CONTINUE;
-	}
+	case CLI_OPT_RETRY_SECONDS:
+		return source_option(co, opt, arg);
 	case 'h':
 		cli_help(co->cmd);
 		return cli_finish_stdout(CLI_EXIT_OK);
@@ -162,32 +163,6 @@ int cli_parse_common_json(struct cli_common *co, int argc, char **argv, bool *js
 			return st;
 	}
 	return CLI_CONTINUE;
-}
-
-int cli_parse_size(const char *s, uint64_t *out)
-{
-	unsigned long long v;
-	unsigned shift = 0;
-	char *end;
-	int base = 10;
-
-	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
-		base = 16;
-	if (!isdigit((unsigned char)s[0]))
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, base);
-	if (errno || end == s)
-		return -EINVAL;
-	switch (*end) {
-	case 'k': case 'K': shift = 10; end++; break;
-	case 'm': case 'M': shift = 20; end++; break;
-	case 'g': case 'G': shift = 30; end++; break;
-	}
-	if (*end != '\0' || (shift && v > (UINT64_MAX >> shift)))
-		return -EINVAL;
-	*out = (uint64_t)v << shift;
-	return 0;
 }
 
 int cli_open_image(const struct cli_common *co, const char *image, struct qs_image **out)
@@ -338,7 +313,7 @@ static const char *json_type_name(enum qs_type type)
 void cli_print_json_inode(FILE *f, const char *path, const struct qs_inode *in, const char *target)
 {
 	fputs("{\"path\": ", f);
-	cli_print_json_string(f, path);
+	json_print_string(f, path);
 	fprintf(f, ", \"type\": \"%s\", \"inode\": %u, \"mode\": %u, \"nlink\": %u, \"uid\": %u, \"gid\": %u"
 		", \"size\": %llu, \"mtime\": %u",
 		json_type_name(in->type), in->ino, in->mode & 07777, in->nlink, in->uid, in->gid,
@@ -347,7 +322,7 @@ void cli_print_json_inode(FILE *f, const char *path, const struct qs_inode *in, 
 		fprintf(f, ", \"major\": %u, \"minor\": %u", cli_dev_major(in->rdev), cli_dev_minor(in->rdev));
 	if (target) {
 		fputs(", \"target\": ", f);
-		cli_print_json_string(f, target);
+		json_print_string(f, target);
 	}
 }
 

@@ -134,9 +134,6 @@ int cli_lookup(struct qs_image *img, const char *image, const char *path, struct
 /* Flush stdout; report a failed write (a full disk, a closed pipe) and return CLI_EXIT_ERROR. */
 int cli_finish_stdout(int status);
 
-/* Parse "123", "0x7b", "4K", "1M", "2G". */
-int cli_parse_size(const char *s, uint64_t *out);
-
 /* "quash VERSION" on stdout; returns the exit status. */
 int cli_print_version(void);
 

@@ -19,6 +19,8 @@
 #include <unistd.h>
 
 #include "catalog.h"
+#include "size.h"
+#include "source_opt.h"
 
 #define QM_MAX_READAHEAD_KB (64u << 10)
 
@@ -58,30 +60,6 @@ static int parse_u64(const char *s, uint64_t *out)
 	errno = 0;
 	*out = strtoull(s, &end, 0);
 	return errno || *end ? -EINVAL : 0;
-}
-
-/* "64M", "1G", "4096", "0x1000": bytes, spelled as the offline tools' --offset. */
-static int parse_size(const char *s, uint64_t *out)
-{
-	char *end;
-	uint64_t mult = 1;
-	int base = s[0] == '0' && (s[1] == 'x' || s[1] == 'X') ? 16 : 10;
-
-	if (*s < '0' || *s > '9')
-		return -EINVAL;
-	errno = 0;
-	*out = strtoull(s, &end, base);
-	if (errno || end == s)
-		return -EINVAL;
-	switch (*end) {
-	case 'k': case 'K': mult = 1ull << 10; end++; break;
-	case 'm': case 'M': mult = 1ull << 20; end++; break;
-	case 'g': case 'G': mult = 1ull << 30; end++; break;
-	}
-	if (*end || *out > UINT64_MAX / mult)
-		return -EINVAL;
-	*out *= mult;
-	return 0;
 }
 
 static int add_kernel_opt(struct qm_options *opt, const char *o)
@@ -143,13 +121,13 @@ static int parse_one(struct qm_options *opt, char *o)
 		return 0;
 	}
 	if (strcmp(o, "offset") == 0) {
-		if (parse_size(value, &opt->offset))
+		if (size_parse(value, &opt->offset))
 			return bad_value(opt, o, value);
 		opt->offset_given = true;
 		opt->source.image_offset = opt->offset;      /* where a profile finds the superblock */
 		opt->source.image_offset_given = true;
 	} else if (strcmp(o, "cache_size") == 0) {
-		if (parse_size(value, &n) || n > SIZE_MAX)
+		if (size_parse(value, &n) || n > SIZE_MAX)
 			return bad_value(opt, o, value);
 		opt->cache_bytes = n;
 	} else if (strcmp(o, "threads") == 0) {
@@ -190,7 +168,7 @@ static int parse_one(struct qm_options *opt, char *o)
 		opt->readahead_given = true;
 	} else if (strcmp(o, "max_read") == 0) {
 		/* squashfuse_ll passes it to the kernel; so do we, checked. */
-		if (parse_size(value, &n) || n < 4096 || n > UINT32_MAX)
+		if (size_parse(value, &n) || n < 4096 || n > UINT32_MAX)
 			return bad_value(opt, o, value);
 		opt->max_read = (unsigned)n;
 		snprintf(kopt, sizeof(kopt), "max_read=%u", opt->max_read);
@@ -207,39 +185,13 @@ static int parse_one(struct qm_options *opt, char *o)
 		opt->subdir = value;
 	} else if (strcmp(o, "notify_pipe") == 0) {
 		opt->notify_pipe = value;
-	} else if (strcmp(o, "endpoint") == 0) {
-		opt->source.endpoint = value;
-	} else if (strcmp(o, "region") == 0) {
-		opt->source.region = value;
-	} else if (strcmp(o, "cache_dir") == 0) {
-		opt->source.cache_dir = value;
-	} else if (strcmp(o, "proxy") == 0) {
-		opt->source.proxy = value;
-	} else if (strcmp(o, "fallback") == 0) {
-		if (!qs_source_spec_is_remote(value))
-			return bad_value(opt, o, value);
-		opt->source.fallback = value;
-	} else if (strcmp(o, "record") == 0 || strcmp(o, "prefetch") == 0) {
-		if (!*value)
-			return bad_value(opt, o, value);
-		*(o[0] == 'r' ? &opt->source.record : &opt->source.prefetch) = value;
-	} else if (strcmp(o, "cache_dir_limit") == 0) {
-		if (parse_size(value, &opt->source.cache_dir_limit))
-			return bad_value(opt, o, value);
-	} else if (strcmp(o, "chunk_size") == 0) {
-		if (parse_size(value, &n) || n == 0 || n > SIZE_MAX)
-			return bad_value(opt, o, value);
-		opt->source.chunk_size = n;
-	} else if (strcmp(o, "remote_cache") == 0) {
-		if (parse_size(value, &n) || n > SIZE_MAX)
-			return bad_value(opt, o, value);
-		opt->source.memory_cache = n;
-	} else if (strcmp(o, "retry_seconds") == 0) {
-		if (parse_u64(value, &n) || n > UINT32_MAX)
-			return bad_value(opt, o, value);
-		opt->source.retry_seconds = (unsigned)n;
 	} else {
-		goto unknown;
+		int err = source_opt_set(&opt->source, o, value);
+
+		if (err == -EINVAL)
+			return bad_value(opt, o, value);
+		if (err)
+			goto unknown;
 	}
 	return 0;
 unknown:

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "size.h"
 #include "pack_util.h"
 #include "squashfs_fs.h"
 #include "progress.h"
@@ -122,7 +122,7 @@ bool pack_parse_owner(const char *s, bool group, uint32_t *out)
 
 bool pack_parse_memory(const char *s, uint64_t *out)
 {
-	return cli_parse_size(s, out) == 0 && *out >= PACK_MEMORY_MIN;
+	return size_parse(s, out) == 0 && *out >= PACK_MEMORY_MIN;
 }
 
 bool pack_parse_block_size(const char *s, uint32_t *out)

@@ -550,7 +550,7 @@ static void print_summary_json(const struct pack_options *o, const struct pack_t
 			       const struct pack_stats *s)
 {
 	fputs("{\"image\": ", stdout);
-	cli_print_json_string(stdout, o->image);
+	json_print_string(stdout, o->image);
 	printf(", \"image_bytes\": %llu, \"data_bytes\": %llu, \"ratio\": %.4f",
 	       (unsigned long long)s->image_size, (unsigned long long)t->data_bytes,
 	       t->data_bytes ? (double)s->image_size / (double)t->data_bytes : 0.0);

@@ -39,7 +39,7 @@ static size_t utf8_sequence(const unsigned char *s)
  * part of valid UTF-8 becomes the lone surrogate U+DCxx, as Python's
  * surrogateescape does, so os.fsencode() gives the exact name back.
  */
-void cli_print_json_string(FILE *f, const char *s)
+void json_print_string(FILE *f, const char *s)
 {
 	const unsigned char *p = (const unsigned char *)s;
 
