@@ -67,6 +67,12 @@ static int list_print(void *arg, const struct qs_list_entry *ent)
 {
 	(void)arg;
 	print_escaped(stdout, ent->key, strlen(ent->key));
+	if (ent->target) {
+		fputs(" -> ", stdout);
+		print_escaped(stdout, ent->target, strlen(ent->target));
+		putchar('\n');
+		return ferror(stdout) ? -EIO : 0;
+	}
 	printf("\t%" PRIu64 "\t%" PRId64 "\t", ent->size, ent->mtime);
 	print_escaped(stdout, ent->etag, strlen(ent->etag));
 	putchar('\n');
@@ -82,8 +88,9 @@ static const struct cli_command cmd_catalog_list = {
 	.help =
 		"SPEC is s3://BUCKET/PREFIX/ (ListObjectsV2, every page), an http(s):// URL\n"
 		"ending in '/' (nginx's autoindex_format json listing, directories\n"
-		"included) or an http(s):// URL of a text index (one KEY [SIZE] a line).\n"
-		"Prints KEY<TAB>SIZE<TAB>MTIME<TAB>ETAG for each object, keys relative to\n"
+		"included) or an http(s):// URL of a text index (one KEY [SIZE] a line, or\n"
+		"NAME -> TARGET for an alias).  Prints KEY<TAB>SIZE<TAB>MTIME<TAB>ETAG for\n"
+		"each object and NAME -> TARGET for each alias, keys relative to\n"
 		"SPEC; unsafe keys (\"..\", control characters, ...) are left out.  In KEY and\n"
 		"ETAG a control character prints as \\xHH (\\t, \\n), a backslash as \\\\.\n"
 		"\n"

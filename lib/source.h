@@ -158,6 +158,12 @@ struct qs_list_entry {
 	uint64_t size;          /* bytes, or 0 if the listing does not say */
 	int64_t mtime;          /* seconds since the epoch, or 0 if unknown */
 	const char *etag;       /* without quotes, or "" if unknown */
+	/*
+	 * An alias (a text index's "NAME -> TARGET" line): the key, as safe as
+	 * 'key', that this name stands for, which may itself be an alias;
+	 * size, mtime and etag are then 0 and "".  NULL for an object.
+	 */
+	const char *target;
 };
 
 /* Called once per object; a non-zero return stops the listing and is returned. */
@@ -174,7 +180,8 @@ typedef int (*qs_list_fn)(void *arg, const struct qs_list_entry *ent);
  *    "directory" entries (at most 16 levels below);
  *  - "http(s)://HOST/PATH/FILE" (not ending in '/'): a text index file, one
  *    key per line relative to the file's directory, optionally followed by
- *    whitespace and a size; blank lines and '#' comments skipped.
+ *    whitespace and a size, or "NAME -> TARGET", an alias of one key for
+ *    another (ent->target); blank lines and '#' comments skipped.
  * Every request goes through the options' proxy, with retries and a deadline
  * (retry_seconds).  Hostile servers: at most 1,000,000 entries, 1024-byte
  * keys, 1 GiB of answers in all, 10,000 requests (pages or directories);

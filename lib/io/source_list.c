@@ -50,21 +50,42 @@ bool list_key_safe(const char *key, size_t len)
 	return true;
 }
 
-int list_emit(struct list_run *run, const char *key, size_t len, uint64_t size, int64_t mtime, const char *etag)
+/* Hand ent, its key (and target) copied out of the document, to run->fn. */
+static int emit(struct list_run *run, struct qs_list_entry *ent, const char *key, size_t len,
+		const char *target, size_t tlen)
 {
-	char copy[LIST_KEY_MAX + 1];
-	struct qs_list_entry ent = { copy, size, mtime, etag };
+	char copy[LIST_KEY_MAX + 1], tcopy[LIST_KEY_MAX + 1];
 
-	if (!list_key_safe(key, len))
+	if (!list_key_safe(key, len) || (target && !list_key_safe(target, tlen)))
 		return 0;
-	/* Parsers pass keys inside their documents: the caller gets a string of its own. */
+	/* Parsers pass keys inside their documents: the caller gets strings of its own. */
 	memcpy(copy, key, len);
 	copy[len] = '\0';
+	ent->key = copy;
+	if (target) {
+		memcpy(tcopy, target, tlen);
+		tcopy[tlen] = '\0';
+		ent->target = tcopy;
+	}
 	if (run->entries >= LIST_ENTRIES_MAX)
 		return qs_set_error(-EIO, "%s: more than %u objects; a catalog this large is not supported",
 				    run->where, LIST_ENTRIES_MAX);
 	run->entries++;
-	return run->fn(run->arg, &ent);
+	return run->fn(run->arg, ent);
+}
+
+int list_emit(struct list_run *run, const char *key, size_t len, uint64_t size, int64_t mtime, const char *etag)
+{
+	struct qs_list_entry ent = { .size = size, .mtime = mtime, .etag = etag };
+
+	return emit(run, &ent, key, len, NULL, 0);
+}
+
+int list_emit_alias(struct list_run *run, const char *key, size_t len, const char *target, size_t tlen)
+{
+	struct qs_list_entry ent = { .etag = "" };
+
+	return emit(run, &ent, key, len, target, tlen);
 }
 
 /* ---- small parsers ----------------------------------------------------------- */
@@ -682,27 +703,48 @@ static bool is_blank(char c)
 	return c == ' ' || c == '\t';
 }
 
-/* One line without its end: "KEY", or "KEY SIZE" with blanks between; '#' starts a comment line. */
+/* The next blank-separated word of [*s, e): its start, with *s past it and *len its length; NULL at the end. */
+static const char *index_word(const char **s, const char *e, size_t *len)
+{
+	const char *w = *s;
+
+	while (w < e && is_blank(*w))
+		w++;
+	if (w == e)
+		return NULL;
+	for (*s = w; *s < e && !is_blank(**s); (*s)++)
+		;
+	*len = (size_t)(*s - w);
+	return w;
+}
+
+/*
+ * One line without its end: "KEY", "KEY SIZE" or "NAME -> TARGET" with
+ * blanks between the words; '#' starts a comment line.
+ */
 static int index_line(struct list_run *run, const char *s, const char *e, unsigned long line)
 {
-	const char *key, *key_end, *size_s;
+	const char *key, *second, *target;
+	size_t klen, slen, tlen;
 	uint64_t size = 0;
 
-	while (s < e && is_blank(*s))
-		s++;
-	while (e > s && (is_blank(e[-1]) || e[-1] == '\r'))
+	while (e > s && e[-1] == '\r')
 		e--;
-	if (s == e || *s == '#')
+	key = index_word(&s, e, &klen);
+	if (!key || *key == '#')
 		return 0;
-	key = s;
-	for (key_end = key; key_end < e && !is_blank(*key_end); key_end++)
-		;
-	for (size_s = key_end; size_s < e && is_blank(*size_s); size_s++)
-		;
-	if (size_s < e && parse_u64(size_s, (size_t)(e - size_s), &size) < 0)
+	second = index_word(&s, e, &slen);
+	if (second && slen == 2 && memcmp(second, "->", 2) == 0) {
+		target = index_word(&s, e, &tlen);
+		if (!target || index_word(&s, e, &slen))
+			return qs_set_error(-EIO, "%s: line %lu: expected NAME -> TARGET, one key on each side",
+					    run->where, line);
+		return list_emit_alias(run, key, klen, target, tlen);
+	}
+	if (second && (parse_u64(second, slen, &size) < 0 || index_word(&s, e, &tlen)))
 		return qs_set_error(-EIO, "%s: line %lu: expected KEY [SIZE], and the size is not a byte count",
 				    run->where, line);
-	return list_emit(run, key, (size_t)(key_end - key), size, 0, "");
+	return list_emit(run, key, klen, size, 0, "");
 }
 
 int list_parse_index(struct list_run *run, const char *text, size_t len)

@@ -48,6 +48,9 @@ bool list_key_safe(const char *key, size_t len);
 /* Hand one object to run->fn unless its key is unsafe: 0, fn's non-zero return, or -EIO past LIST_ENTRIES_MAX. */
 int list_emit(struct list_run *run, const char *key, size_t len, uint64_t size, int64_t mtime, const char *etag);
 
+/* The same for an alias of key for target (tlen bytes): skipped when either is unsafe. */
+int list_emit_alias(struct list_run *run, const char *key, size_t len, const char *target, size_t tlen);
+
 /*
  * XML character data with its entities decoded into out (cap bytes, NUL
  * added); *out_len is the decoded length, which exceeds cap - 1 when out

@@ -29,8 +29,9 @@ struct seen {
 static int collect(void *arg, const struct qs_list_entry *ent)
 {
 	struct seen *s = arg;
-	int n = snprintf(s->text + s->len, sizeof(s->text) - s->len, "%s|%" PRIu64 "|%" PRId64 "|%s\n",
-			 ent->key, ent->size, ent->mtime, ent->etag);
+	int n = ent->target ? snprintf(s->text + s->len, sizeof(s->text) - s->len, "%s->%s\n", ent->key, ent->target)
+			    : snprintf(s->text + s->len, sizeof(s->text) - s->len, "%s|%" PRIu64 "|%" PRId64 "|%s\n",
+				       ent->key, ent->size, ent->mtime, ent->etag);
 
 	assert_true(n > 0 && (size_t)n < sizeof(s->text) - s->len);
 	s->len += (size_t)n;
@@ -293,6 +294,26 @@ static void test_index(void **state)
 	assert_int_equal(s.count, 0);
 }
 
+/* "NAME -> TARGET" lines: aliases, unsafe ones skipped, half ones refused. */
+static void test_index_alias(void **state)
+{
+	static const char doc[] = "py.sqfs 10\npython.sqfs -> py.sqfs\n  latest\t->\tsub/gcc.sqfs  \r\n"
+				  "evil.sqfs -> ../x.sqfs\n../up -> py.sqfs\nsub/gcc.sqfs\n";
+	struct seen s;
+	struct list_run run = run_for(&s);
+
+	(void)state;
+	assert_int_equal(list_parse_index(&run, doc, strlen(doc)), 0);
+	assert_string_equal(s.text, "py.sqfs|10|0|\npython.sqfs->py.sqfs\nlatest->sub/gcc.sqfs\nsub/gcc.sqfs|0|0|\n");
+
+	run = run_for(&s);
+	assert_int_equal(list_parse_index(&run, "a.sqfs 1\nb.sqfs ->\n", 19), -EIO);
+	assert_string_equal(qs_last_error(), "http://h/doc: line 2: expected NAME -> TARGET, one key on each side");
+	run = run_for(&s);
+	assert_int_equal(list_parse_index(&run, "b -> a c\n", 9), -EIO);
+	assert_int_equal(s.count, 0);
+}
+
 static void test_bad_spec(void **state)
 {
 	struct seen s;
@@ -320,6 +341,7 @@ int main(void)
 		cmocka_unit_test(test_autoindex),
 		cmocka_unit_test(test_autoindex_malformed),
 		cmocka_unit_test(test_index),
+		cmocka_unit_test(test_index_alias),
 		cmocka_unit_test(test_bad_spec),
 	};
 
