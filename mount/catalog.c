@@ -1220,10 +1220,13 @@ static void stale_watches(struct qm_catalog *c, struct walk *w)
 	w->wds = NULL;
 }
 
+/* An index's "NAME -> TARGET" is an alias as a local symlink is; its chain is followed at merge_alias(). */
 static int list_remote_entry(void *arg, const struct qs_list_entry *ent)
 {
 	struct items *out = arg;
 
+	if (ent->target)
+		return items_add_link(out, ent->key, ent->target, NULL);
 	if (!qc_has_image_ext(ent->key))
 		return 0;
 	return items_add(out, ent->key, NULL, ent->etag, ent);
@@ -1519,17 +1522,30 @@ static int merge_alias(struct qm_catalog *c, const struct item *x, const struct 
 	struct qc_node *dir, *n;
 	int err;
 
-	if (!x->alias) {
+	const char *target = x->alias;
+
+	if (!target) {
 		unserved(c, x->key, x->why);
 		return 0;
 	}
-	if (!image_node(c, x->alias)) {
-		unserved(c, x->key, "its target is no image this catalog serves");
-		return 0;
+	/* A remote index's alias may name another alias: the chain ends at an image, as a local one does. */
+	for (unsigned hops = 1; !image_node(c, target); hops++) {
+		struct item probe = { .key = (char *)target };
+		const struct item *y = bsearch(&probe, all->v, all->n, sizeof(*all->v), cmp_item);
+
+		if (!y || !y->is_link || !y->alias) {
+			unserved(c, x->key, "its target is no image this catalog serves");
+			return 0;
+		}
+		if (hops == QC_ALIAS_HOPS) {
+			unserved(c, x->key, "it takes more than 8 aliases to reach an image");
+			return 0;
+		}
+		target = y->alias;
 	}
 	snprintf(from, sizeof(from), "%s", x->key);
 	qc_strip_ext(from);
-	snprintf(to, sizeof(to), "%s", x->alias);
+	snprintf(to, sizeof(to), "%s", target);
 	qc_strip_ext(to);
 	if (qc_alias_relative(from, to, text, sizeof(text)) != 0) {
 		unserved(c, x->key, "its target's name is too long");

@@ -24,6 +24,11 @@ cp "$W/img1.sqfs" "$W/img2.sqfs" "$W/img3.sqfs" "$W/www/images/"
 cp "$W/img4.sqfs" "$W/www/images/team/"
 echo "readme" >"$W/www/images/README"
 printf '# images\nimg1.sqfs\nteam/img4.sqfs 12345\n\nimg3.sqfs\n' >"$W/www/images/index.txt"
+# Aliases: one, a chain, one in a subdirectory, a loop, a dangling one.
+printf '%s\n' img1.sqfs team/img4.sqfs 'latest.sqfs -> team/img4.sqfs' 'stable.sqfs  ->  latest.sqfs' \
+	'team/cur -> img1.sqfs' 'loop1.sqfs -> loop2.sqfs' 'loop2.sqfs -> loop1.sqfs' 'gone.sqfs -> nothing.sqfs' \
+	>"$W/www/images/aliases.txt"
+printf 'img1.sqfs\nhalf.sqfs ->\n' >"$W/www/images/half.txt"
 
 NGINX_EXTRA="location /images/ { autoindex on; autoindex_format json; }" \
 	start_nginx "$W/nginx" "$W/www" "$HTTP" || { not_ok "nginx starts"; exit 1; }
@@ -74,6 +79,25 @@ check "index: and the others" others_right
 read -r used limit < <(status "$M" | sed -n 's/.*remote chunks \([0-9]*\) of \([0-9]*\) bytes.*/\1 \2/p')
 one_bound() { [ -n "$used" ] && [ "$limit" = 262144 ] && [ "$used" -le "$limit" ] && [ "$used" -gt 0 ]; }
 check "index: the images' chunks in memory share one bound ($used of $limit bytes after 1.6 MB read)" one_bound
+fusermount3 -u "$M"
+
+# A text index with aliases: symlinks the kernel follows to the one image.
+M=$W/mp-alias
+qmount "$M" "$QUASH_ASAN" mount --catalog "http://127.0.0.1:$HTTP/images/aliases.txt" "$M" 2>"$W/alias.err"
+check "alias: NAME -> TARGET is a symlink to the target's name" [ "$(readlink "$M/latest")" = team/img4 ]
+check "alias: a chain of aliases ends at its image" [ "$(readlink "$M/stable")" = team/img4 ]
+check "alias: in a subdirectory, the target's name is relative" [ "$(readlink "$M/team/cur")" = ../img1 ]
+check "alias: the kernel follows it to the image's bytes" cmp -s "$M/stable/data" "$W/src/t4/data"
+not_served() { "$QUASH" catalog ls "$M" | grep -E "^# not served: $1" | grep -qE "$2"; }
+check "alias: a loop is not served, and catalog ls says why" not_served loop1.sqfs "more than 8 aliases"
+check "alias: a dangling alias is not served" not_served gone.sqfs "no image"
+check "alias: only the images and the served aliases are listed ($(ls "$M" | tr '\n' ' '))" \
+	[ "$(ls "$M" | tr '\n' ' ')" = "img1 latest stable team " ]
+check "alias: quash catalog list prints NAME -> TARGET" bash -c \
+	"'$QUASH' catalog list 'http://127.0.0.1:$HTTP/images/aliases.txt' | grep -qx 'stable.sqfs -> latest.sqfs'"
+check_fails "alias: a line with an arrow and no target is refused, naming the line" 1 \
+	"^quash: catalog list: http://127.0.0.1:$HTTP/images/half.txt: line 2: expected NAME -> TARGET" \
+	"$QUASH_ASAN" catalog list "http://127.0.0.1:$HTTP/images/half.txt"
 fusermount3 -u "$M"
 
 # An S3 prefix, listed with ListObjectsV2.
