@@ -10,6 +10,10 @@
 #       installation with its site-packages), cold (caches dropped, fresh
 #       mount) and warm (again, same mount)
 #   mount, run /bin/true from the image, unmount: CYCLES times
+#   compiler: g++ -fsyntax-only of a file including common C++ headers,
+#       every header read from an image of /usr/include (Compiler Explorer's
+#       case), cold (one run) and warm (median of 5), and the FUSE requests
+#       a warm run still sends to quash (its counters, SIGUSR1)
 #   xattr: ls -lR cold and warm of XTREE (about 5,800 entries) packed three
 #       ways: one user.* xattr on one file, a security.selinux label on
 #       every entry (a root file system from an SELinux host), -no-xattrs
@@ -35,6 +39,7 @@
 #   bench/mount.sh fio cycle            only the fio rows and the cycle
 #   bench/mount.sh latency              only the latency rows (about 3 minutes)
 #   REPEAT=7 bench/mount.sh xattr       only the xattr rows (about 2 minutes)
+#   bench/mount.sh compiler             only the compiler rows (about 1 minute)
 # Why 30 s: each fio job reads every 4 KiB of the file once per pass and
 # drops the file's cached pages when a pass ends (fio's invalidate=1), so a
 # time-based run alternates cold warm-ups, bound by decompression, with warm
@@ -96,6 +101,8 @@ make_xattr_images() {
 make_images() {
 	case " $WHAT " in *" all "*|*" xattr "*) make_xattr_images ;; esac
 	[ "$WHAT" = xattr ] && return
+	[ -f "$B/include.sqfs" ] || mksquashfs /usr/include "$B/include.sqfs" -noappend -quiet -no-progress
+	[ "$WHAT" = compiler ] && return
 	if [ ! -f "$B/random.sqfs" ]; then
 		mkdir -p "$B/src-random"
 		head -c $SIZE /dev/urandom >"$B/src-random/file"
@@ -322,6 +329,44 @@ bench_latency() {
 	done
 }
 
+# A translation unit of common headers, every one of them found under $MNT.
+compile_headers() {
+	local gcc_inc cxx
+	gcc_inc=$(g++ -print-file-name=include)
+	cxx=$(basename "$(ls -d /usr/include/c++/* | sort -V | tail -1)")
+	printf '#include <%s>\n' vector string map unordered_map iostream regex thread algorithm memory \
+		functional chrono filesystem >"$B/headers.cc"
+	g++ -fsyntax-only -nostdinc -nostdinc++ -isystem "$MNT/c++/$cxx" -isystem "$MNT/x86_64-linux-gnu/c++/$cxx" \
+		-isystem "$gcc_inc" -isystem "$MNT/x86_64-linux-gnu" -isystem "$MNT" "$B/headers.cc"
+}
+
+# The FUSE requests quash has served so far: its SIGUSR1 counters line, from its log file.
+quash_requests() {
+	kill -USR1 "$(pgrep -n -f "^$QUASH mount .*$MNT")" && sleep 0.3
+	grep -o 'requests: .*' "$B/quash-compiler.log" | tail -1 | sed 's/^requests: //'
+}
+
+bench_compiler() {
+	local who v before
+	command -v g++ >/dev/null || die "g++ is missing"
+	for who in $(turns "$LAT_MOUNTERS"); do
+		case $who in
+		quash|quash,*) mount_as "$who,log=$B/quash-compiler.log" "$B/include.sqfs" "$MNT" ;;
+		*) mount_as "$who" "$B/include.sqfs" "$MNT" ;;
+		esac || die "$who: mount failed"
+		drop_caches
+		record "compiler: C++ headers cold" "$who" "$(timed compile_headers)" s lower
+		compile_headers >/dev/null 2>&1
+		case $who in quash|quash,*) before=$(quash_requests) ;; esac
+		v=$(for _ in 1 2 3 4 5; do timed compile_headers; done | sort -n | sed -n 3p)
+		record "compiler: C++ headers warm (median of 5)" "$who" "$v" s lower
+		case $who in
+		quash|quash,*) echo "    $who: requests before 5 warm runs: $before; after: $(quash_requests)" ;;
+		esac
+		unmount_as "$who" "$MNT"
+	done
+}
+
 # ---- the table ---------------------------------------------------------
 
 # table: the markdown table on stdout; the ratios (test,mounter,ratio,value,
@@ -376,13 +421,14 @@ make_images
 echo "kernel $(uname -r), $(nproc) cores; quash $("$QUASH" --version); $(dpkg-query -W -f '${Package} ${Version}' squashfuse 2>/dev/null)"
 for what in $WHAT; do
 	case $what in
-	all) bench_fio; bench_tree; bench_cycle; bench_latency; bench_xattr ;;
+	all) bench_fio; bench_tree; bench_cycle; bench_latency; bench_compiler; bench_xattr ;;
+	compiler) bench_compiler ;;
 	xattr) bench_xattr ;;
 	fio) bench_fio ;;
 	tree) bench_tree ;;
 	cycle) bench_cycle ;;
 	latency) bench_latency ;;
-	*) die "what to run: all, or some of fio, tree, cycle, latency and xattr" ;;
+	*) die "what to run: all, or some of fio, tree, cycle, latency, compiler and xattr" ;;
 	esac
 done
 echo
