@@ -86,9 +86,8 @@ export AWS_ACCESS_KEY_ID=quashtest AWS_SECRET_ACCESS_KEY=quashtestsecret AWS_DEF
 aws --endpoint-url "$EP" s3 mb s3://fleet >/dev/null
 aws --endpoint-url "$EP" s3 cp --quiet --acl public-read "$TREE_IMG" s3://fleet/tree.sqfs || die "upload failed"
 # The origin's bytes: the GETs in RGW's access log (beast's lines at the
-# default debug_rgw 1), from where a round began.  A metering proxy in front
-# of RGW cost the origin's clients a hop and the 2 cores 0.26 s of CPU in
-# each cold node's run (docs/benchmarks.md).
+# default debug_rgw 1), from where a round began: a metering proxy in front
+# of RGW would cost the origin's clients a hop and the 2 cores its CPU.
 RGWLOG=$W/rgw/log/client.rgw.s3.log
 rgw_log_at() { stat -c %s "$RGWLOG" 2>/dev/null || echo 0; }
 rgw_bytes() {   # rgw_bytes OFFSET: bytes of the GETs logged after OFFSET
@@ -212,7 +211,7 @@ for r in $(seq "$ROUNDS"); do
 		res=$(round "$n" origin yes keep)
 		echo "$r,$n,origin-again,yes,${res// /,}" | tee -a "$CSV"
 		# The reference beside the one-node rounds: later in the round the
-		# 32 nodes' work has pushed its pages out (0.80 s against 0.54 s).
+		# 32 nodes' work has pushed its pages out, and it comes out slow.
 		if [ "$n" = 1 ]; then
 			KW=$(kernel_warm "$W/kref" "$W/manifest") || die "the workload on the kernel mount no longer gives the manifest"
 			echo "$r,1,kernel-local-warm,no,$KW,,,,0,0" | tee -a "$CSV"

@@ -43,13 +43,12 @@
 # Why 30 s: each fio job reads every 4 KiB of the file once per pass and
 # drops the file's cached pages when a pass ends (fio's invalidate=1), so a
 # time-based run alternates cold warm-ups, bound by decompression, with warm
-# passes at page-cache speed.  An 8 s run holds about one pass of the
-# kernel's, and its result depends on where in the next warm-up it stops
-# (quash 1.02-1.07x the kernel at 8 s, 1.44-1.74x at 30 s, same hour).  The
-# cold row measures the warm-up alone.
-# The tree and cycle rows are short and swing with the disk and the host
-# (the kernel's own ls -lR cold: 0.62-1.10 s in one quarter hour), so they
-# run REPEAT times, the mounters taking turns, and the table shows medians.
+# passes at page-cache speed.  A run of a few seconds holds about one pass
+# of the kernel's, and its result depends on where in the next warm-up it
+# stops.  The cold row measures the warm-up alone.
+# The tree and cycle rows are short and swing with the disk and the host,
+# so they run REPEAT times, the mounters taking turns, and the table shows
+# medians.
 # Repeated rows show the median, and below the table each one's range.
 #   env: RUNTIME (30) COLD_IO (64M) CYCLES (20) REPEAT (3) TREE XTREE BENCH_DIR (/var/tmp/quash-bench) QUASH
 #        DATA ("random compressible") RWS ("randread:4k read:64k coldread:4k") CSV

@@ -113,7 +113,7 @@ echo "targets"
 t "dedup on: >= 2x faster than mksquashfs -no-duplicates" "${TIME[many-mksquashfs-nodup]} >= 2 * ${TIME[many-quash]}"
 t "dedup on: <= 0.5x its peak RSS" "${RSS[many-quash]} <= 0.5 * ${RSS[many-mksquashfs-nodup]}"
 # A bound is the bound above a fixed base: the program, its scan-ahead and
-# compression buffers (7-13 MiB measured packing ten files).
+# compression buffers (docs/benchmarks.md, bench/pack-many.sh).
 t "--memory 16M: peak RSS <= 16 MiB above a 16 MiB base" "${RSS[many-quash-mem16]} <= 32 * 1024"
 
 fi

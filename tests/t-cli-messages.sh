@@ -3,7 +3,9 @@
 # a URL of a scheme quash does not speak (and a local path that only looks
 # like one), an -o offset= past the image, pack's summary of a tiny tree,
 # quash umount's article for the mount's type, the drop-in names'
-# completion, and every man page named where the docs list them.
+# completion, every man page named where the docs list them, every link
+# from the README into docs/benchmarks.md landing on a heading there, and
+# every bench/ script with its section in docs/benchmarks.md.
 . "$(dirname "$0")/lib/tap.sh"
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -75,3 +77,27 @@ for page in "$top"/docs/quash-*.1; do
 done
 check "every man page is in quash(1)'s SEE ALSO${missing_see:+ (missing: ${missing_see[*]})}" test ${#missing_see[@]} = 0
 check "every man page is in the README's list${missing_readme:+ (missing: ${missing_readme[*]})}" test ${#missing_readme[@]} = 0
+
+# The README's links into docs/benchmarks.md name headings there (GitHub's
+# anchors: lower case, punctuation dropped, spaces as hyphens).
+bm=$top/docs/benchmarks.md
+anchors=$(sed -n 's/^#\{1,6\} //p' "$bm" | tr 'A-Z' 'a-z' | sed 's/[^a-z0-9 _-]//g; s/ /-/g')
+links=$(grep -o 'docs/benchmarks\.md#[^)]*' "$top/README.md" | sed 's/.*#//' | sort -u)
+missing=()
+for a in $links; do grep -qx -- "$a" <<<"$anchors" || missing+=("$a"); done
+check "the README's links into docs/benchmarks.md land on its headings ($(echo $links | wc -w))${missing:+ (no heading: ${missing[*]})}" \
+	test -n "$links" -a ${#missing[@]} = 0
+# Each benchmark script has its section (the two helpers, run-all.sh and
+# plot.sh, are named), and each section's script exists.
+sections=$(sed -n 's/^## \(bench\/[^ ]*\)$/\1/p' "$bm")
+missing=()
+for b in "$top"/bench/*.sh; do
+	n=bench/$(basename "$b")
+	case $n in
+	bench/run-all.sh|bench/plot.sh) grep -q -- "$n" "$bm" || missing+=("$n") ;;
+	*) grep -qx -- "$n" <<<"$sections" || missing+=("$n") ;;
+	esac
+done
+for n in $sections; do [ -f "$top/$n" ] || missing+=("$n (no such script)"); done
+check "docs/benchmarks.md: a section for every bench/ script ($(echo $sections | wc -w)), none for another${missing:+ (${missing[*]})}" \
+	test -n "$sections" -a ${#missing[@]} = 0

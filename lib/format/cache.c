@@ -24,11 +24,10 @@
 #define BUCKETS_PER_SHARD 512       /* power of two; chains stay short at any sane limit */
 /*
  * Blocks passed on whole kept at most, in all shards: 64 blocks of 128
- * KiB.  Freed at once, a block was decompressed again for a read sent just
- * before the store of it landed: fio's 4 KiB random reads of compressed
- * data fell from 142-172k to 131-154k IOPS.  Kept in the LRU, every block
- * of a fresh mount was fresh memory (a Python start-up: 15.5k page faults
- * against 8.5k with this list).
+ * KiB.  Long enough for a read sent just before the block's store landed
+ * to find it rather than decompress it again; short enough that a fresh
+ * mount reuses the memory of such blocks while it is hot, instead of
+ * faulting in new memory (docs/benchmarks.md, "The mount's defaults").
  */
 #define PASSED_BYTES_MAX (8u << 20)
 #define PASSED_SHARE     8          /* nor more than an eighth of the cache */

@@ -2,13 +2,9 @@
  * slab.c - memory for decompressed blocks, in 2 MiB slabs recycled by size.
  *
  * A fresh mount decompresses its working set into new memory, and every
- * 4 KiB page of new memory costs a page fault.  On the VMs this project is
- * measured on a fault takes about 11 us: the fleet bench's Python start-up
- * (docs/benchmarks.md) faulted 14.7k pages into a daemon reading the image
- * from local disk, its 56 MiB of blocks.  450 buffers of 128 KiB,
- * malloc()ed and written once: 158-166 ms; the same bytes in transparent
- * huge pages, 5.7 ms; populated in 4 KiB pages by one madvise() call, 80-85
- * ms.
+ * 4 KiB page of new memory costs a page fault, which on a VM can cost more
+ * than decompressing the page.  Huge pages, populated in one call, take
+ * most of those faults away (docs/benchmarks.md, "The mount's defaults").
  *
  * So the block cache takes its blocks' memory from here: slabs of
  * SLAB_SIZE, aligned and advised for huge pages, populated in one call, and

@@ -1,13 +1,12 @@
 /*
  * warm.c - decompressing a profile's blocks before the workload asks.
  *
- * On a fresh mount most of a read's time is decompression: the fleet
- * bench's Python start-up (docs/benchmarks.md) sends 433 READs in its
- * import at 347 us each, against 35 us once the block is in the cache.
- * With a prefetch profile the source knows which bytes are coming, and in
- * which order (qs_source_replayed()); one thread per image walks those
- * ranges as they arrive and decompresses their blocks into the image's
- * cache, so that the workload's reads find them there.
+ * On a fresh mount a read costs several times what it costs once its block
+ * is in the cache, most of it decompression (docs/benchmarks.md, "The
+ * mount's defaults").  With a prefetch profile the source knows which bytes
+ * are coming, and in which order (qs_source_replayed()); one thread per
+ * image walks those ranges as they arrive and decompresses their blocks
+ * into the image's cache, so that the workload's reads find them there.
  *
  * The profile records byte ranges, not blocks.  The ranges begin where a
  * read of a block began, and a zstd block is a frame that says where it

@@ -42,8 +42,8 @@ quash takes an export table start of all ones as no export table, as
 mksquashfs writes it).  --verbose names those variants; the counts are
 printed per image in a '#' line.
 
-LeakSanitizer's check at exit costs more than the run it checks (55 of
-95 ms for an ASan `quash info`), so one variant in LEAK_EVERY runs its
+LeakSanitizer's check at exit costs more than the run it checks (over
+half of an ASan `quash info`), so one variant in LEAK_EVERY runs its
 tools with it and the rest without; every tool's error paths are still
 leak-checked on about a hundred variants per run.
 

@@ -18,8 +18,8 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1:exitcod
 mkdir -p "$QUASH_WORK"
 # The tests start python3 hundreds of times (oracles, proxies, servers),
 # and the aws CLI.  Where these are pyenv's shims, bash scripts that find
-# the interpreter anew each time, a start costs 0.3-0.4 s against 0.05 s
-# for the interpreter itself: put what the shims resolve to first on PATH.
+# the interpreter anew each time, a start costs several times the
+# interpreter's own: put what the shims resolve to first on PATH.
 if py=$(python3 -c 'import sys; print(sys.executable)' 2>/dev/null) && [ -x "$py" ] &&
 	[ "$(command -v python3)" != "$py" ]; then
 	mkdir -p "$QUASH_WORK/bin"

@@ -88,9 +88,8 @@ class Pacer:
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     # TCP_NODELAY, as nginx sets it.  With Nagle's algorithm on, the last
-    # bytes of 40% of the fleet bench's range requests (most of those under
-    # 256 KiB) reached the client 20-42 ms after the proxy wrote them, held
-    # for the client's delayed ACK: a stall no data-centre link adds.
+    # bytes of a range answer wait for the client's delayed ACK: a stall of
+    # tens of ms that no data-centre link adds.
     disable_nagle_algorithm = True
 
     def log_message(self, fmt, *args):

@@ -16,7 +16,7 @@ stop() { # NAME...: SIGTERM, up to 10 s for a clean exit, then SIGKILL
   done
   kill -KILL "${pids[@]}" 2>/dev/null
 }
-stop rgw     # one at a time: rgw waits on the osd, the osd on the mon (else 5-120 s stalls)
+stop rgw     # one at a time: rgw waits on the osd, the osd on the mon (else long stalls)
 stop osd.0
 stop mon.a
 rm -rf "$S"
