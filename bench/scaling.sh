@@ -3,9 +3,11 @@
 # its daemon may use, and what each read costs in CPU, beside the kernel's
 # squashfs and squashfuse_ll in one run.
 #
-#   scaling: fio randread 4k, buffered, at JOBS readers (1 2 4 8 16), the
-#       FUSE daemons pinned with taskset to 1 core and then to 2 (the kernel
-#       has no daemon: its work is done by the readers themselves)
+#   scaling: fio randread 4k, buffered, at JOBS readers (1 2 4 8 16), each
+#       reader its own slice of the file, every 4 KiB of it once, from a cold
+#       page cache (so every block is decompressed once, by the kernel or by
+#       the daemon); the FUSE daemons pinned with taskset to 1 core and then
+#       to 2 (the kernel has no daemon: its readers do the work)
 #   cost: for each run, the CPU it took per 4 KiB read: the daemon's user +
 #       system time (from /proc/PID/stat) and the readers' own (getrusage of
 #       fio), in microseconds, and their sum against the kernel's sum
@@ -19,13 +21,12 @@
 #
 #   bench/scaling.sh                     about 4 minutes per round
 #   JOBS="1 4 16" CORES="1" REPEAT=1 bench/scaling.sh
-#   env: RUNTIME (8) JOBS ("1 2 4 8 16") CORES ("1 2") REPEAT (3) DATA_SIZE (512M)
+#   env: JOBS ("1 2 4 8 16") CORES ("1 2") REPEAT (3) DATA_SIZE (512M)
 #        MOUNTERS ("kernel squashfuse_ll quash") BENCH_DIR (/var/tmp/quash-bench) QUASH
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 QUASH=${QUASH:-$top/build/cli/quash}
 B=${BENCH_DIR:-/var/tmp/quash-bench}
-RUNTIME=${RUNTIME:-8}
 JOBS=${JOBS:-1 2 4 8 16}
 CORES=${CORES:-1 2}
 REPEAT=${REPEAT:-3}
@@ -84,14 +85,15 @@ cpu_of() {
 	awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); print ($12 + $13) / hz }' "/proc/$1/stat"
 }
 
-# run_fio JOBS: "IOPS READS READER_CPU_S" of one time-based randread run, fio's rusage included.
+# run_fio JOBS: "IOPS READS READER_CPU_S" of one cold pass, fio's rusage included.
 run_fio() {
-	python3 - "$MNT/file" "$1" "$RUNTIME" <<'EOF'
-import json, resource, subprocess, sys
-path, jobs, runtime = sys.argv[1:]
+	python3 - "$MNT/file" "$1" <<'EOF'
+import json, os, resource, subprocess, sys
+path, jobs = sys.argv[1], int(sys.argv[2])
+slice_ = os.stat(path).st_size // jobs // 4096 * 4096
 before = resource.getrusage(resource.RUSAGE_CHILDREN)
 out = subprocess.run(["fio", "--name=scale", f"--filename={path}", "--rw=randread", "--bs=4k",
-                      "--ioengine=psync", f"--numjobs={jobs}", f"--runtime={runtime}", "--time_based",
+                      "--ioengine=psync", f"--numjobs={jobs}", f"--size={slice_}", f"--offset_increment={slice_}",
                       "--group_reporting", "--readonly", "--output-format=json"],
                      capture_output=True, text=True, check=True).stdout
 after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -126,7 +128,7 @@ for round in $(seq "$REPEAT"); do
 	done
 done
 
-python3 - "$RAW" "$RUNTIME" <<'EOF'
+python3 - "$RAW" "$DATA_SIZE" <<'EOF'
 import collections, statistics, sys
 rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
 cell = collections.defaultdict(list)
@@ -135,7 +137,7 @@ for rnd, jobs, who, iops, dcpu, rcpu in rows:
 def med(v): return statistics.median(v)
 def rng(v): return f"{min(v):.0f}-{max(v):.0f}" if len(v) > 1 else f"{v[0]:.0f}"
 who_order = list(dict.fromkeys(w for _, w in sorted(cell, key=lambda k: k[0])))
-print(f"\nfio randread 4k, buffered, {sys.argv[2]} s per run; medians over {max(len(v) for v in cell.values())} "
+print(f"\nfio randread 4k, buffered, one cold pass over a {sys.argv[2]} file; medians over {max(len(v) for v in cell.values())} "
       "rounds (range); CPU in microseconds per 4 KiB read")
 print(f"| jobs | mounter | IOPS | x kernel | daemon CPU | reader CPU | total CPU | x kernel |")
 print("|---:|---|---:|---:|---:|---:|---:|---:|")
