@@ -265,14 +265,6 @@ static void print_header(const struct verity_cli *c, const char *hashdev, const 
 		printf("Hash device size: \t%llu [bytes]\n", (unsigned long long)g->hash_end);
 }
 
-/* A version 4 UUID drawn from the root hash, so that format is reproducible and UUIDs differ by content. */
-static void uuid_from_root(const uint8_t *root, uint8_t uuid[16])
-{
-	memcpy(uuid, root, 16);
-	uuid[6] = (uint8_t)((uuid[6] & 0x0f) | 0x40);
-	uuid[8] = (uint8_t)((uuid[8] & 0x3f) | 0x80);
-}
-
 static bool same_file(const char *a, const char *b)
 {
 	struct stat sa, sb;
@@ -299,111 +291,67 @@ static int do_format(struct verity_cli *c)
 	bool appended = !c->hashfile || same_file(c->image, c->hashfile);
 	struct qs_verity_geometry g;
 	struct qs_source *src = NULL;
-	uint8_t root[QS_VERITY_MAX_DIGEST], sb[QS_VERITY_SB_SIZE], *first = NULL;
-	struct stat st;
-	off_t orig_size = -1;
-	int fd, flags = O_WRONLY | O_CREAT | O_CLOEXEC, ret = CLI_EXIT_ERROR;
+	uint8_t root[QS_VERITY_MAX_DIGEST], sb[QS_VERITY_SB_SIZE];
+	int fd = -1, ret = CLI_EXIT_ERROR;
 
-	if (appended && qs_source_spec_is_remote(c->image)) {
-		cli_error(c->image, NULL, "verity: appending a tree needs a local file; give HASHFILE");
-		return CLI_EXIT_ERROR;
-	}
-	if (!appended && !c->offset_given)
-		flags |= O_TRUNC;      /* a tree file of its own: nothing left of an older one */
-	fd = open(appended ? c->image : c->hashfile, appended ? O_WRONLY | O_CLOEXEC : flags, 0644);
-	if (fd < 0) {
-		cli_error(appended ? c->image : c->hashfile, NULL, "%s", strerror(errno));
-		return CLI_EXIT_ERROR;
-	}
 	if (appended) {
-		/* The data area is the image up to the tree, alignment zeros included, as on a device. */
-		if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-			cli_error(c->image, NULL, "verity: appending a tree needs a regular file");
-			goto out;
+		unsigned flags = (c->salt_given ? 0 : QS_VERITY_DERIVE_SALT) | (c->uuid_given ? 0 : QS_VERITY_DERIVE_UUID) |
+				 (c->offset_given ? 0 : QS_VERITY_AT_END);
+
+		if (qs_source_spec_is_remote(c->image)) {
+			cli_error(c->image, NULL, "verity: appending a tree needs a local file; give HASHFILE");
+			return CLI_EXIT_ERROR;
 		}
-		orig_size = st.st_size;
-		if (!c->offset_given)
-			c->p.hash_offset = qs_verity_appended_offset(&c->p, (uint64_t)st.st_size);
-		if ((uint64_t)st.st_size > c->p.hash_offset) {
-			cli_error(c->image, NULL, "verity: hash offset %llu is inside the image (%llu bytes)",
-				  (unsigned long long)c->p.hash_offset, (unsigned long long)st.st_size);
-			goto out;
+		if (qs_verity_append_file(c->image, &c->p, flags, root, &g) < 0) {
+			cli_error(c->image, NULL, "%s", qs_last_error());
+			return CLI_EXIT_ERROR;
 		}
-		if (qs_verity_check_params(&c->p) < 0) {
-			ret = cli_usage(&cmd_verity, "%s", qs_last_error());
-			goto out;
+	} else {
+		/* A tree file of its own is emptied first, unless it is placed at an offset in a larger file. */
+		fd = open(c->hashfile, O_WRONLY | O_CREAT | O_CLOEXEC | (c->offset_given ? 0 : O_TRUNC), 0644);
+		if (fd < 0) {
+			cli_error(c->hashfile, NULL, "%s", strerror(errno));
+			return CLI_EXIT_ERROR;
 		}
-		if (ftruncate(fd, (off_t)c->p.hash_offset) < 0) {
-			cli_error(c->image, NULL, "%s", strerror(errno));
+		if (qs_source_open(c->image, &c->co.source, &src) < 0) {
+			cli_error(c->image, NULL, "%s", qs_last_error());
 			goto out;
 		}
 		if (!c->blocks_given)
-			c->p.data_blocks = c->p.hash_offset / c->p.data_block_size;
-		if (!c->blocks_given && c->p.data_blocks * c->p.data_block_size < (uint64_t)st.st_size) {
-			cli_error(c->image, NULL, "verity: hash offset %llu is not a multiple of the data block size %u",
-				  (unsigned long long)c->p.hash_offset, c->p.data_block_size);
+			c->p.data_blocks = qs_verity_data_blocks_for(&c->p, src->size);
+		if (c->p.data_blocks == 0) {
+			cli_error(c->image, NULL, "verity: the image is empty");
+			goto out;
+		}
+		if (!c->salt_given && qs_verity_default_salt(src, &c->p) < 0) {
+			cli_error(c->image, NULL, "%s", qs_last_error());
+			goto out;
+		}
+		if (qs_verity_format(src, &c->p, fd, root, &g) < 0) {
+			cli_error(hashdev, NULL, "verity: %s", qs_last_error());
+			goto out;
+		}
+		if (!c->p.no_superblock && !c->uuid_given) {
+			qs_verity_uuid_from_root(root, c->p.uuid);
+			if (qs_verity_encode_superblock(&c->p, sb) < 0 ||
+			    pwrite(fd, sb, sizeof(sb), (off_t)c->p.hash_offset) != (ssize_t)sizeof(sb)) {
+				cli_error(hashdev, NULL, "verity: cannot write the superblock: %s", strerror(errno));
+				goto out;
+			}
+		}
+		if (fsync(fd) < 0 && errno != EINVAL) {
+			cli_error(hashdev, NULL, "%s", strerror(errno));
 			goto out;
 		}
 	}
-	if (qs_source_open(c->image, &c->co.source, &src) < 0) {
-		cli_error(c->image, NULL, "%s", qs_last_error());
-		goto out;
-	}
-	if (!c->blocks_given && !appended)
-		c->p.data_blocks = qs_verity_data_blocks_for(&c->p, src->size);
-	if (c->p.data_blocks == 0) {
-		cli_error(c->image, NULL, "verity: the image is empty");
-		goto out;
-	}
-	if (appended && c->p.data_blocks * c->p.data_block_size > c->p.hash_offset) {
-		cli_error(c->image, NULL, "verity: the data area (%llu blocks of %u) overlaps the hash area at %llu",
-			  (unsigned long long)c->p.data_blocks, c->p.data_block_size,
-			  (unsigned long long)c->p.hash_offset);
-		goto out;
-	}
-	if (!c->salt_given) {
-		/* Reproducible: the salt is the SHA-256 of the first data block (zero-padded). */
-		struct qs_verity_params sp;
-		size_t have = src->size < c->p.data_block_size ? (size_t)src->size : c->p.data_block_size;
-
-		qs_verity_params_init(&sp);
-		first = calloc(1, c->p.data_block_size);
-		if (!first || qs_source_pread(src, first, have, 0) < 0 ||
-		    qs_verity_digest(&sp, first, c->p.data_block_size, c->p.salt) < 0) {
-			cli_error(c->image, NULL, "%s", first ? qs_last_error() : "out of memory");
-			goto out;
-		}
-		c->p.salt_size = 32;
-	}
-	if (qs_verity_format(src, &c->p, fd, root, &g) < 0) {
-		cli_error(hashdev, NULL, "verity: %s", qs_last_error());
-		goto out;
-	}
-	if (!c->p.no_superblock && !c->uuid_given) {
-		uuid_from_root(root, c->p.uuid);
-		if (qs_verity_encode_superblock(&c->p, sb) < 0 ||
-		    pwrite(fd, sb, sizeof(sb), (off_t)c->p.hash_offset) != (ssize_t)sizeof(sb)) {
-			cli_error(hashdev, NULL, "verity: cannot write the superblock: %s", strerror(errno));
-			goto out;
-		}
-	}
-	if (fsync(fd) < 0 && errno != EINVAL) {
-		cli_error(hashdev, NULL, "%s", strerror(errno));
-		goto out;
-	}
-	orig_size = -1;
 	if (c->root_hash_file && write_root_hash_file(c->root_hash_file, root, g.digest_size) != CLI_EXIT_OK)
 		goto out;
 	print_header(c, hashdev, &g, root);
 	ret = cli_finish_stdout(CLI_EXIT_OK);
 out:
-	/* A failed append leaves the image as it was. */
-	if (orig_size >= 0 && ftruncate(fd, orig_size) < 0)
-		cli_error(c->image, NULL, "cannot cut the image back to %lld bytes: %s", (long long)orig_size,
-			  strerror(errno));
-	free(first);
 	qs_source_close(src);
-	close(fd);
+	if (fd >= 0)
+		close(fd);
 	return ret;
 }
 

@@ -7,8 +7,8 @@
 # them; quash verify accepts veritysetup's trees for data and hash block
 # sizes of 512, 1024 and 4096, several salts (none among them) and each
 # hash quash supports, and refuses whirlpool in one line.  The default salt
-# is the SHA-256 of the first block and format is byte-for-byte
-# reproducible.  Tampering (one flipped byte in the squashfs superblock, a
+# is the SHA-256 of the first block, the default UUID is drawn from the
+# root hash, and format is byte-for-byte reproducible.  Tampering (one flipped byte in the squashfs superblock, a
 # data block, the last partial block of an unpadded image, the tree, the
 # appended tree; a truncated image; a wrong root hash) fails verify with
 # exit 1 and the one line naming the block, where veritysetup fails too;
@@ -114,6 +114,11 @@ check "the default salt is the SHA-256 of the first 4096 bytes" \
 check "veritysetup dump reads quash's default superblock: that salt" \
 	bash -c "veritysetup dump '$V/r1.h' | grep -q '$want'"
 R=$(root_of "$V/r1.out")
+want=$(python3 -c "
+b = bytearray.fromhex('$R')[:16]; b[6] = b[6] & 15 | 64; b[8] = b[8] & 63 | 128; h = b.hex()
+print('-'.join((h[:8], h[8:12], h[12:16], h[16:20], h[20:])))")
+check "the default UUID is the root hash's first 16 bytes made a version 4 UUID" \
+	grep -qx "UUID:            	$want" "$V/r1.out"
 $QUASH_ASAN verity format --json "$V/q.sqfs" "$V/j.h" >"$V/j.json"
 check "--json: the same root hash and hash_end as the tree's size" python3 -c "
 import json, os, sys

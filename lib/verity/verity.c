@@ -6,11 +6,13 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "quash.h"
@@ -479,6 +481,100 @@ int qs_verity_format(struct qs_source *data, const struct qs_verity_params *p, i
 	free(chunk);
 	for (unsigned i = 0; i < g.levels; i++)
 		free(w.cur[i]);
+	return ret;
+}
+
+int qs_verity_default_salt(struct qs_source *data, struct qs_verity_params *p)
+{
+	uint32_t dbs = p->data_block_size;
+	size_t have = data->size < dbs ? (size_t)data->size : dbs;
+	uint8_t *first = calloc(1, dbs);
+	int ret;
+
+	if (!first)
+		return qs_set_error(-ENOMEM, "out of memory");
+	ret = qs_source_pread(data, first, have, 0);
+	if (ret == 0)
+		ret = verity_hash(verity_md("sha256"), NULL, 0, first, dbs, p->salt);
+	if (ret == 0)
+		p->salt_size = 32;
+	free(first);
+	return ret;
+}
+
+void qs_verity_uuid_from_root(const uint8_t *root, uint8_t uuid[16])
+{
+	memcpy(uuid, root, 16);
+	uuid[6] = (uint8_t)((uuid[6] & 0x0f) | 0x40);
+	uuid[8] = (uint8_t)((uuid[8] & 0x3f) | 0x80);
+}
+
+int qs_verity_append_file(const char *path, struct qs_verity_params *p, unsigned flags,
+			  uint8_t root[QS_VERITY_MAX_DIGEST], struct qs_verity_geometry *g)
+{
+	struct qs_source *src = NULL;
+	uint8_t sb[QS_VERITY_SB_SIZE];
+	struct stat st;
+	off_t orig = -1;
+	int ret, fd = open(path, O_WRONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return qs_set_error(-errno, "%s", strerror(errno));
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		ret = qs_set_error(-EINVAL, "verity: appending a tree needs a regular file");
+		goto out;
+	}
+	if (flags & QS_VERITY_AT_END)
+		p->hash_offset = qs_verity_appended_offset(p, (uint64_t)st.st_size);
+	if ((uint64_t)st.st_size > p->hash_offset) {
+		ret = qs_set_error(-EINVAL, "verity: hash offset %llu is inside the image (%llu bytes)",
+				   (unsigned long long)p->hash_offset, (unsigned long long)st.st_size);
+		goto out;
+	}
+	ret = qs_verity_check_params(p);
+	if (ret < 0)
+		goto out;
+	if (!p->data_blocks) {
+		/* The data area is the image up to the tree, alignment zeros included, as on a device. */
+		p->data_blocks = p->hash_offset / p->data_block_size;
+		if (p->data_blocks * p->data_block_size < (uint64_t)st.st_size) {
+			ret = qs_set_error(-EINVAL, "verity: hash offset %llu is not a multiple of the data block "
+					   "size %u", (unsigned long long)p->hash_offset, p->data_block_size);
+			goto out;
+		}
+	}
+	if (p->data_blocks * p->data_block_size > p->hash_offset) {
+		ret = qs_set_error(-EINVAL, "verity: the data area (%llu blocks of %u) overlaps the hash area at %llu",
+				   (unsigned long long)p->data_blocks, p->data_block_size,
+				   (unsigned long long)p->hash_offset);
+		goto out;
+	}
+	orig = st.st_size;
+	if (ftruncate(fd, (off_t)p->hash_offset) < 0) {
+		ret = qs_set_error(-errno, "%s", strerror(errno));
+		goto out;
+	}
+	ret = qs_source_open_file(path, &src);
+	if (ret == 0 && (flags & QS_VERITY_DERIVE_SALT))
+		ret = qs_verity_default_salt(src, p);
+	if (ret == 0)
+		ret = qs_verity_format(src, p, fd, root, g);
+	if (ret == 0 && !p->no_superblock && (flags & QS_VERITY_DERIVE_UUID)) {
+		qs_verity_uuid_from_root(root, p->uuid);
+		ret = qs_verity_encode_superblock(p, sb);
+		if (ret == 0)
+			ret = write_all(fd, sb, sizeof(sb), p->hash_offset);
+	}
+	if (ret == 0 && fsync(fd) < 0)
+		ret = qs_set_error(-errno, "%s", strerror(errno));
+	if (ret == 0)
+		orig = -1;
+out:
+	qs_source_close(src);
+	/* A failed append leaves the image as it was. */
+	if (orig >= 0 && ftruncate(fd, orig) < 0 && ret == 0)
+		ret = qs_set_error(-errno, "%s", strerror(errno));
+	close(fd);
 	return ret;
 }
 

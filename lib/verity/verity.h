@@ -172,6 +172,40 @@ int qs_verity_format(struct qs_source *data, const struct qs_verity_params *p, i
 		     uint8_t root[QS_VERITY_MAX_DIGEST], struct qs_verity_geometry *g);
 
 /*
+ * The salt quash uses when none is given, so that the same image always
+ * gets the same tree: the SHA-256 of data's first data block (zero-padded
+ * when data is shorter), 32 bytes, like veritysetup's random default.
+ * Sets p->salt and p->salt_size.  The source's error if it cannot be read.
+ */
+int qs_verity_default_salt(struct qs_source *data, struct qs_verity_params *p);
+
+/*
+ * The UUID quash writes when none is given: the first 16 bytes of the root
+ * hash with the bits of a version 4 UUID set, so that it is reproducible
+ * and differs with the content.
+ */
+void qs_verity_uuid_from_root(const uint8_t *root, uint8_t uuid[16]);
+
+/* qs_verity_append_file()'s flags. */
+#define QS_VERITY_DERIVE_SALT 1u    /* p's salt is qs_verity_default_salt()'s */
+#define QS_VERITY_DERIVE_UUID 2u    /* p's UUID is qs_verity_uuid_from_root()'s */
+#define QS_VERITY_AT_END 4u         /* p->hash_offset is qs_verity_appended_offset(the file's size) */
+
+/*
+ * Append the tree of the local file 'path' to it, as quash verity format
+ * IMAGE does (and pack --verity will): the file is extended with zeros to
+ * p->hash_offset (which must not be inside it), the data area is
+ * everything before that (p->data_blocks 0: hash_offset / data block
+ * size, which must then cover the whole file), the tree (and superblock)
+ * follow, and the file is synced.  flags derive what is not given.  p is
+ * updated to what was written (offset, data blocks, salt, UUID); root and
+ * *g as for qs_verity_format.  On failure the file is cut back to its
+ * size before, and the message does not name the file.
+ */
+int qs_verity_append_file(const char *path, struct qs_verity_params *p, unsigned flags,
+			  uint8_t root[QS_VERITY_MAX_DIGEST], struct qs_verity_geometry *g);
+
+/*
  * A source that serves data's bytes only after checking them against the
  * tree in 'hash' and the root hash:
  *  - every data block a read touches is hashed and compared with its digest
