@@ -1,6 +1,7 @@
 /*
- * source_verity.c - a byte source that returns only bytes whose hash
- * checks up to the root (verity.h, qs_source_open_verity).
+ * source_verity.c - checking data against a tree (verity.h: struct
+ * qs_verity, qs_verity_check) and, on top of it, a byte source that returns
+ * only bytes whose hash checks up to the root (qs_source_open_verity).
  *
  * A read hashes every data block it touches against level 0 of the tree.
  * The digests come from tree blocks that were themselves checked against
@@ -31,13 +32,14 @@ struct slot {
 	bool used;
 };
 
-struct vsrc {
-	struct qs_source *data, *hash;
+/* The tree, its root and the cache of its verified blocks (verity.h: struct qs_verity). */
+struct qs_verity {
+	struct qs_source *hash;     /* not owned */
 	struct qs_verity_params p;
 	struct qs_verity_geometry g;
 	const EVP_MD *md;
 	uint8_t root[QS_VERITY_MAX_DIGEST];
-	uint64_t data_size;         /* the inner data source's */
+	uint64_t data_size;         /* bytes of data the tree covers; a last partial block is zero-padded */
 
 	pthread_mutex_t lock;       /* over the slots, buckets and hand */
 	uint32_t nslots, hand, bucket_mask;
@@ -48,21 +50,19 @@ struct vsrc {
 	uint64_t stat_data, stat_tree_reads, stat_rereads, stat_failures;
 };
 
-static const struct qs_source_ops verity_ops;
-
 static uint64_t slot_key(unsigned level, uint64_t block)
 {
 	return (uint64_t)level << 56 | block;
 }
 
-static uint32_t bucket_of(const struct vsrc *v, uint64_t key)
+static uint32_t bucket_of(const struct qs_verity *v, uint64_t key)
 {
 	key *= 0x9e3779b97f4a7c15ull;
 	return (uint32_t)(key >> 32) & v->bucket_mask;
 }
 
 /* Under the lock. */
-static int32_t lookup(struct vsrc *v, uint64_t key)
+static int32_t lookup(struct qs_verity *v, uint64_t key)
 {
 	for (int32_t i = v->buckets[bucket_of(v, key)]; i >= 0; i = v->slots[i].next) {
 		if (v->slots[i].key == key)
@@ -71,7 +71,7 @@ static int32_t lookup(struct vsrc *v, uint64_t key)
 	return -1;
 }
 
-static void unlink_slot(struct vsrc *v, int32_t s)
+static void unlink_slot(struct qs_verity *v, int32_t s)
 {
 	int32_t *link = &v->buckets[bucket_of(v, v->slots[s].key)];
 
@@ -82,7 +82,7 @@ static void unlink_slot(struct vsrc *v, int32_t s)
 }
 
 /* A slot to reuse, under the lock: the first the hand finds without chances left. */
-static int32_t evict(struct vsrc *v)
+static int32_t evict(struct qs_verity *v)
 {
 	for (;;) {
 		uint32_t s = v->hand;
@@ -105,7 +105,7 @@ static uint8_t chances_for(unsigned level)
 }
 
 /* count digests from entry 'first' of a verified block, packed, into out. */
-static void copy_digests(const struct vsrc *v, const uint8_t *block, unsigned first, unsigned count, uint8_t *out)
+static void copy_digests(const struct qs_verity *v, const uint8_t *block, unsigned first, unsigned count, uint8_t *out)
 {
 	for (unsigned i = 0; i < count; i++)
 		memcpy(out + (size_t)i * v->g.digest_size, block + (size_t)(first + i) * v->g.digest_stride,
@@ -126,7 +126,7 @@ static int read_full(struct qs_source *src, uint8_t *buf, size_t want, uint64_t 
  * The digests 'first' .. first+count-1 of block 'block' of tree level
  * 'level', from the cache or read and verified up to the root.
  */
-static int tree_digests(struct vsrc *v, unsigned level, uint64_t block, unsigned first, unsigned count,
+static int tree_digests(struct qs_verity *v, unsigned level, uint64_t block, unsigned first, unsigned count,
 			uint8_t *out)
 {
 	uint32_t hbs = v->p.hash_block_size;
@@ -199,21 +199,26 @@ out:
 	return ret;
 }
 
-/* Bytes of block b that the data source holds (the last block may be short). */
-static size_t block_bytes(const struct vsrc *v, uint64_t b)
+/* Bytes of block b that the data holds (the last block may be short). */
+static size_t block_bytes(const struct qs_verity *v, uint64_t b)
 {
-	uint64_t start = b * v->p.data_block_size;
-	uint64_t left = v->data_size - start;
+	uint64_t left = v->data_size - b * v->p.data_block_size;
 
 	return left < v->p.data_block_size ? (size_t)left : v->p.data_block_size;
 }
 
-/* Check data blocks b0.. of buf (block-aligned, zero-padded past the data's end), re-reading a bad one once. */
-static int verify_blocks(struct vsrc *v, uint8_t *buf, uint64_t b0, uint64_t nblocks)
+/*
+ * Check data blocks b0 .. b0+nblocks-1, whose bytes start at buf and run
+ * for buflen (a last block cut short by the data's end is hashed
+ * zero-padded).  With 'reread', a block that does not match is read again
+ * from it once, into buf (which is then writable and holds whole blocks).
+ */
+static int verify_blocks(struct qs_verity *v, const uint8_t *buf, size_t buflen, uint64_t b0, uint64_t nblocks,
+			 struct qs_source *reread)
 {
 	uint32_t dbs = v->p.data_block_size;
 	size_t ds = v->g.digest_size;
-	uint8_t *want = NULL, got[QS_VERITY_MAX_DIGEST];
+	uint8_t *want = NULL, *tmp = NULL, got[QS_VERITY_MAX_DIGEST];
 	uint64_t done = 0;
 	int ret = 0;
 
@@ -238,8 +243,18 @@ static int verify_blocks(struct vsrc *v, uint8_t *buf, uint64_t b0, uint64_t nbl
 			digests = want;
 		}
 		for (unsigned i = 0; i < count; i++) {
-			uint8_t *blk = buf + (done + i) * dbs;
+			const uint8_t *blk = buf + (done + i) * dbs;
+			size_t have = buflen - (done + i) * dbs;
 
+			if (have < dbs) {
+				if (!tmp && !(tmp = malloc(dbs))) {
+					ret = qs_set_error(-ENOMEM, "out of memory");
+					goto out;
+				}
+				memcpy(tmp, blk, have);
+				memset(tmp + have, 0, dbs - have);
+				blk = tmp;
+			}
 			for (int attempt = 0;; attempt++) {
 				count_stat(&v->stat_data);
 				ret = verity_hash(v->md, v->p.salt, v->p.salt_size, blk, dbs, got);
@@ -247,7 +262,7 @@ static int verify_blocks(struct vsrc *v, uint8_t *buf, uint64_t b0, uint64_t nbl
 					goto out;
 				if (memcmp(got, digests + i * ds, ds) == 0)
 					break;
-				if (attempt == 1) {
+				if (attempt == 1 || !reread) {
 					count_stat(&v->stat_failures);
 					ret = qs_set_error(-EIO, "verity: data block %llu (offset %llu) does not match "
 							   "its hash in tree level 0", (unsigned long long)(b + i),
@@ -255,133 +270,53 @@ static int verify_blocks(struct vsrc *v, uint8_t *buf, uint64_t b0, uint64_t nbl
 					goto out;
 				}
 				count_stat(&v->stat_rereads);
-				ret = read_full(v->data, blk, block_bytes(v, b + i), (b + i) * dbs);
+				uint8_t *again = (uint8_t *)blk;
+
+				ret = read_full(reread, again, block_bytes(v, b + i), (b + i) * dbs);
 				if (ret < 0)
 					goto out;
-				memset(blk + block_bytes(v, b + i), 0, dbs - block_bytes(v, b + i));
+				memset(again + block_bytes(v, b + i), 0, dbs - block_bytes(v, b + i));
 			}
 		}
 		done += count;
 	}
 out:
+	free(tmp);
 	free(want);
 	return ret;
 }
 
-static int verity_pread(struct qs_source *src, void *out, size_t len, uint64_t off)
+int qs_verity_check(struct qs_verity *v, uint64_t off, const void *buf, size_t len)
 {
-	struct vsrc *v = src->priv;
 	uint32_t dbs = v->p.data_block_size;
-	uint64_t b0, b1, start, have;
-	uint8_t *buf;
-	bool direct;
-	int ret;
+	uint64_t end;
 
-	if (len == 0)
+	if (off % dbs)
+		return qs_set_error(-EINVAL, "verity: check at offset %llu, not at a data block's start",
+				    (unsigned long long)off);
+	if (off >= v->data_size || len == 0)
 		return 0;
-	if (off > src->size || len > src->size - off)
-		return qs_set_error(-EIO, "read of %zu bytes at %llu is past the end (%llu bytes)", len,
-				    (unsigned long long)off, (unsigned long long)src->size);
-	b0 = off / dbs;
-	b1 = (off + len - 1) / dbs;
-	start = b0 * dbs;
-	have = (b1 + 1) * dbs <= v->data_size ? (b1 + 1) * dbs - start : v->data_size - start;
-	/* Whole blocks go straight into the caller's buffer; others through one of our own. */
-	direct = off == start && len == (b1 - b0 + 1) * dbs && have == len;
-	buf = direct ? out : malloc((b1 - b0 + 1) * dbs);
-	if (!buf)
-		return qs_set_error(-ENOMEM, "out of memory");
-	ret = read_full(v->data, buf, have, start);
-	if (ret == 0) {
-		memset(buf + have, 0, (b1 - b0 + 1) * dbs - have);
-		ret = verify_blocks(v, buf, b0, b1 - b0 + 1);
-	}
-	if (ret == 0 && !direct)
-		memcpy(out, buf + (off - start), len);
-	else if (ret < 0)
-		memset(out, 0, len);    /* nothing unverified reaches the caller */
-	if (!direct)
-		free(buf);
-	return ret;
+	end = len > v->data_size - off ? v->data_size : off + len;
+	if (end < v->data_size && (end - off) % dbs)
+		return qs_set_error(-EINVAL, "verity: check of %zu bytes at %llu ends inside a data block", len,
+				    (unsigned long long)off);
+	return verify_blocks(v, buf, (size_t)(end - off), off / dbs, (end - off + dbs - 1) / dbs, NULL);
 }
 
-static void verity_close(struct qs_source *src)
+int qs_verity_open(struct qs_source *hash, const struct qs_verity_params *p, uint64_t data_size,
+		   const uint8_t *root, size_t root_len, struct qs_verity **out)
 {
-	struct vsrc *v = src->priv;
-
-	if (v->hash != v->data)
-		qs_source_close(v->hash);
-	qs_source_close(v->data);
-	pthread_mutex_destroy(&v->lock);
-	free(v->slots);
-	free(v->buckets);
-	free(v->blocks);
-	free(v);
-}
-
-static int verity_prefetch(struct qs_source *src, uint64_t off, uint64_t len)
-{
-	struct vsrc *v = src->priv;
-
-	return qs_source_prefetch(v->data, off, len);
-}
-
-static int verity_willneed(struct qs_source *src, uint64_t off, uint64_t len)
-{
-	struct vsrc *v = src->priv;
-
-	return qs_source_willneed(v->data, off, len);
-}
-
-static int verity_warm(struct qs_source *src, uint64_t off, uint64_t len)
-{
-	struct vsrc *v = src->priv;
-
-	return qs_source_warm(v->data, off, len);
-}
-
-static int verity_replayed(struct qs_source *src, size_t *next, uint64_t *off, uint64_t *len)
-{
-	struct vsrc *v = src->priv;
-
-	return qs_source_replayed(v->data, next, off, len);
-}
-
-static const struct qs_source_ops verity_ops = {
-	.pread = verity_pread,
-	.close = verity_close,
-	.prefetch = verity_prefetch,
-	.willneed = verity_willneed,
-	.warm = verity_warm,
-	.replayed = verity_replayed,
-};
-
-static void close_inner(struct qs_source *data, struct qs_source *hash)
-{
-	if (hash != data)
-		qs_source_close(hash);
-	qs_source_close(data);
-}
-
-int qs_source_open_verity(struct qs_source *data, struct qs_source *hash, const struct qs_verity_params *p,
-			  const uint8_t *root, size_t root_len, struct qs_source **out)
-{
-	struct vsrc *v = calloc(1, sizeof(*v));
+	struct qs_verity *v = calloc(1, sizeof(*v));
 	size_t cache_bytes = p->cache_bytes ? p->cache_bytes : QS_VERITY_DEFAULT_CACHE_BYTES;
 	uint64_t nslots, data_blocks, covered;
-	char roothex[2 * QS_VERITY_MAX_DIGEST + 1], *identity = NULL;
 	int ret;
 
-	if (!v) {
-		close_inner(data, hash);
+	if (!v)
 		return qs_set_error(-ENOMEM, "out of memory");
-	}
-	v->data = data;
 	v->hash = hash;
 	v->p = *p;
 	pthread_mutex_init(&v->lock, NULL);
-	v->data_size = data->size;
-	data_blocks = p->data_blocks ? p->data_blocks : qs_verity_data_blocks_for(p, data->size);
+	data_blocks = p->data_blocks ? p->data_blocks : qs_verity_data_blocks_for(p, data_size);
 	v->p.data_blocks = data_blocks;
 	ret = qs_verity_geometry(&v->p, data_blocks, &v->g);
 	if (ret < 0)
@@ -393,9 +328,9 @@ int qs_source_open_verity(struct qs_source *data, struct qs_source *hash, const 
 		goto fail;
 	}
 	memcpy(v->root, root, root_len);
-	if (data->size <= (data_blocks - 1) * p->data_block_size) {
+	if (data_size <= (data_blocks - 1) * p->data_block_size) {
 		ret = qs_set_error(-EIO, "the data is %llu bytes, the tree covers %llu blocks of %u bytes",
-				   (unsigned long long)data->size, (unsigned long long)data_blocks, p->data_block_size);
+				   (unsigned long long)data_size, (unsigned long long)data_blocks, p->data_block_size);
 		goto fail;
 	}
 	if (hash->size < v->g.hash_end) {
@@ -404,11 +339,7 @@ int qs_source_open_verity(struct qs_source *data, struct qs_source *hash, const 
 		goto fail;
 	}
 	covered = data_blocks * p->data_block_size;
-	if (hash == data && covered > p->hash_offset) {
-		ret = qs_set_error(-EINVAL, "the data area (%llu bytes) overlaps the hash area at offset %llu",
-				   (unsigned long long)covered, (unsigned long long)p->hash_offset);
-		goto fail;
-	}
+	v->data_size = covered < data_size ? covered : data_size;
 	nslots = cache_bytes / p->hash_block_size;
 	if (nslots > v->g.hash_blocks)
 		nslots = v->g.hash_blocks;
@@ -428,31 +359,31 @@ int qs_source_open_verity(struct qs_source *data, struct qs_source *hash, const 
 	}
 	for (uint32_t i = 0; i <= v->bucket_mask; i++)
 		v->buckets[i] = -1;
-	qs_verity_format_hex(root, root_len, roothex);
-	if (asprintf(&identity, "verity:%s:%s:%s", v->p.hash_name, roothex, data->identity) < 0) {
-		identity = NULL;
-		ret = qs_set_error(-ENOMEM, "out of memory");
-		goto fail;
-	}
-	*out = qs_source_alloc(&verity_ops, data->name, identity, covered < data->size ? covered : data->size, v);
-	free(identity);
-	if (!*out) {
-		ret = qs_set_error(-ENOMEM, "out of memory");
-		goto fail;
-	}
+	*out = v;
 	return 0;
 fail:
-	verity_close(&(struct qs_source){ .priv = v });
+	qs_verity_close(v);
 	return ret;
 }
 
-int qs_verity_source_stats(struct qs_source *src, struct qs_verity_stats *out)
+void qs_verity_close(struct qs_verity *v)
 {
-	struct vsrc *v;
+	if (!v)
+		return;
+	pthread_mutex_destroy(&v->lock);
+	free(v->slots);
+	free(v->buckets);
+	free(v->blocks);
+	free(v);
+}
 
-	if (src->ops != &verity_ops)
-		return qs_set_error(-EINVAL, "not a verifying source");
-	v = src->priv;
+uint64_t qs_verity_data_size(const struct qs_verity *v)
+{
+	return v->data_size;
+}
+
+int qs_verity_stats(struct qs_verity *v, struct qs_verity_stats *out)
+{
 	memset(out, 0, sizeof(*out));
 	out->data_blocks_verified = __atomic_load_n(&v->stat_data, __ATOMIC_RELAXED);
 	out->tree_blocks_read = __atomic_load_n(&v->stat_tree_reads, __ATOMIC_RELAXED);
@@ -464,4 +395,150 @@ int qs_verity_source_stats(struct qs_source *src, struct qs_verity_stats *out)
 		out->tree_blocks_cached += v->slots[i].used;
 	pthread_mutex_unlock(&v->lock);
 	return 0;
+}
+
+/* ---- the verifying source ------------------------------------------------ */
+
+struct vsrc {
+	struct qs_verity *tree;
+	struct qs_source *data, *hash;  /* owned; the same source when the tree is appended */
+};
+
+static int verity_pread(struct qs_source *src, void *out, size_t len, uint64_t off)
+{
+	struct vsrc *vs = src->priv;
+	struct qs_verity *v = vs->tree;
+	uint32_t dbs = v->p.data_block_size;
+	uint64_t b0, b1, start, have, whole;
+	uint8_t *buf;
+	bool direct;
+	int ret;
+
+	if (len == 0)
+		return 0;
+	if (off > src->size || len > src->size - off)
+		return qs_set_error(-EIO, "read of %zu bytes at %llu is past the end (%llu bytes)", len,
+				    (unsigned long long)off, (unsigned long long)src->size);
+	b0 = off / dbs;
+	b1 = (off + len - 1) / dbs;
+	start = b0 * dbs;
+	whole = (b1 - b0 + 1) * dbs;
+	have = start + whole <= v->data_size ? whole : v->data_size - start;
+	/* Whole blocks go straight into the caller's buffer; others through one of our own. */
+	direct = off == start && len == whole && have == len;
+	buf = direct ? out : malloc(whole);
+	if (!buf)
+		return qs_set_error(-ENOMEM, "out of memory");
+	ret = read_full(vs->data, buf, have, start);
+	if (ret == 0) {
+		memset(buf + have, 0, whole - have);
+		ret = verify_blocks(v, buf, whole, b0, b1 - b0 + 1, vs->data);
+	}
+	if (ret == 0 && !direct)
+		memcpy(out, buf + (off - start), len);
+	else if (ret < 0)
+		memset(out, 0, len);    /* nothing unverified reaches the caller */
+	if (!direct)
+		free(buf);
+	return ret;
+}
+
+static void close_inner(struct qs_source *data, struct qs_source *hash)
+{
+	if (hash != data)
+		qs_source_close(hash);
+	qs_source_close(data);
+}
+
+static void verity_close(struct qs_source *src)
+{
+	struct vsrc *vs = src->priv;
+
+	qs_verity_close(vs->tree);
+	close_inner(vs->data, vs->hash);
+	free(vs);
+}
+
+static int verity_prefetch(struct qs_source *src, uint64_t off, uint64_t len)
+{
+	struct vsrc *vs = src->priv;
+
+	return qs_source_prefetch(vs->data, off, len);
+}
+
+static int verity_willneed(struct qs_source *src, uint64_t off, uint64_t len)
+{
+	struct vsrc *vs = src->priv;
+
+	return qs_source_willneed(vs->data, off, len);
+}
+
+static int verity_warm(struct qs_source *src, uint64_t off, uint64_t len)
+{
+	struct vsrc *vs = src->priv;
+
+	return qs_source_warm(vs->data, off, len);
+}
+
+static int verity_replayed(struct qs_source *src, size_t *next, uint64_t *off, uint64_t *len)
+{
+	struct vsrc *vs = src->priv;
+
+	return qs_source_replayed(vs->data, next, off, len);
+}
+
+static const struct qs_source_ops verity_ops = {
+	.pread = verity_pread,
+	.close = verity_close,
+	.prefetch = verity_prefetch,
+	.willneed = verity_willneed,
+	.warm = verity_warm,
+	.replayed = verity_replayed,
+};
+
+int qs_source_open_verity(struct qs_source *data, struct qs_source *hash, const struct qs_verity_params *p,
+			  const uint8_t *root, size_t root_len, struct qs_source **out)
+{
+	struct vsrc *vs = calloc(1, sizeof(*vs));
+	char roothex[2 * QS_VERITY_MAX_DIGEST + 1], *identity = NULL;
+	int ret;
+
+	if (!vs) {
+		close_inner(data, hash);
+		return qs_set_error(-ENOMEM, "out of memory");
+	}
+	vs->data = data;
+	vs->hash = hash;
+	ret = qs_verity_open(hash, p, data->size, root, root_len, &vs->tree);
+	if (ret < 0)
+		goto fail;
+	if (hash == data && vs->tree->p.data_blocks * p->data_block_size > p->hash_offset) {
+		ret = qs_set_error(-EINVAL, "the data area (%llu bytes) overlaps the hash area at offset %llu",
+				   (unsigned long long)(vs->tree->p.data_blocks * p->data_block_size),
+				   (unsigned long long)p->hash_offset);
+		goto fail;
+	}
+	qs_verity_format_hex(root, root_len, roothex);
+	if (asprintf(&identity, "verity:%s:%s:%s", vs->tree->p.hash_name, roothex, data->identity) < 0) {
+		identity = NULL;
+		ret = qs_set_error(-ENOMEM, "out of memory");
+		goto fail;
+	}
+	*out = qs_source_alloc(&verity_ops, data->name, identity, vs->tree->data_size, vs);
+	free(identity);
+	if (!*out) {
+		ret = qs_set_error(-ENOMEM, "out of memory");
+		goto fail;
+	}
+	return 0;
+fail:
+	verity_close(&(struct qs_source){ .priv = vs });
+	return ret;
+}
+
+int qs_verity_source_stats(struct qs_source *src, struct qs_verity_stats *out)
+{
+	if (src->ops != &verity_ops)
+		return qs_set_error(-EINVAL, "not a verifying source");
+	return qs_verity_stats(((struct vsrc *)src->priv)->tree, out);
 }

@@ -236,6 +236,32 @@ int qs_verity_append_file(const char *path, struct qs_verity_params *p, unsigned
 int qs_source_open_verity(struct qs_source *data, struct qs_source *hash, const struct qs_verity_params *p,
 			  const uint8_t *root, size_t root_len, struct qs_source **out);
 
+/*
+ * The tree on its own, for a reader that gets the data some other way (a
+ * remote source's chunk cache checks each chunk as it arrives, before it
+ * keeps it): 'hash' holds the tree (not owned: it must outlive the
+ * verifier), data_size is the bytes of data the tree covers (p->data_blocks
+ * 0: the blocks they need).  Checks and errors as qs_source_open_verity.
+ * Thread-safe; tree blocks are read, checked and cached as that source does.
+ */
+struct qs_verity;
+int qs_verity_open(struct qs_source *hash, const struct qs_verity_params *p, uint64_t data_size,
+		   const uint8_t *root, size_t root_len, struct qs_verity **out);
+void qs_verity_close(struct qs_verity *v);
+
+/* The data bytes the tree covers: data_size, or less when data_blocks says so. */
+uint64_t qs_verity_data_size(const struct qs_verity *v);
+
+/*
+ * Check len bytes of data at off (a data block's start) against the tree:
+ * every block they hold, a last one cut short by the data's end hashed
+ * zero-padded; bytes past the data the tree covers are not checked.  len
+ * must end at a block's end or at the data's end (-EINVAL otherwise).
+ * 0, or -EIO with the message qs_source_open_verity gives for the first
+ * block that does not match (no re-read here: the caller fetches again).
+ */
+int qs_verity_check(struct qs_verity *v, uint64_t off, const void *buf, size_t len);
+
 /* What a verifying source has done, for tests and statistics. */
 struct qs_verity_stats {
 	uint64_t data_blocks_verified;  /* data block hashes computed (re-reads included) */
@@ -248,6 +274,7 @@ struct qs_verity_stats {
 
 /* -EINVAL if src is not a verifying source. */
 int qs_verity_source_stats(struct qs_source *src, struct qs_verity_stats *out);
+int qs_verity_stats(struct qs_verity *v, struct qs_verity_stats *out);
 
 /* ---- small helpers the command line shares ---- */
 

@@ -6,7 +6,9 @@
  * a data or tree block fails exactly the reads of the blocks under it with
  * -EIO, a zeroed buffer and a message naming the block and the level, a
  * corruption seen once heals on the re-read, concurrent readers on a small
- * cache see the same, and the cache of tree blocks stays within its bound.
+ * cache see the same, and the cache of tree blocks stays within its bound;
+ * the tree alone (qs_verity_check) passes buffers that match and fails the
+ * block that does not, without reading it again.
  * (veritysetup is the oracle for the format in tests/t-verity.sh.)
  */
 #include <errno.h>
@@ -516,6 +518,48 @@ static void test_concurrent(void **state)
 	fixture_free(&f);
 }
 
+/* The tree alone checks buffers it is handed: whole ones pass, a flipped byte fails its block, once. */
+static void test_check(void **state)
+{
+	struct fixture f;
+	struct mem hm;
+	struct qs_source *h;
+	struct qs_verity *t;
+	struct qs_verity_stats st;
+	struct qs_verity_params p;
+	uint8_t *copy;
+	uint64_t last;
+
+	(void)state;
+	fixture_make(&f, "sha256", 4096, 4096, (1u << 20) + 700, 37);
+	h = mem_source(&hm, f.tree, f.tree_len, "tree");
+	p = f.p;
+	p.data_blocks = 0;
+	assert_int_equal(qs_verity_open(h, &p, f.size, f.root, 32, &t), 0);
+	assert_int_equal(qs_verity_data_size(t), f.size);
+	for (uint64_t off = 0; off < f.size; off += 65536)
+		assert_int_equal(qs_verity_check(t, off, f.data + off, off + 65536 > f.size ? f.size - off : 65536), 0);
+	/* the last, partial block; and bytes past the data are not the tree's business */
+	last = f.size / 4096 * 4096;
+	assert_int_equal(qs_verity_check(t, last, f.data + last, f.size - last), 0);
+	copy = calloc(1, 3 * 4096);
+	memcpy(copy, f.data + last, f.size - last);
+	assert_int_equal(qs_verity_check(t, last, copy, 3 * 4096), 0);
+	assert_int_equal(qs_verity_check(t, 3, f.data + 3, 4096), -EINVAL);
+	assert_int_equal(qs_verity_check(t, 0, f.data, 5000), -EINVAL);
+	memcpy(copy, f.data + 8 * 4096, 2 * 4096);
+	copy[4096 + 9] ^= 1;
+	assert_int_equal(qs_verity_check(t, 8 * 4096, copy, 2 * 4096), -EIO);
+	assert_string_equal(qs_last_error(), "verity: data block 9 (offset 36864) does not match its hash in tree level 0");
+	assert_int_equal(qs_verity_stats(t, &st), 0);
+	assert_int_equal(st.rereads, 0);
+	assert_int_equal(st.failures, 1);
+	free(copy);
+	qs_verity_close(t);
+	qs_source_close(h);
+	fixture_free(&f);
+}
+
 /* Open refuses short data, a short tree and a root hash of the wrong length. */
 static void test_open_errors(void **state)
 {
@@ -552,6 +596,7 @@ int main(void)
 		cmocka_unit_test(test_cache_bound),
 		cmocka_unit_test(test_concurrent),
 		cmocka_unit_test(test_open_errors),
+		cmocka_unit_test(test_check),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
