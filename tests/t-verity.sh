@@ -12,8 +12,9 @@
 # data block, the last partial block of an unpadded image, the tree, the
 # appended tree; a truncated image; a wrong root hash) fails verify with
 # exit 1 and the one line naming the block, where veritysetup fails too;
-# bad root hashes and options are exit 2.  verify over HTTP (nginx) checks
-# a separate and an appended tree and catches a tampered copy.
+# bad root hashes and options are exit 2.  Over HTTP (nginx), format reads
+# a remote image, and verify checks a separate and an appended tree and
+# catches a tampered copy.
 . "$(dirname "$0")/lib/tap.sh"
 . "$QUASH_TOP/tests/lib/asan.sh"
 . "$QUASH_TOP/tests/lib/remote.sh"
@@ -210,6 +211,9 @@ if start_nginx "$V/nginx" "$V/www" "$port"; then
 		qa "$V/v.out" $QUASH_ASAN verity verify "$url/q.sqfs" "$url/r1.h" "$R"
 	check "over HTTP: quash verify finds the appended tree and accepts it" \
 		qa "$V/v.out" $QUASH_ASAN verity verify "$url/ta.sqfs" "$(root_of "$V/ta.out")"
+	$QUASH_ASAN verity format "$url/q.sqfs" "$V/http.h" >"$V/http.out" 2>"$V/http.err"
+	check "over HTTP: format reads the remote image and writes the local tree byte for byte" \
+		bash -c "cmp -s '$V/http.h' '$V/r1.h' && ! grep -qE 'Sanitizer|runtime error:' '$V/http.err'"
 	check_fails "over HTTP: a tampered copy fails, exit 1, naming block 1" 1 \
 		"^quash: $(ere "$url/bad.sqfs"): verity: data block 1 \(offset 4096\) does not match its hash in tree level 0$" \
 		one_line $QUASH_ASAN verity verify "$url/bad.sqfs" "$url/r1.h" "$R"
