@@ -12,7 +12,9 @@
 # data block, the last partial block of an unpadded image, the tree, the
 # appended tree; a truncated image; a wrong root hash) fails verify with
 # exit 1 and the one line naming the block, where veritysetup fails too;
-# bad root hashes and options are exit 2.  Over HTTP (nginx), format reads
+# bad root hashes and options are exit 2.  pack --verity gives pack's image
+# with verity format's tree, and its root hash in the summary and --json.
+# Over HTTP (nginx), format reads
 # a remote image, and verify checks a separate and an appended tree and
 # catches a tampered copy.
 . "$(dirname "$0")/lib/tap.sh"
@@ -186,6 +188,22 @@ flip "$V/np.sqfs" $((npsize - 1))
 check_fails "a flipped byte in the partial last block: exit 1, naming it" 1 \
 	"verity: data block $(( npsize / 4096 )) \(offset $(( npsize / 4096 * 4096 ))\) does not match its hash in tree level 0$" \
 	one_line $QUASH_ASAN verity verify "$V/np.sqfs" "$V/np.h" "$(root_of "$V/np.out")"
+
+# ---- quash pack --verity ---------------------------------------------------------------
+qa "$V/pv.out" $QUASH_ASAN pack --verity --no-progress "$V/tree" "$V/pv.sqfs" || not_ok "pack --verity runs"
+$QUASH pack -q --no-progress "$V/tree" "$V/pp.sqfs" && ppsize=$(stat -c %s "$V/pp.sqfs")
+$QUASH verity format "$V/pp.sqfs" >"$V/pp.out"
+check "pack --verity: the image and tree are pack's then verity format's, byte for byte" \
+	cmp -s "$V/pv.sqfs" "$V/pp.sqfs"
+check "pack --verity: it prints the root hash" test "$(root_of "$V/pv.out")" = "$(root_of "$V/pp.out")"
+check "pack --verity: veritysetup verify accepts the image with that root hash" \
+	veritysetup verify --hash-offset=$ppsize "$V/pv.sqfs" "$V/pv.sqfs" "$(root_of "$V/pv.out")"
+$QUASH pack --json --verity --no-progress "$V/tree" "$V/pj.sqfs" >"$V/pj.json"
+check "pack --verity --json: verity_root_hash in the one JSON object" python3 -c "
+import json, sys
+sys.exit(json.load(open('$V/pj.json'))['verity_root_hash'] != '$(root_of "$V/pv.out")')"
+check_fails "pack --verity to s3:// is a usage error" 2 "^quash: pack: --verity: not for an s3:// image" \
+	two_lines $QUASH_ASAN pack --verity "$V/tree" s3://bucket/x.sqfs
 
 # ---- the command line ----------------------------------------------------------------
 check_fails "a root hash that is not hex: exit 2" 2 "^quash: verity: root hash 'xyz' is not hexadecimal$" \
