@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "quash.h"
+#include "verity.h"
 #include "verity_internal.h"
 
 /* Slots kept whatever the byte bound says: a path from the top to level 0 and some. */

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "quash.h"
+#include "verity.h"
 #include "verity_internal.h"
 
 static const char *const hash_names[] = { "sha1", "sha224", "sha256", "sha384", "sha512" };

@@ -5,9 +5,10 @@
 #ifndef QUASH_VERITY_INTERNAL_H
 #define QUASH_VERITY_INTERNAL_H
 
-#include <openssl/evp.h>
+#include <stddef.h>
+#include <stdint.h>
 
-#include "verity.h"
+#include <openssl/evp.h>
 
 /* The fetched digest for a supported name, or NULL (no message). */
 const EVP_MD *verity_md(const char *name);
