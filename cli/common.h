@@ -42,6 +42,7 @@ struct cli_command {
 };
 
 extern const struct cli_command cmd_info, cmd_ls, cmd_stat, cmd_cat, cmd_extract, cmd_profile;
+extern const struct cli_command cmd_verity;     /* cmd_verity.c: quash verity format|verify */
 
 /* quash catalog SUBCOMMAND (cmd_catalog.c): argv[0] is "catalog". */
 int catalog_main(int argc, char **argv);

@@ -19,6 +19,7 @@
 
 static const struct cli_command *const offline_commands[] = {
 	&cmd_info, &cmd_ls, &cmd_stat, &cmd_cat, &cmd_extract, &cmd_profile,
+	&cmd_verity,
 };
 
 #define N_OFFLINE_COMMANDS (sizeof(offline_commands) / sizeof(offline_commands[0]))

@@ -71,6 +71,8 @@ static void usage(FILE *f)
 		"  -q, --quiet             no summary line (the progress bar stays: --no-progress)\n"
 		"      --json              the summary as one JSON object on stdout: sizes, ratio,\n"
 		"                          counts by type, duplicates, fragments, ids, seconds\n"
+		"      --verity            append a dm-verity hash tree, as quash verity format\n"
+		"                          IMAGE does, and print its root hash (a local IMAGE)\n"
 		"  -h, --help              show this help and exit\n"
 		"  -V, --version           show the version and exit\n"
 		"\n"
@@ -82,6 +84,7 @@ enum {
 	OPT_NO_FRAGMENTS = 256, OPT_NO_TAIL, OPT_NO_DEDUP, OPT_NO_SPARSE, OPT_NO_EXPORTS, OPT_NO_XATTRS, OPT_ALL_ROOT,
 	OPT_UID, OPT_GID, OPT_MODE, OPT_MTIME, OPT_EXCLUDE, OPT_SKIP_UNREADABLE, OPT_NO_PROGRESS,
 	OPT_ENDPOINT, OPT_JSON, OPT_ORDER, OPT_APPEND, OPT_MEMORY,
+	OPT_VERITY,
 };
 
 static const struct option long_options[] = {
@@ -109,6 +112,7 @@ static const struct option long_options[] = {
 	{ "append", no_argument, NULL, OPT_APPEND },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "json", no_argument, NULL, OPT_JSON },
+	{ "verity", no_argument, NULL, OPT_VERITY },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
 	{ NULL, 0, NULL, 0 },
@@ -238,6 +242,7 @@ static int parse_args(int argc, char **argv, struct pack_options *o_out)
 		case OPT_APPEND: o.append = true; break;
 		case 'q': o.quiet = true; break;
 		case OPT_JSON: o.json = true; break;
+		case OPT_VERITY: o.verity = true; break;
 		case 'h':
 			usage(stdout);
 			return PARSE_HELP;
@@ -274,6 +279,8 @@ static int parse_args(int argc, char **argv, struct pack_options *o_out)
 	o.image = argv[argc - 1];
 	if (o.append && strncmp(o.image, "s3://", 5) == 0)
 		return usage_error("--append: not for an s3:// image (append to a local file, then upload it)");
+	if (o.verity && strncmp(o.image, "s3://", 5) == 0)
+		return usage_error("--verity: not for an s3:// image (pack to a local file, then upload it)");
 	*o_out = o;
 	return 0;
 }

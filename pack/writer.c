@@ -29,6 +29,7 @@
 #include "sink.h"
 #include "sort.h"
 #include "spill.h"
+#include "verity.h"
 #include "super.h"
 #include "pack_util.h"
 
@@ -230,6 +231,7 @@ struct pack_stats {
 	uint64_t xattr_bytes, xattr_raw;    /* the pairs: as stored, and their sets' sizes uncompressed */
 	uint64_t empty_files;       /* mksquashfs's report counts them among the duplicates */
 	uint64_t bytes_used;        /* the superblock's: the image without its padding */
+	char verity_root[2 * QS_VERITY_MAX_DIGEST + 1];    /* --verity: the root hash in hex, else "" */
 };
 
 static int write_one(struct data_writer *w, struct pack_inode *inode)
@@ -563,9 +565,12 @@ static void print_summary_json(const struct pack_options *o, const struct pack_t
 	       (unsigned long long)t->device_count, (unsigned long long)t->fifo_count,
 	       (unsigned long long)t->socket_count, (unsigned long long)t->hardlinked);
 	printf(", \"duplicate_files\": %llu, \"duplicate_bytes\": %llu, \"fragments\": %u, \"ids\": %u"
-	       ", \"seconds\": %.3f}\n",
+	       ", \"seconds\": %.3f",
 	       (unsigned long long)s->dedup_files, (unsigned long long)s->dedup_bytes, s->fragments, s->ids,
 	       progress_seconds());
+	if (s->verity_root[0])
+		printf(", \"verity_root_hash\": \"%s\"", s->verity_root);
+	fputs("}\n", stdout);
 }
 
 static void print_ids(const char *what, const struct id_set *s, bool group)
@@ -862,12 +867,28 @@ int pack_run(const struct pack_options *given)
 		else
 			err = sink->ops->finish(sink, head, head_len);
 	}
+	if (!err && o->verity) {
+		/* The tree after the finished image, as quash verity format IMAGE appends it. */
+		struct qs_verity_params vp;
+		struct qs_verity_geometry vg;
+		uint8_t root[QS_VERITY_MAX_DIGEST];
+
+		qs_verity_params_init(&vp);
+		err = qs_verity_append_file(o->image, &vp, QS_VERITY_DERIVE_SALT | QS_VERITY_DERIVE_UUID |
+					    QS_VERITY_AT_END, root, &vg);
+		if (err)
+			pack_error("%s: %s", o->image, qs_last_error());
+		else
+			qs_verity_format_hex(root, vg.digest_size, stats.verity_root);
+	}
 	if (!err && o->json)
 		print_summary_json(o, &tree, &stats);
 	else if (!err && o->report && !o->quiet)
 		print_report(o, &tree, &stats);
 	else if (!err && !o->quiet)
 		print_summary(&tree, stats.image_size);
+	if (!err && stats.verity_root[0] && !o->json)
+		printf("Root hash:      \t%s\n", stats.verity_root);
 	spool_close(&spool);
 	free(stats.owners);
 	tree_free(&tree);

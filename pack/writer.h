@@ -72,6 +72,7 @@ struct pack_options {
 	bool progress_log;          /* mksquashfs -progress, stdout no terminal: its bar, for a log */
 	bool quiet;                 /* -q: no summary */
 	bool json;                  /* --json: the summary as one JSON object on stdout */
+	bool verity;                /* --verity: append a dm-verity tree (lib/verity), print its root hash */
 	bool report;                /* mksquashfs form: its end-of-run report instead of the summary line */
 	bool nopad;                 /* mksquashfs -nopad: no zeros up to a 4 KiB multiple */
 	bool info;                  /* mksquashfs -info: each file written, a line on stdout */

@@ -5,11 +5,11 @@ set -eu
 
 BUILD_PKGS="meson ninja-build pkg-config gcc libc6-dev
   libzstd-dev liblz4-dev liblzma-dev zlib1g-dev libdeflate-dev liblzo2-dev
-  libfuse3-dev fuse3 libarchive-dev libcurl4-openssl-dev libcmocka-dev libxxhash-dev liburing-dev"
+  libfuse3-dev fuse3 libarchive-dev libcurl4-openssl-dev libcmocka-dev libxxhash-dev liburing-dev libssl-dev"
 # QUASH_DEPS_TEST=1: what make check's fast tier (and make demo) run;
 # QUASH_DEPS_TEST=full adds what only make check-full's servers and fleets need.
 TEST_PKGS="squashfs-tools squashfs-tools-ng squashfuse attr acl strace xxd fio groff-base man-db
-  libarchive-tools zstd lz4 xz-utils bzip2 cpio zip bc util-linux"
+  libarchive-tools zstd lz4 xz-utils bzip2 cpio zip bc util-linux cryptsetup-bin nginx-light"
 TEST_FULL_PKGS="nginx-light openssl curl ceph-mon ceph-osd radosgw ceph-common uuid-runtime s3fs valgrind iproute2
   debhelper lintian"
 # QUASH_DEPS_DEB=1: what make deb builds the package with (debian/control's

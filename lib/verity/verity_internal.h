@@ -1,0 +1,25 @@
+/*
+ * verity_internal.h - what verity.c and source_verity.c share: the hashes
+ * by name and one hashing context per thread.
+ */
+#ifndef QUASH_VERITY_INTERNAL_H
+#define QUASH_VERITY_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <openssl/evp.h>
+
+/* The fetched digest for a supported name, or NULL (no message). */
+const EVP_MD *verity_md(const char *name);
+
+/*
+ * H(salt || data) into out with the calling thread's context (created on
+ * first use, freed when the thread exits): a context per thread saves an
+ * allocation per block and lets threads hash without sharing anything.
+ * 0, or -ENOMEM / -EIO with a message.
+ */
+int verity_hash(const EVP_MD *md, const uint8_t *salt, size_t salt_size, const void *data, size_t len,
+		uint8_t *out);
+
+#endif
