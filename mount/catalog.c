@@ -52,6 +52,7 @@
 
 #include "catalog.h"
 #include "catalog_model.h"
+#include "log.h"
 #include "squashfs_fs.h"
 
 #define QC_SHADOWED_SHOWN 8         /* keys without a name the status text names */
@@ -710,6 +711,7 @@ static int open_image(struct qm_catalog *c, struct qc_image *im)
 	im->view.opens = &im->opens;
 	im->view.lookups = &im->lookups;
 	im->view.generation = im->serial;
+	im->view.log_name = true;
 	if (src->notice)
 		qm_info(c->fs, "%s: %s", display_of(im), src->notice);
 	return 0;

@@ -31,15 +31,6 @@
 #define QC_ENTRIES_MAX 1000000u            /* images in one catalog */
 #define QC_DEPTH_MAX 16                    /* directory levels of a local catalog, or of keys */
 
-#define QC_DEFAULT_IDLE 300                /* s an unused image stays open (autofs's timeout) */
-#define QC_DEFAULT_REFRESH 60              /* s between listings of the source */
-/*
- * Images open at once (each a descriptor and its tables, about 25 KiB for a
- * small one): bench/catalog.sh's second sweep of 2,000 images took 0.85-1.10 s
- * with 1,024 (half of them reopened) and 0.18-0.34 s with 4,096.  Kept below
- * the descriptor limit, whose soft value is raised to the hard one.
- */
-#define QC_DEFAULT_OPEN_MAX 8192
 #define QC_FD_RESERVE 128                  /* descriptors kept for everything but images */
 #define QC_MISS_REFRESH_S 2                /* a name not found lists again, at most this often */
 #define QC_LIST_MIN_MS 1000                /* any two listings (inotify, refresh, misses) at least this apart */
@@ -156,6 +147,7 @@ void qc_ctl_read(struct qm_catalog *c, fuse_req_t req, size_t size, off_t off, s
 /* Gives the open's place back; the caller answers RELEASE. */
 void qc_ctl_release(struct qc_ctl *t, struct fuse_file_info *fi);
 
-extern const struct fuse_lowlevel_ops qm_catalog_ops;
+/* What a catalog's session serves (catalog_ops.c): its operations, more workers as needed, the watcher. */
+extern const struct qm_serve qc_serve;
 
 #endif

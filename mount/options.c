@@ -18,7 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "catalog.h"
+#include "mount_int.h"
 #include "size.h"
 #include "source_opt.h"
 

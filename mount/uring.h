@@ -30,11 +30,7 @@ int qm_transport_install(struct qm_fs *fs);
 /* Stop the queue threads (after the /dev/fuse loop has ended) and free. */
 void qm_transport_stop(struct qm_fs *fs);
 
-/* Requests served, by transport and by opcode (for -o stats and SIGUSR1). */
-struct qm_counters {
-	_Atomic uint64_t ring, dev;
-	_Atomic uint64_t by_opcode[64];
-};
+/* One line of the requests served (struct qm_counters), for SIGUSR1. */
 void qm_counters_report(struct qm_fs *fs);
 
 #endif
