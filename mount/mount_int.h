@@ -3,7 +3,7 @@
  * mounted filesystem's state, and the entry points of each file.
  *
  *   options.c   the command lines (quash mount, squashfuse_ll, mount.fuse3)
- *   ops.c       the FUSE low-level operations over libquash
+ *   ops.c       the FUSE low-level operations over libquash, on a view (view.h)
  *   dir.c       directory listings
  *   nodes.c     open files and listings by node id, for the kernel's handle-less opens
  *   fill.c      the threads that push decompressed blocks into the page cache
@@ -11,7 +11,7 @@
  *   uring.c     the other transport: FUSE over io_uring, one queue per CPU
  *   log.c       the daemon's messages
  *   mount_main.c  entry points, daemonizing, readiness; picks the plain
- *               mount's operations or the catalog's (catalog/)
+ *               mount's operations or the catalog's (catalog/, README.md)
  */
 #ifndef QUASH_MOUNT_INT_H
 #define QUASH_MOUNT_INT_H
@@ -25,6 +25,7 @@
 #include <sys/types.h>
 
 #include "quash.h"
+#include "view.h"
 
 /* Worker threads by default: the fio runs of bench/mount.sh on 2 cores. */
 #define QM_DEFAULT_THREADS 2
@@ -53,11 +54,9 @@
 /*
  * Readahead of the mount's bdi, KiB; 0 leaves the kernel's 128 KiB.  The
  * kernel reads around every page fault of an mmap()ed file by this much, so
- * more makes each fault of a library decompress more: in a mount, `chroot
- * DIR /bin/true`, unmount cycle /bin/true took 8.5 ms at 1 MiB, 7.8 ms at
- * 256 KiB and 6.5 ms at 128 KiB (kernel squashfs 7.6 ms).  1 MiB did read
- * faster sequentially (fio 64 KiB, 4 jobs, compressed data: 1.69x the
- * kernel against 1.36x), and an unprivileged mount cannot raise it anyway.
+ * more makes each fault of a library decompress more: programs start
+ * fastest at the kernel's value, though sequential reads gain from more
+ * (docs/benchmarks.md), and an unprivileged mount cannot raise it anyway.
  */
 #define QM_DEFAULT_READAHEAD_KB 0
 
@@ -132,31 +131,6 @@ struct qm_dir {
 	char *names;
 };
 
-/*
- * One image as the operations see it: the whole image of a plain mount, or
- * one version of one image in a catalog (catalog.h).  Node ids and inode
- * numbers are offset so that a catalog's images never share one.
- */
-struct qm_view {
-	struct qs_image *img;
-	const char *name;           /* the image as messages show it: no secrets */
-	qs_ref root_ref;            /* root_nodeid stands for this inode */
-	fuse_ino_t root_nodeid;     /* FUSE_ROOT_ID, or the catalog entry's directory */
-	fuse_ino_t id_base;         /* every other node id is id_base + ref + QM_NODEID_BIAS */
-	uint64_t ino_base;          /* added to the image's inode numbers for st_ino */
-	uint32_t block_size;
-	uint64_t bytes_used;
-	uint32_t inode_count;
-	bool has_xattrs;
-	bool remote;                /* reads may wait on a server: they heed FUSE INTERRUPT */
-	bool log_name;              /* messages name the image (a catalog's: fs->name is the catalog) */
-	/* does an inode carry security.selinux: 0 not known yet, 1 no, 2 yes; NULL: never asked (a catalog's) */
-	atomic_int *labels;
-	atomic_int *opens;          /* open files and listings are counted here too, or NULL */
-	_Atomic uint64_t *lookups;  /* node ids handed to the kernel and not yet forgotten, or NULL */
-	uint64_t generation;        /* of every node id handed out: a catalog slot's reuse changes it */
-};
-
 struct qm_catalog;
 
 /* Requests served, by transport and by opcode (uring.c counts them; SIGUSR1 prints them). */
@@ -209,26 +183,11 @@ struct qm_fs {
 
 extern const struct fuse_lowlevel_ops qm_ops;
 
-/* Node ids: the view's root_nodeid is its root inode, every other one id_base + inode reference + 2. */
-#define QM_NODEID_BIAS 2
-
-static inline qs_ref qm_ref_of(const struct qm_view *v, fuse_ino_t nodeid)
-{
-	return nodeid == v->root_nodeid ? v->root_ref : (qs_ref)(nodeid - v->id_base - QM_NODEID_BIAS);
-}
-
-static inline fuse_ino_t qm_nodeid_of(const struct qm_view *v, qs_ref ref)
-{
-	return ref == v->root_ref ? v->root_nodeid : v->id_base + (fuse_ino_t)ref + QM_NODEID_BIAS;
-}
-
 /*
  * ops.c: the operations on one image, each answering its request.  The
  * plain mount's handlers (qm_ops) pass fs->view; the catalog's pass the
  * view of the image a node id belongs to.
  */
-/* A view of the whole image 'img' with its root at root_ref: node and inode numbers as in a plain mount. */
-void qm_view_init(struct qm_view *v, struct qs_image *img, qs_ref root_ref, bool remote);
 /* count_opens: OPEN and RELEASE are wanted whatever the options (a catalog counts open files). */
 void qm_init_conn(struct qm_fs *fs, struct fuse_conn_info *conn, bool count_opens);
 void qm_img_lookup(struct qm_fs *fs, const struct qm_view *v, fuse_req_t req, fuse_ino_t parent, const char *name);

@@ -21,7 +21,7 @@
 
 #include <inttypes.h>
 
-#include "catalog.h"
+#include "catalog/catalog.h"
 #include "log.h"
 #include "mount.h"
 #include "squashfs_fs.h"

@@ -5,9 +5,8 @@
  * The kernel keeps one request queue per CPU and hands a request to the
  * queue of the CPU that made it.  A thread pinned to that CPU waits on it,
  * so the request is served where it was made: no wakeup of the other core,
- * which on a VM is an inter-processor interrupt and an exit (issue 12
- * measured a cold ls -lR at 2.0-2.8x the kernel over /dev/fuse, 0.7x with
- * the daemon pinned next to ls).
+ * which on a VM is an inter-processor interrupt and an exit (a cold ls -lR
+ * gains most: docs/benchmarks.md).
  *
  * libfuse 3.14 knows nothing of it.  The session's reads and writes to
  * /dev/fuse go through the hooks below (fuse_session_custom_io): they

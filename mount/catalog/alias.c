@@ -1,7 +1,7 @@
 /*
- * catalog_alias.c - aliases of a local catalog: a symlink NAME.sqfs (any
+ * alias.c - aliases of a local catalog: a symlink NAME.sqfs (any
  * image extension) whose target is an image of the same catalog is served
- * as a symlink entry NAME -> the target's name (catalog.c merges them).
+ * as a symlink entry NAME -> the target's name (merge.c merges them).
  *
  * Symlinks in the catalog's directory are anyone's input, so the target is
  * resolved here by hand, one name at a time from the catalog's root:
@@ -21,8 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "catalog.h"
-#include "catalog_model.h"
+#include "catalog_int.h"
 
 /* The directory of key prefix 'dir' ("" or "a/b"), walked with O_NOFOLLOW from the root; -errno. */
 static int open_below(int root_fd, const char *dir)

@@ -1,7 +1,7 @@
 /*
- * catalog_ops.c - the FUSE operations of a catalog mount: the catalog's own
+ * ops.c - the FUSE operations of a catalog mount: the catalog's own
  * directories and control files are answered here, everything inside an
- * image by the plain mount's operations (ops.c) with that image's view,
+ * image by the plain mount's operations (mount/ops.c) with that image's view,
  * the image held open (qc_pin) for the length of the request.
  *
  * An image's directory (NAME) is answered from the catalog alone: lookup,
@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "catalog.h"
+#include "ctl.h"
 #include "log.h"
 
 #define QC_NEGATIVE_TIMEOUT 1.0     /* s a missing name stays missing in the kernel */
