@@ -80,7 +80,7 @@ enum opt_kind {
 	OPT_KERNEL,                 /* "NAME": handed to the kernel's FUSE mount as it is */
 	OPT_IGNORED,                /* "NAME" or "NAME=...": mount(8) and fstab vocabulary, no effect */
 	OPT_ON, OPT_OFF,            /* "NAME": sets or clears a bool */
-	OPT_BARE,                   /* "NAME": then() does it */
+	OPT_SET,                    /* "NAME": sets an enum to min */
 	OPT_UINT,                   /* "NAME=N", decimal or 0x, within [min, max] */
 	OPT_SIZE,                   /* "NAME=SIZE" (size_parse), within [min, max] */
 	OPT_TEXT,                   /* "NAME=TEXT", kept by pointer; min 1: not empty */
@@ -97,14 +97,10 @@ struct mount_opt {
 	const char *usage;          /* --help's left column: "-o NAME=ARG" if NULL */
 	const char *arg;            /* --help: what the value is */
 	const char *help;           /* NULL: not in --help; a line after the first is indented */
+	size_t also;                /* a bool also set (-o debug: foreground, uid=: uid_set); 0: none */
 };
-
-static int then_foreground(struct qm_options *opt, const char *value)
-{
-	(void)value;
-	opt->foreground = true;
-	return 0;
-}
+#define ALSO(f) .also = offsetof(struct qm_options, f)
+_Static_assert(offsetof(struct qm_options, progname) == 0, "no bool of struct qm_options is at 0");
 
 static int then_offset(struct qm_options *opt, const char *value)
 {
@@ -112,27 +108,6 @@ static int then_offset(struct qm_options *opt, const char *value)
 	opt->offset_given = true;
 	opt->source.image_offset = opt->offset;      /* where a profile finds the superblock */
 	opt->source.image_offset_given = true;
-	return 0;
-}
-
-static int then_uid(struct qm_options *opt, const char *value)
-{
-	(void)value;
-	opt->uid_set = true;
-	return 0;
-}
-
-static int then_gid(struct qm_options *opt, const char *value)
-{
-	(void)value;
-	opt->gid_set = true;
-	return 0;
-}
-
-static int then_readahead(struct qm_options *opt, const char *value)
-{
-	(void)value;
-	opt->readahead_given = true;
 	return 0;
 }
 
@@ -154,28 +129,18 @@ static int then_image_access(struct qm_options *opt, const char *value)
 	return 0;
 }
 
-static int then_prefetch(struct qm_options *opt, const char *value)
-{
-	(void)value;
-	opt->prefetch_beside = QM_BESIDE_YES;
-	return 0;
-}
-
-static int then_noprefetch(struct qm_options *opt, const char *value)
-{
-	(void)value;
-	opt->prefetch_beside = QM_BESIDE_NO;
-	return 0;
-}
-
 /*
  * Every option, in the order of --help.  Those without help text are
  * accepted but not shown: the kernel flags but the first, the negations,
  * mount(8)'s words and squashfuse_ll's threading knobs.
  */
+/* A remote option: source_opt_set() checks and keeps its value. */
+#define REMOTE(name, arg, help) { name, OPT_SOURCE, NONE, 0, 0, NULL, NULL, arg, help }
+
 static const struct mount_opt mount_opts[] = {
 	{ NULL, OPT_HELP, NONE, 0, 0, NULL, "-f", NULL, "foreground operation" },
-	{ "debug", OPT_ON, F(debug), 0, 0, then_foreground, "-d   -o debug", NULL, "enable debug output (implies -f)" },
+	{ "debug", OPT_ON, F(debug), 0, 0, NULL, "-d   -o debug", NULL, "enable debug output (implies -f)",
+	  ALSO(foreground) },
 	{ NULL, OPT_HELP, NONE, 0, 0, NULL, "-s", NULL, "one worker thread" },
 	{ "offset", OPT_SIZE, F(offset), 0, UINT64_MAX, then_offset, NULL, "N",
 	  "offset N bytes into ARCHIVE to mount (suffix K, M, G;\n0x for hexadecimal)" },
@@ -193,8 +158,8 @@ static const struct mount_opt mount_opts[] = {
 	  "catalog: images open at once (default " XSTR(QC_DEFAULT_OPEN_MAX) ")" },
 	{ "image_access", OPT_VALUE, NONE, 0, 0, then_image_access, "-o image_access=all", NULL,
 	  "catalog with allow_other: serve every image to every user\n(default 'file': only to those who may read its file)" },
-	{ "uid", OPT_UINT, F(uid), 0, UINT32_MAX, then_uid, NULL, "N", "set file owner to uid N" },
-	{ "gid", OPT_UINT, F(gid), 0, UINT32_MAX, then_gid, NULL, "N", "set file group to gid N" },
+	{ "uid", OPT_UINT, F(uid), 0, UINT32_MAX, NULL, NULL, "N", "set file owner to uid N", ALSO(uid_set) },
+	{ "gid", OPT_UINT, F(gid), 0, UINT32_MAX, NULL, NULL, "N", "set file group to gid N", ALSO(gid_set) },
 	{ "cache_size", OPT_SIZE, F(cache_bytes), 0, SIZE_MAX, NULL, NULL, "SIZE",
 	  "bytes of decompressed blocks held (K, M, G suffixes)" },
 	{ "threads", OPT_UINT, F(threads), 1, QM_MAX_THREADS, NULL, NULL, "N",
@@ -203,26 +168,27 @@ static const struct mount_opt mount_opts[] = {
 	  "push whole decompressed blocks into the page cache (default on)" },
 	{ "uring", OPT_ON, F(uring), 0, 0, NULL, "-o [no]uring", NULL,
 	  "serve over FUSE io_uring where the kernel offers it (default off)" },
-	{ "readahead", OPT_UINT, F(readahead_kb), 0, QM_MAX_READAHEAD_KB, then_readahead, NULL, "KB",
-	  "the mount's readahead (default: the kernel's, 128; root only)" },
-	{ "endpoint", OPT_SOURCE, NONE, 0, 0, NULL, NULL, "URL", "S3 endpoint for s3:// images (else AWS_ENDPOINT_URL)" },
-	{ "region", OPT_SOURCE, NONE, 0, 0, NULL, NULL, "NAME", "S3 region (else AWS_REGION)" },
-	{ "cache_dir", OPT_SOURCE, NONE, 0, 0, NULL, NULL, "DIR", "keep fetched parts of remote images in DIR (shared)" },
-	{ "proxy", OPT_SOURCE, NONE, 0, 0, NULL, NULL, "URL",
-	  "remote requests through this HTTP proxy or caching tier\n(else http_proxy, https_proxy, no_proxy)" },
-	{ "fallback", OPT_SOURCE, NONE, 0, 0, NULL, NULL, "URL",
-	  "the same image elsewhere (the origin behind a caching\ntier), read while IMAGE's server does not answer" },
-	{ "cache_dir_limit", OPT_SOURCE, NONE, 0, 0, NULL, NULL, "SIZE", "bound on cache_dir" },
-	{ "chunk_size", OPT_SOURCE, NONE, 0, 0, NULL, NULL, "SIZE", "remote fetch size (default 4M)" },
-	{ "remote_cache", OPT_SOURCE, NONE, 0, 0, NULL, NULL, "SIZE", "remote chunks held in memory (default 256M)" },
-	{ "retry_seconds", OPT_SOURCE, NONE, 0, 0, NULL, NULL, "N", "give up a remote read after N seconds of retries" },
-	{ "record", OPT_SOURCE, NONE, 0, 0, NULL, NULL, "FILE",
-	  "write the ranges of the image read to FILE, a prefetch\nprofile (every 10 s and at unmount; docs/profile.md)" },
-	{ "prefetch", OPT_SOURCE, NONE, 0, 0, NULL, NULL, "FILE",
+	{ "readahead", OPT_UINT, F(readahead_kb), 0, QM_MAX_READAHEAD_KB, NULL, NULL, "KB",
+	  "the mount's readahead (default: the kernel's, 128; root only)", ALSO(readahead_given) },
+	REMOTE("endpoint", "URL", "S3 endpoint for s3:// images (else AWS_ENDPOINT_URL)"),
+	REMOTE("region", "NAME", "S3 region (else AWS_REGION)"),
+	REMOTE("cache_dir", "DIR", "keep fetched parts of remote images in DIR (shared)"),
+	REMOTE("proxy", "URL",
+	  "remote requests through this HTTP proxy or caching tier\n(else http_proxy, https_proxy, no_proxy)"),
+	REMOTE("fallback", "URL",
+	  "the same image elsewhere (the origin behind a caching\ntier), read while IMAGE's server does not answer"),
+	REMOTE("cache_dir_limit", "SIZE", "bound on cache_dir"),
+	REMOTE("chunk_size", "SIZE", "remote fetch size (default 4M)"),
+	REMOTE("remote_cache", "SIZE", "remote chunks held in memory (default 256M)"),
+	REMOTE("retry_seconds", "N", "give up a remote read after N seconds of retries"),
+	REMOTE("record", "FILE",
+	  "write the ranges of the image read to FILE, a prefetch\nprofile (every 10 s and at unmount; docs/profile.md)"),
+	REMOTE("prefetch", "FILE",
 	  "fetch the ranges of profile FILE in the background at mount\n"
-	  "(default: IMAGE.profile, or URL.profile, if there is one)" },
-	{ "prefetch", OPT_BARE, NONE, 0, 0, then_prefetch, NULL, NULL, "look for URL.profile beside a remote image too" },
-	{ "noprefetch", OPT_BARE, NONE, 0, 0, then_noprefetch, NULL, NULL, "do not look for IMAGE.profile" },
+	  "(default: IMAGE.profile, or URL.profile, if there is one)"),
+	{ "prefetch", OPT_SET, F(prefetch_beside), QM_BESIDE_YES, 0, NULL, NULL, NULL,
+	  "look for URL.profile beside a remote image too" },
+	{ "noprefetch", OPT_SET, F(prefetch_beside), QM_BESIDE_NO, 0, NULL, NULL, NULL, "do not look for IMAGE.profile" },
 	{ "fsname", OPT_TEXT, F(fsname), 1, 0, NULL, NULL, "NAME",
 	  "the mount table's source (default: the image, secrets hidden)" },
 	{ "log", OPT_TEXT, F(log_file), 1, 0, NULL, NULL, "FILE",
@@ -306,10 +272,14 @@ static int apply(struct qm_options *opt, const struct mount_opt *m, const char *
 		break;
 	case OPT_SOURCE:
 		return source_opt_set(&opt->source, m->name, value);
-	case OPT_BARE:
+	case OPT_SET:
+		store(opt, m, m->min);
+		break;
 	case OPT_VALUE:
 		break;
 	}
+	if (m->also)
+		*(bool *)((char *)opt + m->also) = true;
 	return m->then ? m->then(opt, value) : 0;
 }
 
