@@ -50,7 +50,6 @@ static inline struct qm_fs *fs_of(fuse_req_t req)
 	return fuse_req_userdata(req);
 }
 
-
 static void touch(struct qm_fs *fs)
 {
 	if (fs->opt->idle_timeout)
