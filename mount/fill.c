@@ -35,8 +35,7 @@
  * that were queued behind it, no more: a read that comes later means the
  * kernel dropped the pages (fio's per-pass invalidation, memory pressure),
  * and a block not pushed again then costs 31 round trips instead of one
- * store.  2 s here made fio's 4 KiB random reads of compressed data 1.45x
- * the kernel's over 30 s runs; 50 ms, 1.50-1.74x.
+ * store (bench/mount.sh's random reads, docs/benchmarks.md).
  */
 #define QM_FILL_RECENT_SLOTS 4096
 #define QM_FILL_RECENT_MS 50

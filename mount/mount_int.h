@@ -3,13 +3,15 @@
  * mounted filesystem's state, and the entry points of each file.
  *
  *   options.c   the command lines (quash mount, squashfuse_ll, mount.fuse3)
- *   ops.c       the FUSE low-level operations over libquash
+ *   ops.c       the FUSE low-level operations over libquash, on a view (view.h)
  *   dir.c       directory listings
  *   nodes.c     open files and listings by node id, for the kernel's handle-less opens
  *   fill.c      the threads that push decompressed blocks into the page cache
  *   session.c   the session: the /dev/fuse loop, signals, idle timeout, unmount
  *   uring.c     the other transport: FUSE over io_uring, one queue per CPU
- *   mount_main.c  entry points, daemonizing, readiness
+ *   log.c       the daemon's messages
+ *   mount_main.c  entry points, daemonizing, readiness; picks the plain
+ *               mount's operations or the catalog's (catalog/, README.md)
  */
 #ifndef QUASH_MOUNT_INT_H
 #define QUASH_MOUNT_INT_H
@@ -23,17 +25,28 @@
 #include <sys/types.h>
 
 #include "quash.h"
-#include "uring.h"
+#include "view.h"
 
 /* Worker threads by default: the fio runs of bench/mount.sh on 2 cores. */
 #define QM_DEFAULT_THREADS 2
 #define QM_MAX_THREADS 64
 /*
- * A catalog adds a worker whenever none is idle, up to this many: a request
- * waiting on one slow image (its open, a remote read) then holds a thread,
- * not the other users' requests.
+ * A session that grows (a catalog's) adds a worker whenever none is idle,
+ * up to this many: a request waiting on one slow image (its open, a remote
+ * read) then holds a thread, not the other users' requests.
  */
-#define QM_CATALOG_MAX_WORKERS 256
+#define QM_MAX_WORKERS 256
+
+/* A catalog's settings when -o idle=, refresh= and open_max= are not given (shown by --help). */
+#define QC_DEFAULT_IDLE 300                /* s an unused image stays open (autofs's timeout) */
+#define QC_DEFAULT_REFRESH 60              /* s between listings of the source */
+/*
+ * Images open at once (each a descriptor and its tables, about 25 KiB for a
+ * small one): bench/catalog.sh's second sweep of 2,000 images reopens
+ * images when this is below the count (docs/benchmarks.md).  Kept below
+ * the descriptor limit, whose soft value is raised to the hard one.
+ */
+#define QC_DEFAULT_OPEN_MAX 8192
 
 /* An image never changes under its node ids, so the kernel may cache for ever. */
 #define QM_CACHE_TIMEOUT (365.0 * 24 * 3600)
@@ -41,11 +54,9 @@
 /*
  * Readahead of the mount's bdi, KiB; 0 leaves the kernel's 128 KiB.  The
  * kernel reads around every page fault of an mmap()ed file by this much, so
- * more makes each fault of a library decompress more: in a mount, `chroot
- * DIR /bin/true`, unmount cycle /bin/true took 8.5 ms at 1 MiB, 7.8 ms at
- * 256 KiB and 6.5 ms at 128 KiB (kernel squashfs 7.6 ms).  1 MiB did read
- * faster sequentially (fio 64 KiB, 4 jobs, compressed data: 1.69x the
- * kernel against 1.36x), and an unprivileged mount cannot raise it anyway.
+ * more makes each fault of a library decompress more: programs start
+ * fastest at the kernel's value, though sequential reads gain from more
+ * (docs/benchmarks.md), and an unprivileged mount cannot raise it anyway.
  */
 #define QM_DEFAULT_READAHEAD_KB 0
 
@@ -53,9 +64,6 @@
 #define QM_FUSE_DEVICE "/dev/fuse"
 #define QM_FUSE_CONF   "/etc/fuse.conf"
 #define QM_SYSLOG_SOCKET "/dev/log"    /* where a daemonized mount's messages go without -o log= */
-
-/* Failures logged before the daemon falls silent (a scan of a corrupt image). */
-#define QM_LOG_MAX 100
 
 /* -o prefetch (bare) and noprefetch: whether to look for IMAGE.profile beside the image. */
 enum qm_beside { QM_BESIDE_DEFAULT, QM_BESIDE_YES, QM_BESIDE_NO };
@@ -123,29 +131,13 @@ struct qm_dir {
 	char *names;
 };
 
-/*
- * One image as the operations see it: the whole image of a plain mount, or
- * one version of one image in a catalog (catalog.h).  Node ids and inode
- * numbers are offset so that a catalog's images never share one.
- */
-struct qm_view {
-	struct qs_image *img;
-	const char *name;           /* the image as messages show it: no secrets */
-	qs_ref root_ref;            /* root_nodeid stands for this inode */
-	fuse_ino_t root_nodeid;     /* FUSE_ROOT_ID, or the catalog entry's directory */
-	fuse_ino_t id_base;         /* every other node id is id_base + ref + QM_NODEID_BIAS */
-	uint64_t ino_base;          /* added to the image's inode numbers for st_ino */
-	uint32_t block_size;
-	uint64_t bytes_used;
-	uint32_t inode_count;
-	bool has_xattrs;
-	bool remote;                /* reads may wait on a server: they heed FUSE INTERRUPT */
-	atomic_int *opens;          /* open files and listings are counted here too, or NULL */
-	_Atomic uint64_t *lookups;  /* node ids handed to the kernel and not yet forgotten, or NULL */
-	uint64_t generation;        /* of every node id handed out: a catalog slot's reuse changes it */
-};
-
 struct qm_catalog;
+
+/* Requests served, by transport and by opcode (uring.c counts them; SIGUSR1 prints them). */
+struct qm_counters {
+	_Atomic uint64_t ring, dev;
+	_Atomic uint64_t by_opcode[64];
+};
 
 /* The mounted filesystem: the userdata of every FUSE request. */
 struct qm_fs {
@@ -157,7 +149,7 @@ struct qm_fs {
 	struct qm_fill *fill;       /* NULL: no page-cache fill */
 	struct qm_nodes *nodes;     /* files and listings for requests without a handle */
 	bool no_open;               /* the kernel opens without asking (FUSE_CAP_NO_OPEN_SUPPORT) */
-	atomic_int labels;          /* does an inode carry security.selinux: 0 not known yet, 1 no, 2 yes */
+	atomic_int labels;          /* the plain mount's view.labels */
 
 	/* readiness: set by the INIT request */
 	pthread_mutex_t ready_lock;
@@ -169,10 +161,11 @@ struct qm_fs {
 	_Atomic int64_t last_access;
 	atomic_int open_count;
 
-	/* the /dev/fuse workers: a catalog adds one when none is idle */
+	/* the /dev/fuse workers: a session that grows adds one when none is idle */
 	pthread_mutex_t workers_lock;
-	pthread_t workers[QM_CATALOG_MAX_WORKERS];
+	pthread_t workers[QM_MAX_WORKERS];
 	unsigned nworkers;
+	bool grow_workers;
 	atomic_int idle_workers;
 
 	atomic_int log_count;
@@ -190,27 +183,13 @@ struct qm_fs {
 
 extern const struct fuse_lowlevel_ops qm_ops;
 
-/* Node ids: the view's root_nodeid is its root inode, every other one id_base + inode reference + 2. */
-#define QM_NODEID_BIAS 2
-
-static inline qs_ref qm_ref_of(const struct qm_view *v, fuse_ino_t nodeid)
-{
-	return nodeid == v->root_nodeid ? v->root_ref : (qs_ref)(nodeid - v->id_base - QM_NODEID_BIAS);
-}
-
-static inline fuse_ino_t qm_nodeid_of(const struct qm_view *v, qs_ref ref)
-{
-	return ref == v->root_ref ? v->root_nodeid : v->id_base + (fuse_ino_t)ref + QM_NODEID_BIAS;
-}
-
 /*
  * ops.c: the operations on one image, each answering its request.  The
  * plain mount's handlers (qm_ops) pass fs->view; the catalog's pass the
  * view of the image a node id belongs to.
  */
-/* A view of the whole image 'img' with its root at root_ref: node and inode numbers as in a plain mount. */
-void qm_view_init(struct qm_view *v, struct qs_image *img, qs_ref root_ref, bool remote);
-void qm_init_conn(struct qm_fs *fs, struct fuse_conn_info *conn);
+/* count_opens: OPEN and RELEASE are wanted whatever the options (a catalog counts open files). */
+void qm_init_conn(struct qm_fs *fs, struct fuse_conn_info *conn, bool count_opens);
 void qm_img_lookup(struct qm_fs *fs, const struct qm_view *v, fuse_req_t req, fuse_ino_t parent, const char *name);
 void qm_img_getattr(struct qm_fs *fs, const struct qm_view *v, fuse_req_t req, fuse_ino_t nodeid);
 void qm_img_readlink(struct qm_fs *fs, const struct qm_view *v, fuse_req_t req, fuse_ino_t nodeid);
@@ -241,11 +220,6 @@ int qm_nodes_get(struct qm_fs *fs, fuse_ino_t nodeid, bool is_dir, struct qm_nod
 void *qm_node_obj(const struct qm_node *node);
 void qm_nodes_put(struct qm_node *node);
 
-/* One line to stderr (foreground) or syslog; rate-limited by QM_LOG_MAX. */
-void qm_log(struct qm_fs *fs, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* One line of information (not an error, not rate-limited): to stderr in the foreground, else syslog. */
-void qm_info(struct qm_fs *fs, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
 /* fill.c */
 struct qm_fill *qm_fill_start(struct fuse_session *se);
 /*
@@ -262,8 +236,26 @@ void qm_fill_stop(struct qm_fill *fill, bool report);
 void qm_fill_push(struct qm_fill *fill, fuse_ino_t nodeid, uint64_t index, off_t off,
 		  struct qs_block *block, const void *data, size_t len);
 
-/* session.c */
-int qm_session_run(struct qm_fs *fs, int ready_fd, void (*on_ready)(struct qm_fs *fs));
+/*
+ * session.c: what a session serves and the hooks of its life, given by
+ * mount_main.c: the plain mount's or the catalog's.
+ */
+struct qm_serve {
+	const struct fuse_lowlevel_ops *ops;
+	bool grow_workers;          /* add a worker whenever none is idle, up to QM_MAX_WORKERS */
+	/* Once the kernel's INIT is answered, before readiness is reported (the catalog's watcher). */
+	void (*started)(struct qm_fs *fs);
+	/* After readiness is reported (the daemon lets its terminal go). */
+	void (*ready)(struct qm_fs *fs);
+	/* The workers and the page-cache fill have stopped; the session (notices go through it) is not ended yet. */
+	void (*stopping)(struct qm_fs *fs);
+};
+/*
+ * Mount, serve until the kernel ends the connection, clean up.  Once the
+ * kernel's INIT is answered a byte goes to ready_fd (if >= 0).  Returns 0,
+ * or -errno if the mount failed (the error was reported).
+ */
+int qm_session_run(struct qm_fs *fs, const struct qm_serve *serve, int ready_fd);
 void qm_request_unmount(struct qm_fs *fs);
 
 #endif

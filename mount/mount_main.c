@@ -19,8 +19,11 @@
 #include <syslog.h>
 #include <unistd.h>
 
+#include <inttypes.h>
+
+#include "catalog/catalog.h"
+#include "log.h"
 #include "mount.h"
-#include "catalog.h"
 #include "squashfs_fs.h"
 
 /* squashfuse_ll's notify_pipe= on failure: 'f', written before exiting. */
@@ -146,6 +149,7 @@ static int open_image(const struct qm_options *opt, struct qm_fs *fs)
 	}
 	qm_view_init(&fs->view, fs->view.img, root.ref, qs_source_spec_is_remote(opt->image));
 	fs->view.name = fs->name;
+	fs->view.labels = &fs->labels;
 	return 0;
 }
 
@@ -211,9 +215,22 @@ static char *display_name(const char *image)
 	return qs_source_display_name(image);
 }
 
+/* The plain mount's session ends: with -d or QUASH_FILL_STATS, a line on its block cache. */
+static void cache_report(struct qm_fs *fs)
+{
+	struct qs_cache_stats cs;
+
+	if (!fs->view.img || !(fs->opt->debug || getenv("QUASH_FILL_STATS")))
+		return;
+	qs_image_cache_stats(fs->view.img, &cs);
+	fprintf(stderr, "quash: block cache: %" PRIu64 " hits, %" PRIu64 " misses, %" PRIu64
+		" blocks decompressed ahead of their reads\n", cs.hits, cs.misses, cs.ahead);
+}
+
 static int serve(const struct qm_options *opt, int ready_fd)
 {
 	struct qm_fs *fs = calloc(1, sizeof(*fs));
+	struct qm_serve how = opt->catalog ? qc_serve : (struct qm_serve){ .ops = &qm_ops, .stopping = cache_report };
 	int err;
 
 	if (!fs)
@@ -236,8 +253,9 @@ static int serve(const struct qm_options *opt, int ready_fd)
 		err = opt->catalog ? qc_create(fs, &fs->catalog) : open_image(opt, fs);
 	if (!err && !(fs->nodes = qm_nodes_create()))
 		err = -ENOMEM;
+	how.ready = ready_fd >= 0 ? detach_stdio : NULL;
 	if (!err)
-		err = qm_session_run(fs, ready_fd, ready_fd >= 0 ? detach_stdio : NULL);
+		err = qm_session_run(fs, &how, ready_fd);
 	if (err)
 		notify_failure(opt);
 	qm_nodes_destroy(fs->nodes);

@@ -29,6 +29,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "log.h"
 #include "mount_int.h"
 #include "squashfs_fs.h"
 
@@ -48,7 +49,6 @@ static inline struct qm_fs *fs_of(fuse_req_t req)
 {
 	return fuse_req_userdata(req);
 }
-
 
 static void touch(struct qm_fs *fs)
 {
@@ -71,7 +71,7 @@ static void reply_failure(struct qm_fs *fs, const struct qm_view *v, fuse_req_t 
 			  fuse_ino_t nodeid)
 {
 	if (err != -ENOENT && err != -ENODATA && err != -ERANGE && err != -ENOTDIR && err != -EINTR) {
-		if (fs->catalog)
+		if (v->log_name)
 			qm_log(fs, "%s: %s of inode reference 0x%llx: %s", v->name, what,
 			       (unsigned long long)qm_ref_of(v, nodeid), qs_last_error());
 		else
@@ -137,10 +137,12 @@ void qm_view_init(struct qm_view *v, struct qs_image *img, qs_ref root_ref, bool
 	v->inode_count = info->inode_count;
 	v->has_xattrs = info->xattr_id_table_start != SQFS_INVALID_TABLE && info->xattr_id_count > 0;
 	v->remote = remote;
+	v->log_name = false;
+	v->labels = NULL;
 }
 
 /* What the mount asks of the kernel at INIT; plain mounts and catalogs alike. */
-void qm_init_conn(struct qm_fs *fs, struct fuse_conn_info *conn)
+void qm_init_conn(struct qm_fs *fs, struct fuse_conn_info *conn, bool count_opens)
 {
 	conn->want |= FUSE_CAP_ASYNC_READ;
 	/* libfuse insists that init() agrees with -o max_read= (it passes that to the kernel). */
@@ -166,11 +168,12 @@ void qm_init_conn(struct qm_fs *fs, struct fuse_conn_info *conn)
 	if (qs_source_spec_is_remote(fs->opt->image))
 		conn->want &= ~FUSE_CAP_ASYNC_DIO;
 	/*
-	 * timeout= and a catalog count open files, so they need OPEN and RELEASE;
-	 * allow_root needs them too, since libfuse refuses other users only on
-	 * the requests it sees, and a cached entry asks nothing before READ.
+	 * timeout= and a catalog (count_opens) count open files, so they need
+	 * OPEN and RELEASE; allow_root needs them too, since libfuse refuses
+	 * other users only on the requests it sees, and a cached entry asks
+	 * nothing before READ.
 	 */
-	if (!fs->opt->idle_timeout && !fs->catalog && !qm_has_kernel_opt(fs->opt, "allow_root") &&
+	if (!fs->opt->idle_timeout && !count_opens && !qm_has_kernel_opt(fs->opt, "allow_root") &&
 	    (conn->capable & FUSE_CAP_NO_OPEN_SUPPORT) &&
 	    (conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT)) {
 		conn->want |= FUSE_CAP_NO_OPEN_SUPPORT | FUSE_CAP_NO_OPENDIR_SUPPORT;
@@ -595,10 +598,10 @@ int qm_xattr_name_error(const char *name)
  * cannot be read, or a table past the bounds above, counts as yes: then
  * every query gets the kernel's own answer.
  */
-static bool image_has_label(struct qm_fs *fs, const struct qm_view *v)
+static bool image_has_label(const struct qm_view *v)
 {
 	uint32_t sets = qs_image_info(v->img)->xattr_id_count;
-	int known = atomic_load(&fs->labels);
+	int known = atomic_load(v->labels);
 	bool found = false;
 	size_t bytes = 0;
 
@@ -623,7 +626,7 @@ static bool image_has_label(struct qm_fs *fs, const struct qm_view *v)
 		if (bytes > QM_LABEL_SCAN_BYTES)
 			found = true;
 	}
-	atomic_store(&fs->labels, found ? 2 : 1);
+	atomic_store(v->labels, found ? 2 : 1);
 	return found;
 }
 
@@ -641,9 +644,10 @@ void qm_img_getxattr(struct qm_fs *fs, const struct qm_view *v, fuse_req_t req, 
 	 * inode carries; EOPNOTSUPP tells `ls -l` (libselinux's lgetfilecon
 	 * through coreutils' getfilecon_cache) to stop asking this device, one
 	 * round trip instead of one a file.  A catalog's images share one
-	 * device, and another image may carry labels: it answers as the kernel.
+	 * device, and another image may carry labels: their views have no
+	 * v->labels, and answer as the kernel.
 	 */
-	if (!err && !fs->catalog && strcmp(name, "security.selinux") == 0 && !image_has_label(fs, v))
+	if (!err && v->labels && strcmp(name, "security.selinux") == 0 && !image_has_label(v))
 		err = EOPNOTSUPP;
 	if (err) {
 		fuse_reply_err(req, err);
@@ -778,7 +782,7 @@ void qm_img_listxattr(struct qm_fs *fs, const struct qm_view *v, fuse_req_t req,
 
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
-	qm_init_conn(userdata, conn);
+	qm_init_conn(userdata, conn, false);
 }
 
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)

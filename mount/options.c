@@ -13,42 +13,21 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "catalog.h"
+#include "mount_int.h"
 #include "size.h"
 #include "source_opt.h"
 
 #define QM_MAX_READAHEAD_KB (64u << 10)
 
-/* Handed to the kernel's FUSE mount as they are. */
-static const char *const kernel_flags[] = {
-	"allow_other", "allow_root", "dev", "nodev", "suid", "nosuid", "exec", "noexec", "ro",
-	"auto_unmount",
-};
-
-/* mount(8) and fstab vocabulary, and squashfuse_ll's threading knobs: accepted, no effect. */
-static const char *const ignored[] = {
-	"rw", "defaults", "auto", "noauto", "user", "nouser", "users", "_netdev", "nofail",
-	"atime", "noatime", "relatime", "norelatime", "strictatime", "nodiratime", "diratime",
-	"async", "sync", "clone_fd", "max_idle_threads", "max_threads", "lazytime", "nolazytime",
-	"default_permissions",      /* always on: the image's modes are enforced by the kernel */
-};
-
 static const char *msgname_of(const struct qm_options *opt)
 {
 	return opt->msgname ? opt->msgname : "quash: mount";
-}
-
-static bool in_list(const char *name, const char *const *list, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (strcmp(name, list[i]) == 0)
-			return true;
-	return false;
 }
 
 static int parse_u64(const char *s, uint64_t *out)
@@ -89,115 +68,241 @@ static int bad_value(const struct qm_options *opt, const char *name, const char 
 	return -EINVAL;
 }
 
+#define STR(x) #x
+#define XSTR(x) STR(x)
+/* A field of struct qm_options: where a value goes and how wide it is. */
+#define F(f) offsetof(struct qm_options, f), sizeof(((struct qm_options *)0)->f)
+#define NONE 0, 0
+
+/* What a -o option takes and does. */
+enum opt_kind {
+	OPT_HELP,                   /* a command-line flag qm_parse_args() reads: only a line of --help */
+	OPT_KERNEL,                 /* "NAME": handed to the kernel's FUSE mount as it is */
+	OPT_IGNORED,                /* "NAME" or "NAME=...": mount(8) and fstab vocabulary, no effect */
+	OPT_ON, OPT_OFF,            /* "NAME": sets or clears a bool */
+	OPT_SET,                    /* "NAME": sets an enum to min */
+	OPT_UINT,                   /* "NAME=N", decimal or 0x, within [min, max] */
+	OPT_SIZE,                   /* "NAME=SIZE" (size_parse), within [min, max] */
+	OPT_TEXT,                   /* "NAME=TEXT", kept by pointer; min 1: not empty */
+	OPT_VALUE,                  /* "NAME=VALUE": then() checks and keeps it */
+	OPT_SOURCE,                 /* "NAME=VALUE": a remote option, source_opt_set() */
+};
+
+struct mount_opt {
+	const char *name;           /* as -o gives it */
+	enum opt_kind kind;
+	size_t field, width;        /* in struct qm_options */
+	uint64_t min, max;
+	int (*then)(struct qm_options *opt, const char *value);     /* after the field is set; -EINVAL: bad value */
+	const char *usage;          /* --help's left column: "-o NAME=ARG" if NULL */
+	const char *arg;            /* --help: what the value is */
+	const char *help;           /* NULL: not in --help; a line after the first is indented */
+	size_t also;                /* a bool also set (-o debug: foreground, uid=: uid_set); 0: none */
+};
+#define ALSO(f) .also = offsetof(struct qm_options, f)
+_Static_assert(offsetof(struct qm_options, progname) == 0, "no bool of struct qm_options is at 0");
+
+static int then_offset(struct qm_options *opt, const char *value)
+{
+	(void)value;
+	opt->offset_given = true;
+	opt->source.image_offset = opt->offset;      /* where a profile finds the superblock */
+	opt->source.image_offset_given = true;
+	return 0;
+}
+
+/* squashfuse_ll passes max_read= to the kernel; so do we, checked. */
+static int then_max_read(struct qm_options *opt, const char *value)
+{
+	char kopt[32];
+
+	(void)value;
+	snprintf(kopt, sizeof(kopt), "max_read=%u", opt->max_read);
+	return add_kernel_opt(opt, kopt);
+}
+
+static int then_image_access(struct qm_options *opt, const char *value)
+{
+	if (strcmp(value, "all") != 0 && strcmp(value, "file") != 0)
+		return -EINVAL;
+	opt->catalog_any_reader = strcmp(value, "all") == 0;
+	return 0;
+}
+
+/*
+ * Every option, in the order of --help.  Those without help text are
+ * accepted but not shown: the kernel flags but the first, the negations,
+ * mount(8)'s words and squashfuse_ll's threading knobs.
+ */
+/* A remote option: source_opt_set() checks and keeps its value. */
+#define REMOTE(name, arg, help) { name, OPT_SOURCE, NONE, 0, 0, NULL, NULL, arg, help }
+
+static const struct mount_opt mount_opts[] = {
+	{ NULL, OPT_HELP, NONE, 0, 0, NULL, "-f", NULL, "foreground operation" },
+	{ "debug", OPT_ON, F(debug), 0, 0, NULL, "-d   -o debug", NULL, "enable debug output (implies -f)",
+	  ALSO(foreground) },
+	{ NULL, OPT_HELP, NONE, 0, 0, NULL, "-s", NULL, "one worker thread" },
+	{ "offset", OPT_SIZE, F(offset), 0, UINT64_MAX, then_offset, NULL, "N",
+	  "offset N bytes into ARCHIVE to mount (suffix K, M, G;\n0x for hexadecimal)" },
+	{ "subdir", OPT_TEXT, F(subdir), 0, 0, NULL, NULL, "PATH", "mount subdirectory PATH of ARCHIVE" },
+	{ "notify_pipe", OPT_TEXT, F(notify_pipe), 0, 0, NULL, NULL, "PATH",
+	  "named pipe that will receive 's' (success)\nor 'f' (failure) when the mountpoint is ready" },
+	{ "timeout", OPT_UINT, F(idle_timeout), 0, UINT32_MAX, NULL, NULL, "N", "idle N seconds for automatic unmount" },
+	{ "catalog", OPT_ON, F(catalog), 0, 0, NULL, "--catalog  -o catalog", NULL,
+	  "SOURCE is a catalog of images (see quash-mount(1))" },
+	{ "idle", OPT_UINT, F(catalog_idle), 1, UINT32_MAX, NULL, NULL, "N",
+	  "catalog: close an image unused for N seconds (default " XSTR(QC_DEFAULT_IDLE) ")" },
+	{ "refresh", OPT_UINT, F(catalog_refresh), 1, UINT32_MAX, NULL, NULL, "N",
+	  "catalog: list SOURCE again every N seconds (default " XSTR(QC_DEFAULT_REFRESH) ")" },
+	{ "open_max", OPT_UINT, F(catalog_open_max), 1, UINT32_MAX, NULL, NULL, "N",
+	  "catalog: images open at once (default " XSTR(QC_DEFAULT_OPEN_MAX) ")" },
+	{ "image_access", OPT_VALUE, NONE, 0, 0, then_image_access, "-o image_access=all", NULL,
+	  "catalog with allow_other: serve every image to every user\n(default 'file': only to those who may read its file)" },
+	{ "uid", OPT_UINT, F(uid), 0, UINT32_MAX, NULL, NULL, "N", "set file owner to uid N", ALSO(uid_set) },
+	{ "gid", OPT_UINT, F(gid), 0, UINT32_MAX, NULL, NULL, "N", "set file group to gid N", ALSO(gid_set) },
+	{ "cache_size", OPT_SIZE, F(cache_bytes), 0, SIZE_MAX, NULL, NULL, "SIZE",
+	  "bytes of decompressed blocks held (K, M, G suffixes)" },
+	{ "threads", OPT_UINT, F(threads), 1, QM_MAX_THREADS, NULL, NULL, "N",
+	  "worker threads (default " XSTR(QM_DEFAULT_THREADS) ")" },
+	{ "notify_store", OPT_ON, F(notify_store), 0, 0, NULL, "-o [no]notify_store", NULL,
+	  "push whole decompressed blocks into the page cache (default on)" },
+	{ "uring", OPT_ON, F(uring), 0, 0, NULL, "-o [no]uring", NULL,
+	  "serve over FUSE io_uring where the kernel offers it (default off)" },
+	{ "readahead", OPT_UINT, F(readahead_kb), 0, QM_MAX_READAHEAD_KB, NULL, NULL, "KB",
+	  "the mount's readahead (default: the kernel's, 128; root only)", ALSO(readahead_given) },
+	REMOTE("endpoint", "URL", "S3 endpoint for s3:// images (else AWS_ENDPOINT_URL)"),
+	REMOTE("region", "NAME", "S3 region (else AWS_REGION)"),
+	REMOTE("cache_dir", "DIR", "keep fetched parts of remote images in DIR (shared)"),
+	REMOTE("proxy", "URL",
+	  "remote requests through this HTTP proxy or caching tier\n(else http_proxy, https_proxy, no_proxy)"),
+	REMOTE("fallback", "URL",
+	  "the same image elsewhere (the origin behind a caching\ntier), read while IMAGE's server does not answer"),
+	REMOTE("cache_dir_limit", "SIZE", "bound on cache_dir"),
+	REMOTE("chunk_size", "SIZE", "remote fetch size (default 4M)"),
+	REMOTE("remote_cache", "SIZE", "remote chunks held in memory (default 256M)"),
+	REMOTE("retry_seconds", "N", "give up a remote read after N seconds of retries"),
+	REMOTE("record", "FILE",
+	  "write the ranges of the image read to FILE, a prefetch\nprofile (every 10 s and at unmount; docs/profile.md)"),
+	REMOTE("prefetch", "FILE",
+	  "fetch the ranges of profile FILE in the background at mount\n"
+	  "(default: IMAGE.profile, or URL.profile, if there is one)"),
+	{ "prefetch", OPT_SET, F(prefetch_beside), QM_BESIDE_YES, 0, NULL, NULL, NULL,
+	  "look for URL.profile beside a remote image too" },
+	{ "noprefetch", OPT_SET, F(prefetch_beside), QM_BESIDE_NO, 0, NULL, NULL, NULL, "do not look for IMAGE.profile" },
+	{ "fsname", OPT_TEXT, F(fsname), 1, 0, NULL, NULL, "NAME",
+	  "the mount table's source (default: the image, secrets hidden)" },
+	{ "log", OPT_TEXT, F(log_file), 1, 0, NULL, NULL, "FILE",
+	  "the daemon's messages, time-stamped, to FILE (default: syslog)" },
+	{ "max_read", OPT_SIZE, F(max_read), 4096, UINT32_MAX, then_max_read, NULL, "N",
+	  "largest read the kernel sends (a kernel mount option)" },
+	{ "default_permissions", OPT_IGNORED, NONE, 0, 0, NULL, NULL, NULL,
+	  "accepted; always on (the kernel checks the image's modes)" },
+	{ "allow_other", OPT_KERNEL, NONE, 0, 0, NULL, "-o allow_other,allow_root,dev,suid,exec,...", NULL,
+	  "kernel mount flags (allow_other and\nallow_root need user_allow_other in /etc/fuse.conf\nunless you are root)" },
+	{ NULL, OPT_HELP, NONE, 0, 0, NULL, "-V, --version", NULL, "show the version and exit" },
+	{ NULL, OPT_HELP, NONE, 0, 0, NULL, "-h, --help", NULL, "show this help and exit" },
+
+	{ "nonotify_store", OPT_OFF, F(notify_store) },
+	{ "nouring", OPT_OFF, F(uring) },
+	{ "allow_root", OPT_KERNEL }, { "dev", OPT_KERNEL }, { "nodev", OPT_KERNEL }, { "suid", OPT_KERNEL },
+	{ "nosuid", OPT_KERNEL }, { "exec", OPT_KERNEL }, { "noexec", OPT_KERNEL }, { "ro", OPT_KERNEL },
+	{ "auto_unmount", OPT_KERNEL },
+#define IGNORED(name) { name, OPT_IGNORED }
+	IGNORED("rw"), IGNORED("defaults"), IGNORED("auto"), IGNORED("noauto"), IGNORED("user"), IGNORED("nouser"),
+	IGNORED("users"), IGNORED("_netdev"), IGNORED("nofail"), IGNORED("atime"), IGNORED("noatime"),
+	IGNORED("relatime"), IGNORED("norelatime"), IGNORED("strictatime"), IGNORED("nodiratime"),
+	IGNORED("diratime"), IGNORED("async"), IGNORED("sync"), IGNORED("clone_fd"), IGNORED("max_idle_threads"),
+	IGNORED("max_threads"), IGNORED("lazytime"), IGNORED("nolazytime"),
+#undef IGNORED
+};
+
+static bool takes_value(const struct mount_opt *m)
+{
+	return m->kind == OPT_UINT || m->kind == OPT_SIZE || m->kind == OPT_TEXT || m->kind == OPT_VALUE ||
+	       m->kind == OPT_SOURCE;
+}
+
+/* The row for 'name', given with a value or not; NULL if none. */
+static const struct mount_opt *find_opt(const char *name, bool has_value)
+{
+	for (size_t i = 0; i < sizeof(mount_opts) / sizeof(mount_opts[0]); i++) {
+		const struct mount_opt *m = &mount_opts[i];
+
+		if (m->name && strcmp(m->name, name) == 0 && (m->kind == OPT_IGNORED || takes_value(m) == has_value))
+			return m;
+	}
+	return NULL;
+}
+
+static void store(struct qm_options *opt, const struct mount_opt *m, uint64_t n)
+{
+	void *field = (char *)opt + m->field;
+
+	if (m->width == sizeof(uint64_t))
+		*(uint64_t *)field = n;
+	else
+		*(uint32_t *)field = (uint32_t)n;
+}
+
+/* Do what row 'm' says with 'value' (NULL for a bare option): 0, -EINVAL for a bad value, or -errno. */
+static int apply(struct qm_options *opt, const struct mount_opt *m, const char *value)
+{
+	uint64_t n;
+
+	switch (m->kind) {
+	case OPT_HELP:
+	case OPT_IGNORED:
+		return 0;
+	case OPT_KERNEL:
+		return add_kernel_opt(opt, m->name);
+	case OPT_ON:
+	case OPT_OFF:
+		*(bool *)((char *)opt + m->field) = m->kind == OPT_ON;
+		break;
+	case OPT_UINT:
+	case OPT_SIZE:
+		if ((m->kind == OPT_UINT ? parse_u64(value, &n) : size_parse(value, &n)) || n < m->min || n > m->max)
+			return -EINVAL;
+		store(opt, m, n);
+		break;
+	case OPT_TEXT:
+		if (m->min && !*value)
+			return -EINVAL;
+		*(const char **)((char *)opt + m->field) = value;
+		break;
+	case OPT_SOURCE:
+		return source_opt_set(&opt->source, m->name, value);
+	case OPT_SET:
+		store(opt, m, m->min);
+		break;
+	case OPT_VALUE:
+		break;
+	}
+	if (m->also)
+		*(bool *)((char *)opt + m->also) = true;
+	return m->then ? m->then(opt, value) : 0;
+}
+
 /* One "name" or "name=value" from a -o list.  'o' is writable and ours. */
 static int parse_one(struct qm_options *opt, char *o)
 {
-	char *value = strchr(o, '='), kopt[32];
-	uint64_t n;
+	char *value = strchr(o, '=');
+	const struct mount_opt *m;
+	int err;
 
 	if (value)
 		*value++ = '\0';
-	if (!value && in_list(o, kernel_flags, sizeof(kernel_flags) / sizeof(kernel_flags[0])))
-		return add_kernel_opt(opt, o);
-	if (in_list(o, ignored, sizeof(ignored) / sizeof(ignored[0])))
-		return 0;
-	if (!value) {
-		if (strcmp(o, "debug") == 0)
-			opt->debug = opt->foreground = true;
-		else if (strcmp(o, "notify_store") == 0)
-			opt->notify_store = true;
-		else if (strcmp(o, "nonotify_store") == 0)
-			opt->notify_store = false;
-		else if (strcmp(o, "uring") == 0)
-			opt->uring = true;
-		else if (strcmp(o, "nouring") == 0)
-			opt->uring = false;
-		else if (strcmp(o, "catalog") == 0)
-			opt->catalog = true;
-		else if (strcmp(o, "noprefetch") == 0 || strcmp(o, "prefetch") == 0)
-			opt->prefetch_beside = o[0] == 'p' ? QM_BESIDE_YES : QM_BESIDE_NO;
-		else
-			goto unknown;
-		return 0;
+	m = find_opt(o, value != NULL);
+	/* not in the table with a value: maybe a remote option's other spelling (cache-dir=) */
+	err = m ? apply(opt, m, value) : value ? source_opt_set(&opt->source, o, value) : -ENOENT;
+	if (err == -EINVAL)
+		return bad_value(opt, o, value);
+	if (err == -ENOENT) {
+		fprintf(stderr, "%s: unknown mount option '%s%s%s'\n", msgname_of(opt), o, value ? "=" : "",
+			value ? value : "");
+		return -EINVAL;
 	}
-	if (strcmp(o, "offset") == 0) {
-		if (size_parse(value, &opt->offset))
-			return bad_value(opt, o, value);
-		opt->offset_given = true;
-		opt->source.image_offset = opt->offset;      /* where a profile finds the superblock */
-		opt->source.image_offset_given = true;
-	} else if (strcmp(o, "cache_size") == 0) {
-		if (size_parse(value, &n) || n > SIZE_MAX)
-			return bad_value(opt, o, value);
-		opt->cache_bytes = n;
-	} else if (strcmp(o, "threads") == 0) {
-		if (parse_u64(value, &n) || n < 1 || n > QM_MAX_THREADS)
-			return bad_value(opt, o, value);
-		opt->threads = (unsigned)n;
-	} else if (strcmp(o, "uid") == 0) {
-		if (parse_u64(value, &n) || n > UINT32_MAX)
-			return bad_value(opt, o, value);
-		opt->uid = (uid_t)n;
-		opt->uid_set = true;
-	} else if (strcmp(o, "gid") == 0) {
-		if (parse_u64(value, &n) || n > UINT32_MAX)
-			return bad_value(opt, o, value);
-		opt->gid = (gid_t)n;
-		opt->gid_set = true;
-	} else if (strcmp(o, "timeout") == 0) {
-		if (parse_u64(value, &n) || n > UINT32_MAX)
-			return bad_value(opt, o, value);
-		opt->idle_timeout = (unsigned)n;
-	} else if (strcmp(o, "idle") == 0 || strcmp(o, "refresh") == 0 || strcmp(o, "open_max") == 0) {
-		if (parse_u64(value, &n) || n < 1 || n > UINT32_MAX)
-			return bad_value(opt, o, value);
-		if (o[0] == 'i')
-			opt->catalog_idle = (unsigned)n;
-		else if (o[0] == 'r')
-			opt->catalog_refresh = (unsigned)n;
-		else
-			opt->catalog_open_max = (unsigned)n;
-	} else if (strcmp(o, "image_access") == 0) {
-		if (strcmp(value, "all") != 0 && strcmp(value, "file") != 0)
-			return bad_value(opt, o, value);
-		opt->catalog_any_reader = strcmp(value, "all") == 0;
-	} else if (strcmp(o, "readahead") == 0) {
-		if (parse_u64(value, &n) || n > QM_MAX_READAHEAD_KB)
-			return bad_value(opt, o, value);
-		opt->readahead_kb = (int)n;
-		opt->readahead_given = true;
-	} else if (strcmp(o, "max_read") == 0) {
-		/* squashfuse_ll passes it to the kernel; so do we, checked. */
-		if (size_parse(value, &n) || n < 4096 || n > UINT32_MAX)
-			return bad_value(opt, o, value);
-		opt->max_read = (unsigned)n;
-		snprintf(kopt, sizeof(kopt), "max_read=%u", opt->max_read);
-		return add_kernel_opt(opt, kopt);
-	} else if (strcmp(o, "fsname") == 0) {
-		if (!*value)
-			return bad_value(opt, o, value);
-		opt->fsname = value;
-	} else if (strcmp(o, "log") == 0) {
-		if (!*value)
-			return bad_value(opt, o, value);
-		opt->log_file = value;
-	} else if (strcmp(o, "subdir") == 0) {
-		opt->subdir = value;
-	} else if (strcmp(o, "notify_pipe") == 0) {
-		opt->notify_pipe = value;
-	} else {
-		int err = source_opt_set(&opt->source, o, value);
-
-		if (err == -EINVAL)
-			return bad_value(opt, o, value);
-		if (err)
-			goto unknown;
-	}
-	return 0;
-unknown:
-	fprintf(stderr, "%s: unknown mount option '%s%s%s'\n", msgname_of(opt), o, value ? "=" : "",
-		value ? value : "");
-	return -EINVAL;
+	return err;
 }
 
 /* A comma-separated list, copied into opt->strings: subdir= and notify_pipe= point into it. */
@@ -325,6 +430,29 @@ enum qm_parse_result qm_parse_args(int argc, char **argv, bool squashfuse_compat
 	return QM_PARSE_OK;
 }
 
+/* Row m's lines of --help: its usage in a column of 23 (or two spaces past a longer one), then its text. */
+static void print_help(FILE *out, const struct mount_opt *m)
+{
+	char left[64];
+	const char *line, *end;
+
+	if (!m->help)
+		return;
+	if (m->usage)
+		snprintf(left, sizeof(left), "%s", m->usage);
+	else
+		snprintf(left, sizeof(left), "-o %s%s%s", m->name, m->arg ? "=" : "", m->arg ? m->arg : "");
+	for (line = m->help; line; line = *end ? end + 1 : NULL) {
+		end = line + strcspn(line, "\n");
+		if (line != m->help)
+			fprintf(out, "    %-23s%.*s\n", "", (int)(end - line), line);
+		else if (strlen(left) < 23)
+			fprintf(out, "    %-23s%.*s\n", left, (int)(end - line), line);
+		else
+			fprintf(out, "    %s  %.*s\n", left, (int)(end - line), line);
+	}
+}
+
 void qm_usage(const struct qm_options *opt)
 {
 	FILE *out = opt->squashfuse_compat ? stderr : stdout;
@@ -337,55 +465,7 @@ void qm_usage(const struct qm_options *opt)
 			"       quash mount --catalog [-f] [-o OPTIONS] SOURCE MOUNTPOINT\n"
 			"\nWith --catalog, every image in SOURCE (a directory, an http(s):// index or an\n"
 			"s3://BUCKET/PREFIX/) is a directory of MOUNTPOINT, opened on first use.\n");
-	fprintf(out,
-		"\nOptions:\n"
-		"    -f                     foreground operation\n"
-		"    -d   -o debug          enable debug output (implies -f)\n"
-		"    -s                     one worker thread\n"
-		"    -o offset=N            offset N bytes into ARCHIVE to mount (suffix K, M, G;\n"
-		"                           0x for hexadecimal)\n"
-		"    -o subdir=PATH         mount subdirectory PATH of ARCHIVE\n"
-		"    -o notify_pipe=PATH    named pipe that will receive 's' (success)\n"
-		"                           or 'f' (failure) when the mountpoint is ready\n"
-		"    -o timeout=N           idle N seconds for automatic unmount\n"
-		"    --catalog  -o catalog  SOURCE is a catalog of images (see quash-mount(1))\n"
-		"    -o idle=N              catalog: close an image unused for N seconds (default %d)\n"
-		"    -o refresh=N           catalog: list SOURCE again every N seconds (default %d)\n"
-		"    -o open_max=N          catalog: images open at once (default %d)\n"
-		"    -o image_access=all    catalog with allow_other: serve every image to every user\n"
-		"                           (default 'file': only to those who may read its file)\n"
-		"    -o uid=N               set file owner to uid N\n"
-		"    -o gid=N               set file group to gid N\n"
-		"    -o cache_size=SIZE     bytes of decompressed blocks held (K, M, G suffixes)\n"
-		"    -o threads=N           worker threads (default %d)\n"
-		"    -o [no]notify_store    push whole decompressed blocks into the page cache (default on)\n"
-		"    -o [no]uring           serve over FUSE io_uring where the kernel offers it (default off)\n"
-		"    -o readahead=KB        the mount's readahead (default: the kernel's, 128; root only)\n"
-		"    -o endpoint=URL        S3 endpoint for s3:// images (else AWS_ENDPOINT_URL)\n"
-		"    -o region=NAME         S3 region (else AWS_REGION)\n"
-		"    -o cache_dir=DIR       keep fetched parts of remote images in DIR (shared)\n"
-		"    -o proxy=URL           remote requests through this HTTP proxy or caching tier\n"
-		"                           (else http_proxy, https_proxy, no_proxy)\n"
-		"    -o fallback=URL        the same image elsewhere (the origin behind a caching\n"
-		"                           tier), read while IMAGE's server does not answer\n"
-		"    -o cache_dir_limit=SIZE  bound on cache_dir\n"
-		"    -o chunk_size=SIZE     remote fetch size (default 4M)\n"
-		"    -o remote_cache=SIZE   remote chunks held in memory (default 256M)\n"
-		"    -o retry_seconds=N     give up a remote read after N seconds of retries\n"
-		"    -o record=FILE         write the ranges of the image read to FILE, a prefetch\n"
-		"                           profile (every 10 s and at unmount; docs/profile.md)\n"
-		"    -o prefetch=FILE       fetch the ranges of profile FILE in the background at mount\n"
-		"                           (default: IMAGE.profile, or URL.profile, if there is one)\n"
-		"    -o prefetch            look for URL.profile beside a remote image too\n"
-		"    -o noprefetch          do not look for IMAGE.profile\n"
-		"    -o fsname=NAME         the mount table's source (default: the image, secrets hidden)\n"
-		"    -o log=FILE            the daemon's messages, time-stamped, to FILE (default: syslog)\n"
-		"    -o max_read=N          largest read the kernel sends (a kernel mount option)\n"
-		"    -o default_permissions accepted; always on (the kernel checks the image's modes)\n"
-		"    -o allow_other,allow_root,dev,suid,exec,...  kernel mount flags (allow_other and\n"
-		"                           allow_root need user_allow_other in /etc/fuse.conf\n"
-		"                           unless you are root)\n"
-		"    -V, --version          show the version and exit\n"
-		"    -h, --help             show this help and exit\n",
-		QC_DEFAULT_IDLE, QC_DEFAULT_REFRESH, QC_DEFAULT_OPEN_MAX, QM_DEFAULT_THREADS);
+	fprintf(out, "\nOptions:\n");
+	for (size_t i = 0; i < sizeof(mount_opts) / sizeof(mount_opts[0]); i++)
+		print_help(out, &mount_opts[i]);
 }

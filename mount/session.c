@@ -3,10 +3,12 @@
  * a mount ends.
  *
  * The loop is our own: N worker threads each call fuse_session_receive_buf()
- * and fuse_session_process_buf() on the one /dev/fuse descriptor.  libfuse's
- * fuse_session_loop_mt() serves a tenth of the requests per second on this
- * kind of machine (a daemon serving a file from memory, fio 4 KiB random
- * reads: about 20k requests/s against 180k for two plain threads).
+ * and fuse_session_process_buf() on the one /dev/fuse descriptor, which
+ * serves several times the requests per second of libfuse's
+ * fuse_session_loop_mt() (bench/mount.sh, docs/benchmarks.md).  What is
+ * served (the operations) and what happens once it is up or going down
+ * come from mount_main.c (struct qm_serve): the session knows neither a
+ * plain mount nor a catalog.
  *
  * A mount ends when the kernel ends the connection: fusermount3 -u, umount,
  * or our own lazy unmount on SIGTERM/SIGINT/SIGHUP or after timeout= idle
@@ -14,10 +16,8 @@
  * the workers then read ENODEV and return.
  */
 #include <errno.h>
-#include <inttypes.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,74 +25,20 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
-#include <syslog.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "catalog.h"
-
-/* One line to -o log=FILE, written whole so that lines of several threads never mix. */
-static void log_line(struct qm_fs *fs, const char *level, const char *msg)
-{
-	char stamp[32], line[768];
-	struct tm tm;
-	time_t now = time(NULL);
-	int n;
-
-	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", localtime_r(&now, &tm));
-	n = snprintf(line, sizeof(line), "%s %s[%d] %s: %s: %s\n", stamp, fs->opt->progname, (int)getpid(),
-		     level, fs->name, msg);
-	if (n > 0 && write(fs->log_fd, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1) < 0)
-		return;         /* nowhere left to say it */
-}
-
-void qm_log(struct qm_fs *fs, const char *fmt, ...)
-{
-	int n = atomic_fetch_add(&fs->log_count, 1);
-	char msg[512];
-	va_list ap;
-
-	if (n > QM_LOG_MAX)
-		return;
-	if (n == QM_LOG_MAX) {
-		snprintf(msg, sizeof(msg), "more than %d errors, no more are logged", QM_LOG_MAX);
-	} else {
-		va_start(ap, fmt);
-		vsnprintf(msg, sizeof(msg), fmt, ap);
-		va_end(ap);
-	}
-	if (fs->log_fd >= 0)
-		log_line(fs, "error", msg);
-	else if (fs->use_syslog)
-		syslog(LOG_ERR, "%s: %s", fs->name, msg);
-	else
-		fprintf(stderr, "%s: %s: %s\n", fs->opt->msgname, fs->name, msg);
-}
-
-void qm_info(struct qm_fs *fs, const char *fmt, ...)
-{
-	char msg[256];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	/* a daemon's stderr is its caller's terminal until it detaches: syslog from the start */
-	if (fs->log_fd >= 0)
-		log_line(fs, "info", msg);
-	else if (fs->use_syslog || !fs->opt->foreground)
-		syslog(LOG_INFO, "%s: %s", fs->name, msg);
-	else
-		fprintf(stderr, "%s: %s: %s\n", fs->opt->msgname, fs->name, msg);
-}
+#include "log.h"
+#include "mount_int.h"
+#include "uring.h"
 
 static void *worker(void *arg);
 
-/* One more worker, if the limit allows (a catalog's, when the last idle one took a request). */
+/* One more worker, if the limit allows (a growing session's, when the last idle one took a request). */
 static void add_worker(struct qm_fs *fs)
 {
 	pthread_mutex_lock(&fs->workers_lock);
-	if (fs->nworkers < QM_CATALOG_MAX_WORKERS &&
+	if (fs->nworkers < QM_MAX_WORKERS &&
 	    pthread_create(&fs->workers[fs->nworkers], NULL, worker, fs) == 0)
 		fs->nworkers++;
 	pthread_mutex_unlock(&fs->workers_lock);
@@ -113,7 +59,7 @@ static void *worker(void *arg)
 			continue;
 		if (r <= 0)
 			break;
-		if (idle == 0 && fs->catalog)
+		if (idle == 0 && fs->grow_workers)
 			add_worker(fs);
 		fuse_session_process_buf(fs->se, &buf);
 	}
@@ -350,13 +296,7 @@ static int mount_quietly(struct qm_fs *fs)
 	return rc;
 }
 
-/*
- * Mount, serve until the kernel ends the connection, clean up.  Once the
- * kernel's INIT is answered a byte goes to ready_fd (if >= 0) and on_ready
- * (if set) is called.  Returns 0,
- * or -errno if the mount failed (the error was reported).
- */
-int qm_session_run(struct qm_fs *fs, int ready_fd, void (*on_ready)(struct qm_fs *fs))
+int qm_session_run(struct qm_fs *fs, const struct qm_serve *serve, int ready_fd)
 {
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
 	unsigned n = thread_count(fs->opt), started = 0;
@@ -365,8 +305,8 @@ int qm_session_run(struct qm_fs *fs, int ready_fd, void (*on_ready)(struct qm_fs
 
 	if (session_args(fs, &args))
 		return -ENOMEM;
-	fs->se = fs->catalog ? fuse_session_new(&args, &qm_catalog_ops, sizeof(qm_catalog_ops), fs) :
-			       fuse_session_new(&args, &qm_ops, sizeof(qm_ops), fs);
+	fs->grow_workers = serve->grow_workers;
+	fs->se = fuse_session_new(&args, serve->ops, sizeof(*serve->ops), fs);
 	fuse_opt_free_args(&args);
 	if (!fs->se) {
 		fprintf(stderr, "%s: cannot start a FUSE session\n", fs->opt->msgname);
@@ -411,8 +351,8 @@ int qm_session_run(struct qm_fs *fs, int ready_fd, void (*on_ready)(struct qm_fs
 			start_detached(idle_watcher, fs);
 		}
 		set_readahead(fs);
-		if (fs->catalog && qc_start(fs->catalog) != 0)
-			qm_log(fs, "catalog: cannot start its watcher: no idle close, no new images");
+		if (serve->started)
+			serve->started(fs);
 		if (fs->opt->notify_pipe)
 			start_detached(pipe_notifier, fs);
 		if (ready_fd >= 0) {
@@ -420,8 +360,8 @@ int qm_session_run(struct qm_fs *fs, int ready_fd, void (*on_ready)(struct qm_fs
 				qm_log(fs, "cannot report readiness: %s", strerror(errno));
 			close(ready_fd);
 		}
-		if (on_ready)
-			on_ready(fs);
+		if (serve->ready)
+			serve->ready(fs);
 	}
 
 	/* workers added meanwhile are joined too: each is added before the one that added it returns */
@@ -435,18 +375,11 @@ int qm_session_run(struct qm_fs *fs, int ready_fd, void (*on_ready)(struct qm_fs
 	}
 	pthread_mutex_destroy(&fs->workers_lock);
 	qm_transport_stop(fs);
-	/* the watcher tells the kernel of changed names through fs->se: it ends before the session */
-	if (fs->catalog)
-		qc_stop(fs->catalog);
 	qm_fill_stop(fs->fill, fs->opt->debug || getenv("QUASH_FILL_STATS"));
 	fs->fill = NULL;
-	if (!fs->catalog && fs->view.img && (fs->opt->debug || getenv("QUASH_FILL_STATS"))) {
-		struct qs_cache_stats cs;
-
-		qs_image_cache_stats(fs->view.img, &cs);
-		fprintf(stderr, "quash: block cache: %" PRIu64 " hits, %" PRIu64 " misses, %" PRIu64
-			" blocks decompressed ahead of their reads\n", cs.hits, cs.misses, cs.ahead);
-	}
+	/* before the session ends: a catalog's watcher tells the kernel of changed names through fs->se */
+	if (serve->stopping)
+		serve->stopping(fs);
 	fuse_session_unmount(fs->se);
 	fuse_session_destroy(fs->se);
 	fs->se = NULL;

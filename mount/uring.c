@@ -32,7 +32,9 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "log.h"
 #include "mount_int.h"
+#include "uring.h"
 
 /* ---- the kernel ABI (7.42) that Debian 12's headers predate ----------- */
 

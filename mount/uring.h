@@ -5,9 +5,8 @@
  * The kernel keeps one request queue per CPU and hands a request to the
  * queue of the CPU that made it.  A thread pinned to that CPU waits on it,
  * so the request is served where it was made: no wakeup of the other core,
- * which on a VM is an inter-processor interrupt and an exit (issue 12
- * measured a cold ls -lR at 2.0-2.8x the kernel over /dev/fuse, 0.7x with
- * the daemon pinned next to ls).
+ * which on a VM is an inter-processor interrupt and an exit (a cold ls -lR
+ * gains most: docs/benchmarks.md).
  *
  * libfuse 3.14 knows nothing of it.  The session's reads and writes to
  * /dev/fuse go through the hooks below (fuse_session_custom_io): they
@@ -30,11 +29,7 @@ int qm_transport_install(struct qm_fs *fs);
 /* Stop the queue threads (after the /dev/fuse loop has ended) and free. */
 void qm_transport_stop(struct qm_fs *fs);
 
-/* Requests served, by transport and by opcode (for -o stats and SIGUSR1). */
-struct qm_counters {
-	_Atomic uint64_t ring, dev;
-	_Atomic uint64_t by_opcode[64];
-};
+/* One line of the requests served (struct qm_counters), for SIGUSR1. */
 void qm_counters_report(struct qm_fs *fs);
 
 #endif

@@ -1,6 +1,6 @@
 /*
- * test_catalog.c - the catalog's model (mount/catalog.c, through
- * catalog_model.h), with no mount: which file names give which names,
+ * test_catalog.c - the catalog's model (mount/catalog/, through
+ * catalog_int.h), with no mount: which file names give which names,
  * listings merged into names, and per-name versions with their slots.
  *
  * Names: an image's extension is dropped, hidden entries and names with
@@ -31,9 +31,9 @@
 
 #include <cmocka.h>
 
-#include "catalog_model.h"
+#include "catalog_int.h"
 
-#define QUARANTINE_S 5          /* QC_SLOT_QUARANTINE_S, catalog.h */
+#define QUARANTINE_S 5          /* QC_SLOT_QUARANTINE_S, catalog_int.h */
 
 static void test_image_names(void **state)
 {

@@ -1,7 +1,7 @@
 /*
- * catalog_ops.c - the FUSE operations of a catalog mount: the catalog's own
+ * ops.c - the FUSE operations of a catalog mount: the catalog's own
  * directories and control files are answered here, everything inside an
- * image by the plain mount's operations (ops.c) with that image's view,
+ * image by the plain mount's operations (mount/ops.c) with that image's view,
  * the image held open (qc_pin) for the length of the request.
  *
  * An image's directory (NAME) is answered from the catalog alone: lookup,
@@ -25,6 +25,8 @@
 #include <unistd.h>
 
 #include "catalog.h"
+#include "ctl.h"
+#include "log.h"
 
 #define QC_NEGATIVE_TIMEOUT 1.0     /* s a missing name stays missing in the kernel */
 #define QC_DIR_ATTR_TIMEOUT 1.0     /* s a catalog directory's attributes (nlink, mtime) hold */
@@ -80,7 +82,7 @@ static bool is_image_root(fuse_ino_t nodeid)
 
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
-	qm_init_conn(userdata, conn);
+	qm_init_conn(userdata, conn, true);
 }
 
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -434,7 +436,7 @@ static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_dat
 	fuse_reply_none(req);
 }
 
-const struct fuse_lowlevel_ops qm_catalog_ops = {
+static const struct fuse_lowlevel_ops catalog_ops = {
 	.init = op_init,
 	.lookup = op_lookup,
 	.forget = op_forget,
@@ -451,4 +453,21 @@ const struct fuse_lowlevel_ops qm_catalog_ops = {
 	.statfs = op_statfs,
 	.getxattr = op_getxattr,
 	.listxattr = op_listxattr,
+};
+
+/* The session is up: the watcher starts (idle close, new images, refreshes). */
+static void started(struct qm_fs *fs)
+{
+	if (qc_start(fs->catalog) != 0)
+		qm_log(fs, "catalog: cannot start its watcher: no idle close, no new images");
+}
+
+/* The watcher tells the kernel of changed names through the session: it stops first. */
+static void stopping(struct qm_fs *fs)
+{
+	qc_stop(fs->catalog);
+}
+
+const struct qm_serve qc_serve = {
+	.ops = &catalog_ops, .grow_workers = true, .started = started, .stopping = stopping,
 };

@@ -1,7 +1,7 @@
 /*
- * catalog_alias.c - aliases of a local catalog: a symlink NAME.sqfs (any
+ * alias.c - aliases of a local catalog: a symlink NAME.sqfs (any
  * image extension) whose target is an image of the same catalog is served
- * as a symlink entry NAME -> the target's name (catalog.c merges them).
+ * as a symlink entry NAME -> the target's name (merge.c merges them).
  *
  * Symlinks in the catalog's directory are anyone's input, so the target is
  * resolved here by hand, one name at a time from the catalog's root:
@@ -21,8 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "catalog.h"
-#include "catalog_model.h"
+#include "catalog_int.h"
 
 /* The directory of key prefix 'dir' ("" or "a/b"), walked with O_NOFOLLOW from the root; -errno. */
 static int open_below(int root_fd, const char *dir)
@@ -79,26 +78,107 @@ int qc_alias_relative(const char *from, const char *to, char *out, size_t size)
 	return 0;
 }
 
+struct resolve {                    /* one alias's walk from the root */
+	char done[QC_KEY_MAX + 1];  /* the directories walked so far, below the root */
+	char rest[2 * PATH_MAX + 2];        /* what is left to walk */
+	unsigned hops;              /* symlinks followed */
+};
+
+/* "..": one directory up, never above the root ('last': nothing follows it).  0 or -errno with *why. */
+static int walk_up(struct resolve *r, bool last, const char **why)
+{
+	char *up = strrchr(r->done, '/');
+
+	if (last) {
+		*why = "its target is a directory, not an image";
+		return -EISDIR;
+	}
+	if (!*r->done) {
+		*why = "its target leaves the catalog's root";
+		return -EXDEV;
+	}
+	if (up)
+		*up = '\0';
+	else
+		r->done[0] = '\0';
+	return 0;
+}
+
+/* Directory 'comp' entered.  0 or -errno with *why. */
+static int walk_into(struct resolve *r, const char *comp, const char **why)
+{
+	size_t dl = strlen(r->done);
+
+	if (dl + strlen(comp) + 2 > sizeof(r->done)) {
+		*why = "its target's name is too long";
+		return -ENAMETOOLONG;
+	}
+	if (dl)
+		r->done[dl++] = '/';
+	memcpy(r->done + dl, comp, strlen(comp) + 1);
+	return 0;
+}
+
+/*
+ * Symlink 'comp' of directory 'dfd': its text takes its place in what is
+ * left to walk, before 'next' (NULL: it was the last name); an absolute
+ * one walks from the root again.  0 or -errno with *why.
+ */
+static int walk_link(struct resolve *r, int dfd, const char *comp, const char *next, const char *root,
+		     const char **why)
+{
+	char link[PATH_MAX + 1];
+	const char *inside;
+	ssize_t n;
+
+	if (++r->hops > QC_ALIAS_HOPS) {
+		*why = "its target lies beyond more than 8 symlinks (a loop)";
+		return -ELOOP;
+	}
+	n = readlinkat(dfd, comp, link, sizeof(link) - 1);
+	if (n <= 0) {
+		*why = "its target cannot be read";
+		return -EIO;
+	}
+	link[n] = '\0';
+	if (link[0] == '/') {
+		if (!(inside = qc_alias_inside(root, link))) {
+			*why = "its target is outside the catalog's root";
+			return -EXDEV;
+		}
+		r->done[0] = '\0';
+	} else {
+		inside = link;
+	}
+	if (strlen(inside) + (next ? strlen(next) + 1 : 0) >= sizeof(r->rest)) {
+		*why = "its target's name is too long";
+		return -ENAMETOOLONG;
+	}
+	if (next)
+		memmove(r->rest + strlen(inside) + 1, next, strlen(next) + 1);
+	memcpy(r->rest, inside, strlen(inside));
+	r->rest[strlen(inside)] = next ? '/' : '\0';
+	return 0;
+}
+
 int qc_alias_resolve(int root_fd, const char *root, const char *key, char *out, size_t size, const char **why)
 {
-	char done[QC_KEY_MAX + 1], rest[2 * PATH_MAX + 2], link[PATH_MAX + 1];
+	struct resolve r = { .hops = 0 };
 	const char *slash = strrchr(key, '/');
-	unsigned hops = 0;
 	int dfd, err = 0;
 
 	*why = "";
-	snprintf(done, sizeof(done), "%.*s", slash ? (int)(slash - key) : 0, key);
-	snprintf(rest, sizeof(rest), "%s", slash ? slash + 1 : key);
-	dfd = open_below(root_fd, done);
+	snprintf(r.done, sizeof(r.done), "%.*s", slash ? (int)(slash - key) : 0, key);
+	snprintf(r.rest, sizeof(r.rest), "%s", slash ? slash + 1 : key);
+	dfd = open_below(root_fd, r.done);
 	if (dfd < 0) {
 		*why = "its directory is gone";
 		return dfd;
 	}
 	for (;;) {
-		char *comp = rest, *next = strchr(rest, '/');
+		char *comp = r.rest, *next = strchr(r.rest, '/');
 		bool replaced = false;
 		struct stat st;
-		ssize_t n;
 
 		if (next)
 			*next++ = '\0';
@@ -108,79 +188,21 @@ int qc_alias_resolve(int root_fd, const char *root, const char *key, char *out, 
 				err = -EISDIR;
 				break;
 			}
-			memmove(rest, next, strlen(next) + 1);
+			memmove(r.rest, next, strlen(next) + 1);
 			continue;
 		}
 		if (strcmp(comp, "..") == 0) {
-			char *up = strrchr(done, '/');
-
-			if (!next) {
-				*why = "its target is a directory, not an image";
-				err = -EISDIR;
-				break;
-			}
-			if (!*done) {
-				*why = "its target leaves the catalog's root";
-				err = -EXDEV;
-				break;
-			}
-			if (up)
-				*up = '\0';
-			else
-				done[0] = '\0';
+			err = walk_up(&r, !next, why);
 		} else if (fstatat(dfd, comp, &st, AT_SYMLINK_NOFOLLOW) != 0) {
 			*why = "its target does not exist";
 			err = -ENOENT;
-			break;
 		} else if (S_ISLNK(st.st_mode)) {
-			const char *inside;
-
-			if (++hops > QC_ALIAS_HOPS) {
-				*why = "its target lies beyond more than 8 symlinks (a loop)";
-				err = -ELOOP;
-				break;
-			}
-			n = readlinkat(dfd, comp, link, sizeof(link) - 1);
-			if (n <= 0) {
-				*why = "its target cannot be read";
-				err = -EIO;
-				break;
-			}
-			link[n] = '\0';
-			if (link[0] == '/') {
-				if (!(inside = qc_alias_inside(root, link))) {
-					*why = "its target is outside the catalog's root";
-					err = -EXDEV;
-					break;
-				}
-				done[0] = '\0';
-			} else {
-				inside = link;
-			}
-			if (strlen(inside) + (next ? strlen(next) + 1 : 0) >= sizeof(rest)) {
-				*why = "its target's name is too long";
-				err = -ENAMETOOLONG;
-				break;
-			}
-			/* the link's text takes the link's place in what is left to walk */
-			if (next)
-				memmove(rest + strlen(inside) + 1, next, strlen(next) + 1);
-			memcpy(rest, inside, strlen(inside));
-			rest[strlen(inside)] = next ? '/' : '\0';
+			err = walk_link(&r, dfd, comp, next, root, why);
 			replaced = true;
 		} else if (S_ISDIR(st.st_mode) && next) {
-			size_t dl = strlen(done);
-
-			if (dl + strlen(comp) + 2 > sizeof(done)) {
-				*why = "its target's name is too long";
-				err = -ENAMETOOLONG;
-				break;
-			}
-			if (dl)
-				done[dl++] = '/';
-			memcpy(done + dl, comp, strlen(comp) + 1);
+			err = walk_into(&r, comp, why);
 		} else if (S_ISREG(st.st_mode) && !next) {
-			if ((size_t)snprintf(out, size, "%s%s%s", done, *done ? "/" : "", comp) >= size) {
+			if ((size_t)snprintf(out, size, "%s%s%s", r.done, *r.done ? "/" : "", comp) >= size) {
 				*why = "its target's name is too long";
 				err = -ENAMETOOLONG;
 			}
@@ -189,13 +211,14 @@ int qc_alias_resolve(int root_fd, const char *root, const char *key, char *out, 
 			*why = S_ISDIR(st.st_mode) ? "its target is a directory, not an image" :
 			       next ? "its target's path goes through a file" : "its target is not a regular file";
 			err = S_ISDIR(st.st_mode) ? -EISDIR : -ENOTDIR;
-			break;
 		}
+		if (err)
+			break;
 		if (!replaced)
-			memmove(rest, next, strlen(next) + 1);      /* next is set: the last name ended the loop */
+			memmove(r.rest, next, strlen(next) + 1);    /* next is set: the last name ended the loop */
 		/* the directory walked so far, from the root again: ".." and absolute targets move it */
 		close(dfd);
-		dfd = open_below(root_fd, done);
+		dfd = open_below(root_fd, r.done);
 		if (dfd < 0) {
 			*why = "its target does not exist";
 			return dfd;

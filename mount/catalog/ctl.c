@@ -1,5 +1,5 @@
 /*
- * catalog_ctl.c - the control files at a catalog mount's root, which any
+ * ctl.c - the control files at a catalog mount's root, which any
  * user who can reach the mount may open: `.quash-catalog` (the status text
  * of `quash catalog ls`) and `.quash-refresh` (`quash catalog refresh`).
  *
@@ -19,7 +19,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "catalog.h"
+#include "ctl.h"
 
 #define QC_CTL_USER_OPEN_MAX 16     /* control files one user holds open */
 #define QC_CTL_OPEN_MAX 1024        /* control files all users hold open */
