@@ -19,15 +19,18 @@
 #include <string.h>
 #include <time.h>
 
+#include "cpus.h"
 #include "mount_int.h"
 
 #define QM_FILL_QUEUE_LEN 256
 
 /*
- * Filler threads.  A store waits for the page locks of reads in flight, so
+ * Filler threads, one per CPU the daemon may use, at least 2 and at most
+ * QM_FILL_THREADS: a store waits for the page locks of reads in flight, so
  * one filler spends most of its time waiting; several overlap those waits.
  */
-#define QM_FILL_THREADS 2
+#define QM_FILL_THREADS_MIN 2
+#define QM_FILL_THREADS 8
 
 /*
  * Blocks pushed a moment ago, by hash of (node id, block index); a collision
@@ -172,13 +175,15 @@ static void *filler(void *arg)
 struct qm_fill *qm_fill_start(struct fuse_session *se)
 {
 	struct qm_fill *fill = calloc(1, sizeof(*fill));
+	unsigned want = cpus_usable();
 
 	if (!fill)
 		return NULL;
 	fill->se = se;
 	pthread_mutex_init(&fill->lock, NULL);
 	pthread_cond_init(&fill->nonempty, NULL);
-	for (; fill->nthreads < QM_FILL_THREADS; fill->nthreads++)
+	want = want < QM_FILL_THREADS_MIN ? QM_FILL_THREADS_MIN : want > QM_FILL_THREADS ? QM_FILL_THREADS : want;
+	for (; fill->nthreads < want; fill->nthreads++)
 		if (pthread_create(&fill->threads[fill->nthreads], NULL, filler, fill) != 0)
 			break;
 	if (fill->nthreads == 0) {

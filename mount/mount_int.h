@@ -27,8 +27,15 @@
 #include "quash.h"
 #include "view.h"
 
-/* Worker threads by default: the fio runs of bench/mount.sh on 2 cores. */
-#define QM_DEFAULT_THREADS 2
+/*
+ * Worker threads by default: one per CPU the daemon may use (common/cpus.h:
+ * its affinity and cgroup quota), since a request's work is decompression
+ * on one core; at least 2, so that one request waiting on its source does
+ * not hold up the rest; at most 16, past which the one /dev/fuse queue the
+ * workers share limits before the cores do (io_uring serves a queue per CPU).
+ */
+#define QM_DEFAULT_THREADS_MIN 2
+#define QM_DEFAULT_THREADS_MAX 16
 #define QM_MAX_THREADS 64
 /*
  * A session that grows (a catalog's) adds a worker whenever none is idle,
@@ -85,7 +92,7 @@ struct qm_options {
 	bool catalog_any_reader;    /* -o image_access=all: with allow_other, ignore image files' modes */
 	bool foreground, debug, single_thread;
 	bool squashfuse_compat;
-	unsigned threads;           /* 0: QM_DEFAULT_THREADS */
+	unsigned threads;           /* 0: qm_default_threads() */
 	bool notify_store;          /* push whole blocks into the page cache */
 	bool uring;                 /* serve over FUSE io_uring where offered (uring.h: not yet faster here) */
 	size_t cache_bytes;         /* 0: the library's default */
@@ -257,5 +264,8 @@ struct qm_serve {
  */
 int qm_session_run(struct qm_fs *fs, const struct qm_serve *serve, int ready_fd);
 void qm_request_unmount(struct qm_fs *fs);
+
+/* The worker threads a session starts when -o threads= is not given. */
+unsigned qm_default_threads(void);
 
 #endif

@@ -163,7 +163,7 @@ static const struct mount_opt mount_opts[] = {
 	{ "cache_size", OPT_SIZE, F(cache_bytes), 0, SIZE_MAX, NULL, NULL, "SIZE",
 	  "bytes of decompressed blocks held (K, M, G suffixes)" },
 	{ "threads", OPT_UINT, F(threads), 1, QM_MAX_THREADS, NULL, NULL, "N",
-	  "worker threads (default " XSTR(QM_DEFAULT_THREADS) ")" },
+	  "worker threads (default: one per CPU the daemon may use,\n" XSTR(QM_DEFAULT_THREADS_MIN) " to " XSTR(QM_DEFAULT_THREADS_MAX) ")" },
 	{ "notify_store", OPT_ON, F(notify_store), 0, 0, NULL, "-o [no]notify_store", NULL,
 	  "push whole decompressed blocks into the page cache (default on)" },
 	{ "uring", OPT_ON, F(uring), 0, 0, NULL, "-o [no]uring", NULL,

@@ -28,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cpus.h"
 #include "log.h"
 #include "mount_int.h"
 #include "uring.h"
@@ -217,11 +218,18 @@ static void set_readahead(struct qm_fs *fs)
 	close(fd);
 }
 
+unsigned qm_default_threads(void)
+{
+	unsigned n = cpus_usable();
+
+	return n < QM_DEFAULT_THREADS_MIN ? QM_DEFAULT_THREADS_MIN : n > QM_DEFAULT_THREADS_MAX ? QM_DEFAULT_THREADS_MAX : n;
+}
+
 static unsigned thread_count(const struct qm_options *opt)
 {
 	if (opt->single_thread)
 		return 1;
-	return opt->threads ? opt->threads : QM_DEFAULT_THREADS;
+	return opt->threads ? opt->threads : qm_default_threads();
 }
 
 static bool wait_ready(struct qm_fs *fs)
