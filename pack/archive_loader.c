@@ -13,7 +13,7 @@
 #include <stddef.h>
 
 #include "lazy_lib.h"
-#include "scan.h"
+#include "archive_loader.h"
 
 /* libarchive's ABI version since 3.0 (2011). */
 #define ARCHIVE_SONAME "libarchive.so.13"

@@ -30,7 +30,7 @@
 #include <string.h>
 
 #include "meta.h"
-#include "scan.h"
+#include "spool.h"
 #include "sink.h"
 #include "pack_util.h"
 

@@ -8,25 +8,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "spool.h"
 #include "tree.h"
 #include "pack_util.h"
-
-/*
- * Small files' bytes are gathered into writes of up to this: a tar of
- * 500,000 files of 5-10 bytes was 500,000 pwrite()s and as many
- * ftruncate()s, 5.2 s of which 3.0 s in the kernel.
- */
-#define SPOOL_BUFFER (1u << 20)
-
-/* Archive contents are copied here so that the data phase can read every source alike. */
-struct spool {
-	int fd;                     /* -1 until the first archive needs it */
-	uint64_t end;               /* its size, holes at the end included */
-	const char *dir;            /* created in this directory (beside the image) */
-	uint8_t *buf;               /* bytes not yet written: SPOOL_BUFFER of them at most */
-	uint64_t buf_pos;           /* where buf[0] goes */
-	size_t buf_len;
-};
 
 /* A file by identity, for mksquashfs's excludes. */
 struct scan_devino {
@@ -93,11 +77,6 @@ static inline bool scan_size_fits(uint64_t size, uint32_t bs)
 	return size / bs < UINT32_MAX - 1;
 }
 
-/* Is 'relpath' (relative to its source's root) excluded?  Patterns with a '/' match the whole path. */
-bool scan_excluded(const struct scan_options *o, const char *relpath);
-/* Free the calling thread's compiled patterns (a thread that called scan_excluded(), at its end). */
-void scan_excluded_forget(void);
-
 /* 'path' is a directory: its contents merge at the root, or under o->as_name. */
 int scan_dir(struct pack_tree *t, const char *path, const struct scan_options *o);
 /*
@@ -132,18 +111,5 @@ static inline uint32_t scan_levels(const struct scan_options *o, uint32_t depth)
 {
 	return depth + (o->as_name != NULL);
 }
-
-/* Create the spool file (once); 0 or -errno with a message. */
-int spool_open(struct spool *s);
-/* 'len' bytes for offset 'pos' (buffered: read them only after spool_flush()); 0 or -errno, said. */
-int spool_write(struct spool *s, const void *p, size_t len, uint64_t pos);
-/* Everything written, and the size 'end' (a hole at the end); 0 or -errno, said. */
-int spool_flush(struct spool *s);
-void spool_close(struct spool *s);
-
-/* libarchive is opened on first use (archive_loader.c, lib/io/lazy_lib.h):
- * 0, or -ENOSYS with a one-line reason. */
-int archive_loader_load(void);
-const char *archive_loader_error(void);
 
 #endif

@@ -21,6 +21,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "exclude.h"
 #include "scan_pool.h"
 #include "srcdir.h"
 

@@ -43,7 +43,7 @@
 #include <unistd.h>
 
 #include "spill.h"
-#include "scan.h"
+#include "spool.h"
 #include "pack_util.h"
 
 #define SPILL_REGION      (64u << 20)   /* address space mapped at a time; the file grows by it */
