@@ -20,17 +20,17 @@
 #include <unistd.h>
 
 #include "writer.h"
-#include "append.h"
-#include "data.h"
-#include "image.h"
+#include "sink/append.h"
+#include "data/data.h"
+#include "table/image.h"
 #include "json.h"
-#include "progress.h"
-#include "scan.h"
-#include "sink.h"
-#include "sort.h"
-#include "spill.h"
-#include "super.h"
-#include "pack_util.h"
+#include "base/progress.h"
+#include "scan/scan.h"
+#include "sink/sink.h"
+#include "data/sort.h"
+#include "tree/spill.h"
+#include "table/super.h"
+#include "base/util.h"
 
 #define IMAGE_PAD 4096          /* images end on a 4 KiB boundary, as loop devices want */
 
