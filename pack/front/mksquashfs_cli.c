@@ -16,8 +16,8 @@
  * Options of mksquashfs 4.6 and 4.7 that Debian's 4.5.1 lacks (-default-*,
  * -xattrs-add, -percentage, -uid-gid-offset...) follow their USAGE text.
  */
-#include <assert.h>
 #include <errno.h>
+#include <stddef.h>
 #include <limits.h>
 #include <fcntl.h>
 #include <regex.h>
@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "pack.h"
+#include "size.h"
 #include "writer.h"
 #include "squashfs_fs.h"
 #include "base/util.h"
@@ -171,20 +172,6 @@ static void usage(FILE *f)
 		"Any other option is refused with one line (exit 1), never ignored.\n"
 		"'quash pack --help' lists quash's own command line.\n",
 		QUASH_VERSION, MKSQ_COMPAT_VERSION);
-}
-
-/* An option by its other name, as 4.7 lists them ("Miscellaneous options"). */
-static const char *canonical(const char *opt)
-{
-	static const char *const aliases[][2] = {
-		{ "-fstime", "-mkfs-time" },
-		{ "-pseudo-dir", "-pd" },
-	};
-
-	for (size_t i = 0; i < sizeof(aliases) / sizeof(aliases[0]); i++)
-		if (strcmp(opt, aliases[i][0]) == 0)
-			return aliases[i][1];
-	return opt;
 }
 
 /* 4.7's compressor help (-help-comp COMP, -Xhelp): the -X options this form takes for each. */
@@ -803,368 +790,658 @@ static int check_level(const char *comp, int64_t level)
 	return -EINVAL;
 }
 
-static bool takes_value(const char *opt);
-
-/* The options after SOURCE... DEST; 0, or the exit status. */
-static int parse_options(int argc, char **argv, int first, struct pack_options *o, struct excludes *ex,
-			 struct pseudo_args *ps, bool *noappend, bool *keep_as_dir, bool *tar)
-{
-	const char *comp_name = MKSQ_DEFAULT_COMPRESSOR;
-	const char *epoch = getenv("SOURCE_DATE_EPOCH");
-	const char *dict_size = NULL, *xz_opt = NULL, *gzip_opt = NULL, *lzo_opt = NULL;
-	bool progress_given = false, repro = false;
-	const char *info_file = NULL;
-	int64_t v, level = -1;
-
-	for (int i = first; i < argc; i++) {
-		/* Matched by its canonical name, named in messages as given. */
-		const char *given = argv[i], *a = canonical(given);
-		const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+/* A command line of this form as it is read: the options, and what is settled only at its end. */
+struct mksq_cmd {
+	struct pack_options *o;
+	struct excludes *ex;
+	struct pseudo_args *ps;
+	bool noappend, keep_as_dir, tar;
+	const char *comp_name;
+	const char *dict_size, *xz_opt, *gzip_opt, *lzo_opt;   /* checked once -comp and -b are known */
+	const char *info_file;      /* opened last: nothing is created for a command line refused */
+	bool progress_given, repro;
+	int64_t level;              /* -Xcompression-level, -1: none */
+};
 
 /*
- * takes_value() finds sqfstar's IMAGE among the options by the same
- * list: an option taking a value that it does not know would have its
- * value taken for IMAGE (as -mem's was), so the sanitizer build checks.
+ * One option of this form: its name, whether it takes a value, what it
+ * does (set a bool of pack_options true or false, or call a handler) and
+ * whether it needs no SOURCE or DEST (help and version).  A handler gets
+ * the name as given (for messages) and as matched ('a', the same but for
+ * 4.7's other names, listed with 'canon'); it returns 0 to go on, else
+ * parse_options()'s result.  mksquashfs's -help is a list of what this
+ * form honours, not a column per option, so it stays one text (usage()).
  */
-#define NEED_VALUE() do { assert(takes_value(a)); if (!val) return refuse(given, "needs a value"); i++; } while (0)
-		if (strcmp(a, "-e") == 0) {
-			/* Everything after -e is an exclude. */
-			for (i++; i < argc; i++)
-				if (exclude_add(ex, argv[i]))
-					return MKSQ_EXIT_ERROR;
-			break;
-		} else if (strcmp(a, "-ef") == 0) {
-			NEED_VALUE();
-			if (exclude_file(ex, val))
-				return MKSQ_EXIT_ERROR;
-		} else if (strcmp(a, "-p") == 0 || strcmp(a, "-pf") == 0) {
-			NEED_VALUE();
-			ps->defs[ps->count++] = (struct pseudo_def){ .text = val, .is_file = a[2] == 'f' };
-		} else if (strcmp(a, "-pd") == 0) {
-			NEED_VALUE();
-			if (parse_default_dir(given, val, &ps->default_dir))
-				return MKSQ_EXIT_ERROR;
-			ps->have_default_dir = true;
-		} else if (strcmp(a, "-offset") == 0 || strcmp(a, "-o") == 0) {
-			char *end;
-			unsigned long long off;
-			unsigned shift = 0;
+enum mksq_arg { MK_NONE, MK_VALUE, MK_REST };
+enum mksq_action { MK_TRUE, MK_FALSE, MK_CALL };
 
-			NEED_VALUE();
-			errno = 0;
-			off = strtoull(val, &end, 10);
-			if (*end == 'K' || *end == 'k')
-				shift = 10, end++;
-			else if (*end == 'M' || *end == 'm')
-				shift = 20, end++;
-			else if (*end == 'G' || *end == 'g')
-				shift = 30, end++;
-			if (errno || end == val || *end || off > (UINT64_MAX >> 20) >> shift)
-				return refuse(a, "bad offset (bytes, or with a K, M or G suffix)");
-			o->offset = (uint64_t)off << shift;
-		} else if (strcmp(a, "-mem") == 0) {
-			NEED_VALUE();
-			if (!pack_parse_memory(val, &o->memory))
-				return refuse(a, "bad size (K, M or G; at least 1M)");
-		} else if (strcmp(a, "-mem-percent") == 0) {
-			/* 4.6: "use <percent> physical memory"; here as -mem, of that much. */
-			uint64_t phys = (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
+struct mksq_opt {
+	const char *name;
+	enum mksq_arg arg;
+	enum mksq_action action;
+	size_t field;               /* offsetof(struct pack_options, ...) for MK_TRUE, MK_FALSE */
+	int (*call)(struct mksq_cmd *c, const char *given, const char *a, const char *val);
+	bool help;                  /* answered without SOURCE and DEST */
+	const char *canon;          /* the name it is another name of, or NULL */
+};
 
-			NEED_VALUE();
-			if (parse_uint(a, val, 100, &v))
-				return MKSQ_EXIT_ERROR;
-			if (phys / 100 * (uint64_t)v < (1u << 20))
-				return refuse(a, "less than 1M of memory");
-			o->memory = phys / 100 * (uint64_t)v;
-		} else if (strcmp(a, "-sort") == 0) {
-			NEED_VALUE();
-			o->sort_file = val;
-		} else if (strcmp(a, "-tar") == 0) {
-			*tar = true;
-		} else if (strcmp(a, "-wildcards") == 0) {
-			ex->wildcards = true;
-		} else if (strcmp(a, "-regex") == 0) {
-			ex->regex = true;
-		} else if (strcmp(a, "-comp") == 0) {
-			NEED_VALUE();
-			comp_name = val;
-		} else if (strcmp(a, "-b") == 0) {
-			NEED_VALUE();
-			if (!pack_parse_block_size(val, &o->block_size))
-				return refuse(a, "bad block size (4096 to 1M, a power of two)");
-		} else if (strcmp(a, "-throttle") == 0 || strcmp(a, "-limit") == 0) {
-			/* as in mksquashfs 4.5.1: a percentage, each the other's complement */
-			bool throttle = strcmp(a, "-throttle") == 0;
-			int64_t lo = throttle ? 0 : 1, hi = throttle ? 99 : 100;
+static int mk_exclude_file(struct mksq_cmd *c, const char *given, const char *a, const char *val)
+{
+	(void)given, (void)a;
+	return exclude_file(c->ex, val) ? MKSQ_EXIT_ERROR : 0;
+}
 
-			NEED_VALUE();
-			if (parse_uint(a, val, INT_MAX, &v))
-				return MKSQ_EXIT_ERROR;
-			if (v < lo || v > hi) {
-				fprintf(stderr, "quash: mksquashfs: %s %lld: out of range (%lld to %lld)\n", given,
-					(long long)v, (long long)lo, (long long)hi);
-				return MKSQ_EXIT_ERROR;
-			}
-			o->input_limit = throttle ? 100 - (unsigned)v : (unsigned)v;
-		} else if (strcmp(a, "-Xcompression-level") == 0) {
-			NEED_VALUE();
-			if (parse_uint(a, val, INT_MAX, &v))
-				return MKSQ_EXIT_ERROR;
-			level = v;      /* its range is the compressor's, checked once -comp is known */
-		} else if (strcmp(a, "-Xhc") == 0) {
-			o->params.lz4_hc = 1;
-		} else if (strcmp(a, "-Xbcj") == 0) {
-			NEED_VALUE();
-			if (parse_name_list(a, "filter", "x86, arm, armthumb, arm64, powerpc, sparc, ia64, riscv",
-					    qs_xz_filter_bit, val, &o->params.xz_filters))
-				return MKSQ_EXIT_ERROR;
-			xz_opt = a;
-		} else if (strcmp(a, "-Xwindow-size") == 0) {
-			NEED_VALUE();
-			if (parse_uint(a, val, 15, &v))
-				return MKSQ_EXIT_ERROR;
-			if (v < 8)
-				return refuse(a, "from 8 to 15");
-			o->params.gzip_window = (int)v;
-			gzip_opt = a;
-		} else if (strcmp(a, "-Xstrategy") == 0) {
-			NEED_VALUE();
-			if (parse_name_list(a, "strategy", "default, filtered, huffman_only, run_length_encoded, fixed",
-					    qs_gzip_strategy_bit, val, &o->params.gzip_strategies))
-				return MKSQ_EXIT_ERROR;
-			if (!o->params.gzip_strategies)
-				return refuse(a, "no strategy given");
-			gzip_opt = a;
-		} else if (strcmp(a, "-Xalgorithm") == 0) {
-			NEED_VALUE();
-			o->params.lzo_algorithm = qs_lzo_algorithm(val);
-			if (!o->params.lzo_algorithm) {
-				fprintf(stderr, "quash: mksquashfs: -Xalgorithm: unknown algorithm '%s' (lzo1x_1, "
-					"lzo1x_1_11, lzo1x_1_12, lzo1x_1_15, lzo1x_999)\n", val);
-				return MKSQ_EXIT_ERROR;
-			}
-			lzo_opt = a;
-		} else if (strcmp(a, "-Xdict-size") == 0) {
-			NEED_VALUE();
-			dict_size = val;
-			xz_opt = a;
-		} else if (strcmp(a, "-noappend") == 0 || strcmp(a, "-force") == 0) {
-			/* -force is sqfstar's name for it. */
-			*noappend = true;
-		} else if (strcmp(a, "-all-root") == 0 || strcmp(a, "-root-owned") == 0) {
-			o->overrides.all_root = true;
-		} else if (strcmp(a, "-force-uid") == 0) {
-			NEED_VALUE();
-			if (parse_owner(a, val, false, &o->overrides.uid))
-				return MKSQ_EXIT_ERROR;
-		} else if (strcmp(a, "-force-gid") == 0) {
-			NEED_VALUE();
-			if (parse_owner(a, val, true, &o->overrides.gid))
-				return MKSQ_EXIT_ERROR;
-		} else if (strcmp(a, "-force-file-mode") == 0 || strcmp(a, "-force-dir-mode") == 0) {
-			bool files = strcmp(a, "-force-file-mode") == 0;
-			struct mode_spec *m = files ? &ps->file_mode : &ps->dir_mode;
-			const char *why;
+static int mk_pseudo(struct mksq_cmd *c, const char *given, const char *a, const char *val)
+{
+	(void)given;
+	c->ps->defs[c->ps->count++] = (struct pseudo_def){ .text = val, .is_file = a[2] == 'f' };
+	return 0;
+}
 
-			NEED_VALUE();
-			if (mode_parse(val, m, &why)) {
-				fprintf(stderr, "quash: mksquashfs: %s %s: %s\n", a, val, why);
-				return MKSQ_EXIT_ERROR;
-			}
-			if (files)
-				o->overrides.file_mode = m;
-			else
-				o->overrides.dir_mode = m;
-		} else if (strcmp(a, "-root-mode") == 0) {
-			char *end;
+static int mk_pseudo_dir(struct mksq_cmd *c, const char *given, const char *a, const char *val)
+{
+	(void)a;
+	if (parse_default_dir(given, val, &c->ps->default_dir))
+		return MKSQ_EXIT_ERROR;
+	c->ps->have_default_dir = true;
+	return 0;
+}
 
-			NEED_VALUE();
-			errno = 0;
-			o->root_mode = strtoll(val, &end, 8);
-			if (errno || end == val || *end || o->root_mode < 0 || o->root_mode > 07777)
-				return refuse(a, "bad mode (octal, at most 7777)");
-		} else if (strcmp(a, "-root-uid") == 0 || strcmp(a, "-root-gid") == 0) {
-			NEED_VALUE();
-			if (parse_owner(a, val, a[6] == 'g', a[6] == 'g' ? &o->root_gid : &o->root_uid))
-				return MKSQ_EXIT_ERROR;
-		} else if (strcmp(a, "-root-time") == 0) {
-			NEED_VALUE();
-			if (parse_uint(a, val, UINT32_MAX, &v))
-				return MKSQ_EXIT_ERROR;
-			o->root_time = v;
-		} else if (strcmp(a, "-default-mode") == 0) {
-			char *end;
+static int mk_offset(struct mksq_cmd *c, const char *given, const char *a, const char *val)
+{
+	uint64_t off;
 
-			/* mksquashfs 4.6: the root's, and that of directories a tar implies. */
-			NEED_VALUE();
-			errno = 0;
-			o->root_mode = strtoll(val, &end, 8);
-			if (errno || end == val || *end || o->root_mode < 0 || o->root_mode > 07777)
-				return refuse(a, "bad mode (octal, at most 7777)");
-			o->implicit_mode = o->root_mode;
-		} else if (strcmp(a, "-default-uid") == 0 || strcmp(a, "-default-gid") == 0) {
-			NEED_VALUE();
-			if (parse_uint(a, val, UINT32_MAX, &v))
-				return MKSQ_EXIT_ERROR;
-			if (a[9] == 'u')
-				o->root_uid = o->implicit_uid = v;
-			else
-				o->root_gid = o->implicit_gid = v;
-		} else if (strcmp(a, "-uid-gid-offset") == 0) {
-			NEED_VALUE();
-			if (parse_uint(a, val, UINT32_MAX, &v))
-				return MKSQ_EXIT_ERROR;
-			o->id_offset = (uint32_t)v;
-		} else if (strcmp(a, "-xattrs-add") == 0) {
-			NEED_VALUE();
-			if (parse_xattr_add(val, &ps->xattrs_add[ps->xattrs_add_count++]))
-				return MKSQ_EXIT_ERROR;
-			o->overrides.xattrs_add = ps->xattrs_add;
-			o->overrides.xattrs_add_count = ps->xattrs_add_count;
-		} else if (strcmp(a, "-root-becomes") == 0) {
-			NEED_VALUE();
-			if (check_root_becomes(val))
-				return MKSQ_EXIT_ERROR;
-			o->root_becomes = val;
-		} else if (strcmp(a, "-info") == 0) {
-			o->info = true;
-		} else if (strcmp(a, "-info-file") == 0) {
-			NEED_VALUE();
-			o->info = true;
-			info_file = val;
-		} else if (strcmp(a, "-percentage") == 0) {
-			/* mksquashfs 4.6: the percentage alone, one number a line, and no -info. */
-			o->percentage = true;
-			o->info = false;
-		} else if (strcmp(a, "-no-hardlinks") == 0) {
-			o->no_hardlinks = true;
-		} else if (strcmp(a, "-no-strip") == 0 || strcmp(a, "-tarstyle") == 0) {
-			o->no_strip = true;
-		} else if (strcmp(a, "-cpiostyle") == 0 || strcmp(a, "-cpiostyle0") == 0) {
-			o->cpio_style = true;
-			ps->cpio_terminator = a[10] == '0' ? '\0' : '\n';
-		} else if (strcmp(a, "-ignore-zeros") == 0) {
-			o->ignore_zeros = true;
-		} else if (strcmp(a, "-pseudo-override") == 0) {
-			o->pseudo_override = true;  /* 4.6: pseudo definitions keep their owners and modes */
-		} else if (strcmp(a, "-numeric-owner") == 0) {
-			o->owner_names = false;     /* 4.7.5: a tar's numbers, not its names (scan.h) */
-		} else if (strcmp(a, "-cols") == 0) {
-			NEED_VALUE();               /* 4.7: the help's width; quash's is not wrapped */
-			if (parse_uint(a, val, INT32_MAX, &v))
-				return MKSQ_EXIT_ERROR;
-		} else if (strcmp(a, "-nopad") == 0) {
-			o->nopad = true;
-		} else if (strcmp(a, "-exit-on-error") == 0) {
-			o->exit_on_error = true;
-		} else if (strcmp(a, "-max-depth") == 0) {
-			NEED_VALUE();
-			if (parse_uint(a, val, UINT32_MAX, &v))
-				return MKSQ_EXIT_ERROR;
-			o->limit_depth = true;
-			o->max_depth = (uint32_t)v;
-		} else if (strcmp(a, "-one-file-system") == 0) {
-			o->one_file_system = true;
-		} else if (strcmp(a, "-one-file-system-x") == 0) {
-			o->one_file_system = o->one_file_system_x = true;
-		} else if (strcmp(a, "-keep-as-directory") == 0) {
-			*keep_as_dir = true;
-		} else if (strcmp(a, "-xattrs-include") == 0 || strcmp(a, "-xattrs-exclude") == 0) {
-			regex_t *re = a[8] == 'i' ? &ps->xattrs_include : &ps->xattrs_exclude;
-			char msg[256];
-			int rc;
+	(void)given;
+	if (size_parse(val, &off) != 0 || off > (UINT64_MAX >> 20))
+		return refuse(a, "bad offset (bytes, or with a K, M or G suffix)");
+	c->o->offset = off;
+	return 0;
+}
 
-			NEED_VALUE();
-			if (a[8] == 'i' ? ps->have_include : ps->have_exclude)
-				return refuse(a, "given twice (join the expressions with |)");
-			rc = regcomp(re, val, REG_EXTENDED | REG_NOSUB);
-			if (rc) {
-				regerror(rc, re, msg, sizeof(msg));
-				return refuse(a, msg);
-			}
-			if (a[8] == 'i') {
-				ps->have_include = true;
-				o->overrides.xattrs_include = re;
-			} else {
-				ps->have_exclude = true;
-				o->overrides.xattrs_exclude = re;
-			}
-		} else if (strcmp(a, "-no-xattrs") == 0) {
-			o->overrides.no_xattrs = true;
-		} else if (strcmp(a, "-xattrs") == 0) {
-			o->overrides.no_xattrs = false;
-		} else if (strcmp(a, "-no-fragments") == 0) {
-			o->fragments = false;
-		} else if (strcmp(a, "-always-use-fragments") == 0 || strcmp(a, "-tailends") == 0) {
-			o->tail_packing = true;
-		} else if (strcmp(a, "-no-duplicates") == 0) {
-			o->dedup = false;
-		} else if (strcmp(a, "-no-exports") == 0) {
-			o->exportable = false;
-		} else if (strcmp(a, "-no-sparse") == 0) {
-			o->sparse = false;
-		} else if (strcmp(a, "-mkfs-time") == 0 && val && strcmp(val, "inode") == 0) {
-			i++;
-			repro = true;               /* 4.7: the newest inode's time */
-		} else if (strcmp(a, "-mkfs-time") == 0 || strcmp(a, "-all-time") == 0 ||
-			   strcmp(a, "-inode-time") == 0 || strcmp(a, "-repro-time") == 0) {
-			NEED_VALUE();
-			if (parse_uint(given, val, UINT32_MAX, &v))
-				return MKSQ_EXIT_ERROR;
-			/* 4.7: -inode-time is -all-time; -repro-time is both it and -mkfs-time. */
-			if (strcmp(a, "-all-time") != 0 && strcmp(a, "-inode-time") != 0)
-				o->mkfs_time = v;
-			if (strcmp(a, "-mkfs-time") != 0)
-				o->overrides.mtime = v;
-		} else if (strcmp(a, "-repro") == 0) {
-			repro = true;               /* 4.7: -mkfs-time inode */
-		} else if (uncompressed_flags(a)) {
-			o->uncompressed |= uncompressed_flags(a);
-		} else if (strcmp(a, "-processors") == 0) {
-			NEED_VALUE();
-			if (parse_uint(a, val, 256, &v) || v == 0)
-				return v == 0 ? refuse(a, "at least 1") : MKSQ_EXIT_ERROR;
-			o->jobs = (unsigned)v;
-		} else if (strcmp(a, "-quiet") == 0) {
-			o->quiet = true;
-		} else if (strcmp(a, "-progress") == 0) {
-			o->progress = progress_given = true;
-		} else if (strcmp(a, "-no-progress") == 0) {
-			o->progress = false;
-		} else if (strcmp(a, "-version") == 0) {
-			printf("mksquashfs version %s (compatible; quash %s)\n", MKSQ_COMPAT_VERSION, QUASH_VERSION);
-			return -1;
-		} else if (strcmp(a, "-help") == 0 || strcmp(a, "-h") == 0 || strcmp(a, "-help-all") == 0 ||
-			   strcmp(a, "-ha") == 0) {
-			usage(stdout);
-			return -1;
-		} else if (strcmp(a, "-help-section") == 0 || strcmp(a, "-hs") == 0) {
-			NEED_VALUE();               /* quash's help has no sections: all of it */
-			usage(stdout);
-			return -1;
-		} else if (strcmp(a, "-help-option") == 0 || strcmp(a, "-ho") == 0) {
-			NEED_VALUE();
-			return help_option(a, val);
-		} else if (strcmp(a, "-help-comp") == 0) {
-			NEED_VALUE();
-			return help_comp(val);
-		} else if (strcmp(a, "-Xhelp") == 0) {
-			return help_comp(comp_name);
-		} else if (is_noop(a)) {
-			continue;
-		} else {
-			for (size_t r = 0; r < sizeof(refused) / sizeof(refused[0]); r++)
-				if (strcmp(a, refused[r].name) == 0)
-					return refuse(a, refused[r].why ? refused[r].why : "not supported");
-			return refuse(a, "unknown option (see mksquashfs -help for what this form takes)");
-		}
-#undef NEED_VALUE
+static int mk_mem(struct mksq_cmd *c, const char *given, const char *a, const char *val)
+{
+	(void)given;
+	if (!pack_parse_memory(val, &c->o->memory))
+		return refuse(a, "bad size (K, M or G; at least 1M)");
+	return 0;
+}
+
+static int mk_mem_percent(struct mksq_cmd *c, const char *given, const char *a, const char *val)
+{
+	/* 4.6: "use <percent> physical memory"; here as -mem, of that much. */
+	uint64_t phys = (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
+	int64_t v;
+
+	(void)given;
+	if (parse_uint(a, val, 100, &v))
+		return MKSQ_EXIT_ERROR;
+	if (phys / 100 * (uint64_t)v < (1u << 20))
+		return refuse(a, "less than 1M of memory");
+	c->o->memory = phys / 100 * (uint64_t)v;
+	return 0;
+}
+
+static int mk_sort(struct mksq_cmd *c, const char *given, const char *a, const char *val)
+{
+	(void)given, (void)a;
+	c->o->sort_file = val;
+	return 0;
+}
+
+static int mk_tar(struct mksq_cmd *c, const char *given, const char *a, const char *val)
+{
+	(void)given, (void)a, (void)val;
+	c->tar = true;
+	return 0;
+}
+
+static int mk_wildcards(struct mksq_cmd *c, const char *given, const char *a, const char *val)
+{
+	(void)given, (void)val;
+	if (strcmp(a, "-regex") == 0)
+		c->ex->regex = true;
+	else
+		c->ex->wildcards = true;
+	return 0;
+}
+
+static int mk_comp(struct mksq_cmd *c, const char *given, const char *a, const char *val)
+{
+	(void)given, (void)a;
+	c->comp_name = val;
+	return 0;
+}
+
+static int mk_block_size(struct mksq_cmd *c, const char *given, const char *a, const char *val)
+{
+	(void)given;
+	if (!pack_parse_block_size(val, &c->o->block_size))
+		return refuse(a, "bad block size (4096 to 1M, a power of two)");
+	return 0;
+}
+
+static int mk_throttle(struct mksq_cmd *c, const char *given, const char *a, const char *val)
+{
+	/* as in mksquashfs 4.5.1: a percentage, each the other's complement */
+	bool throttle = strcmp(a, "-throttle") == 0;
+	int64_t lo = throttle ? 0 : 1, hi = throttle ? 99 : 100, v;
+
+	if (parse_uint(a, val, INT_MAX, &v))
+		return MKSQ_EXIT_ERROR;
+	if (v < lo || v > hi) {
+		fprintf(stderr, "quash: mksquashfs: %s %lld: out of range (%lld to %lld)\n", given,
+			(long long)v, (long long)lo, (long long)hi);
+		return MKSQ_EXIT_ERROR;
 	}
+	c->o->input_limit = throttle ? 100 - (unsigned)v : (unsigned)v;
+	return 0;
+}
+
+static int mk_level(struct mksq_cmd *c, const char *given, const char *a, const char *val)
+{
+	(void)given;
+	/* its range is the compressor's, checked once -comp is known */
+	return parse_uint(a, val, INT_MAX, &c->level) ? MKSQ_EXIT_ERROR : 0;
+}
+
+static int mk_lz4_hc(struct mksq_cmd *c, const char *given, const char *a, const char *val)
+{
+	(void)given, (void)a, (void)val;
+	c->o->params.lz4_hc = 1;
+	return 0;
+}
+
+static int mk_xz_bcj(struct mksq_cmd *c, const char *given, const char *a, const char *val)
+{
+	(void)given;
+	if (parse_name_list(a, "filter", "x86, arm, armthumb, arm64, powerpc, sparc, ia64, riscv",
+			    qs_xz_filter_bit, val, &c->o->params.xz_filters))
+		return MKSQ_EXIT_ERROR;
+	c->xz_opt = a;
+	return 0;
+}
+
+static int mk_gzip_window(struct mksq_cmd *c, const char *given, const char *a, const char *val)
+{
+	int64_t v;
+
+	(void)given;
+	if (parse_uint(a, val, 15, &v))
+		return MKSQ_EXIT_ERROR;
+	if (v < 8)
+		return refuse(a, "from 8 to 15");
+	c->o->params.gzip_window = (int)v;
+	c->gzip_opt = a;
+	return 0;
+}
+
+static int mk_gzip_strategy(struct mksq_cmd *c, const char *given, const char *a, const char *val)
+{
+	(void)given;
+	if (parse_name_list(a, "strategy", "default, filtered, huffman_only, run_length_encoded, fixed",
+			    qs_gzip_strategy_bit, val, &c->o->params.gzip_strategies))
+		return MKSQ_EXIT_ERROR;
+	if (!c->o->params.gzip_strategies)
+		return refuse(a, "no strategy given");
+	c->gzip_opt = a;
+	return 0;
+}
+
+static int mk_lzo_algorithm(struct mksq_cmd *c, const char *given, const char *a, const char *val)
+{
+	(void)given;
+	c->o->params.lzo_algorithm = qs_lzo_algorithm(val);
+	if (!c->o->params.lzo_algorithm) {
+		fprintf(stderr, "quash: mksquashfs: -Xalgorithm: unknown algorithm '%s' (lzo1x_1, "
+			"lzo1x_1_11, lzo1x_1_12, lzo1x_1_15, lzo1x_999)\n", val);
+		return MKSQ_EXIT_ERROR;
+	}
+	c->lzo_opt = a;
+	return 0;
+}
+
+static int mk_xz_dict_size(struct mksq_cmd *c, const char *given, const char *a, const char *val)
+{
+	(void)given;
+	c->dict_size = val;
+	c->xz_opt = a;
+	return 0;
+}
+
+static int mk_noappend(struct mksq_cmd *c, const char *given, const char *a, const char *val)
+{
+	(void)given, (void)a, (void)val;
+	c->noappend = true;
+	return 0;
+}
+
+static int mk_force_owner(struct mksq_cmd *c, const char *given, const char *a, const char *val)
+{
+	bool group = strcmp(a, "-force-gid") == 0;
+
+	(void)given;
+	return parse_owner(a, val, group, group ? &c->o->overrides.gid : &c->o->overrides.uid) ? MKSQ_EXIT_ERROR : 0;
+}
+
+static int mk_force_mode(struct mksq_cmd *c, const char *given, const char *a, const char *val)
+{
+	bool files = strcmp(a, "-force-file-mode") == 0;
+	struct mode_spec *m = files ? &c->ps->file_mode : &c->ps->dir_mode;
+	const char *why;
+
+	(void)given;
+	if (mode_parse(val, m, &why)) {
+		fprintf(stderr, "quash: mksquashfs: %s %s: %s\n", a, val, why);
+		return MKSQ_EXIT_ERROR;
+	}
+	if (files)
+		c->o->overrides.file_mode = m;
+	else
+		c->o->overrides.dir_mode = m;
+	return 0;
+}
+
+/* An octal mode of at most 7777 for the root: -root-mode, and -default-mode (4.6) for tars' implied directories too. */
+static int mk_root_mode(struct mksq_cmd *c, const char *given, const char *a, const char *val)
+{
+	char *end;
+
+	(void)given;
+	errno = 0;
+	c->o->root_mode = strtoll(val, &end, 8);
+	if (errno || end == val || *end || c->o->root_mode < 0 || c->o->root_mode > 07777)
+		return refuse(a, "bad mode (octal, at most 7777)");
+	if (strcmp(a, "-default-mode") == 0)
+		c->o->implicit_mode = c->o->root_mode;
+	return 0;
+}
+
+static int mk_root_owner(struct mksq_cmd *c, const char *given, const char *a, const char *val)
+{
+	(void)given;
+	if (parse_owner(a, val, a[6] == 'g', a[6] == 'g' ? &c->o->root_gid : &c->o->root_uid))
+		return MKSQ_EXIT_ERROR;
+	return 0;
+}
+
+static int mk_root_time(struct mksq_cmd *c, const char *given, const char *a, const char *val)
+{
+	(void)given;
+	return parse_uint(a, val, UINT32_MAX, &c->o->root_time) ? MKSQ_EXIT_ERROR : 0;
+}
+
+static int mk_default_owner(struct mksq_cmd *c, const char *given, const char *a, const char *val)
+{
+	int64_t v;
+
+	(void)given;
+	if (parse_uint(a, val, UINT32_MAX, &v))
+		return MKSQ_EXIT_ERROR;
+	if (a[9] == 'u')
+		c->o->root_uid = c->o->implicit_uid = v;
+	else
+		c->o->root_gid = c->o->implicit_gid = v;
+	return 0;
+}
+
+static int mk_id_offset(struct mksq_cmd *c, const char *given, const char *a, const char *val)
+{
+	int64_t v;
+
+	(void)given;
+	if (parse_uint(a, val, UINT32_MAX, &v))
+		return MKSQ_EXIT_ERROR;
+	c->o->id_offset = (uint32_t)v;
+	return 0;
+}
+
+static int mk_xattrs_add(struct mksq_cmd *c, const char *given, const char *a, const char *val)
+{
+	struct pseudo_args *ps = c->ps;
+
+	(void)given, (void)a;
+	if (parse_xattr_add(val, &ps->xattrs_add[ps->xattrs_add_count++]))
+		return MKSQ_EXIT_ERROR;
+	c->o->overrides.xattrs_add = ps->xattrs_add;
+	c->o->overrides.xattrs_add_count = ps->xattrs_add_count;
+	return 0;
+}
+
+static int mk_root_becomes(struct mksq_cmd *c, const char *given, const char *a, const char *val)
+{
+	(void)given, (void)a;
+	if (check_root_becomes(val))
+		return MKSQ_EXIT_ERROR;
+	c->o->root_becomes = val;
+	return 0;
+}
+
+static int mk_info_file(struct mksq_cmd *c, const char *given, const char *a, const char *val)
+{
+	(void)given, (void)a;
+	c->o->info = true;
+	c->info_file = val;
+	return 0;
+}
+
+static int mk_percentage(struct mksq_cmd *c, const char *given, const char *a, const char *val)
+{
+	(void)given, (void)a, (void)val;
+	/* mksquashfs 4.6: the percentage alone, one number a line, and no -info. */
+	c->o->percentage = true;
+	c->o->info = false;
+	return 0;
+}
+
+static int mk_cpio_style(struct mksq_cmd *c, const char *given, const char *a, const char *val)
+{
+	(void)given, (void)val;
+	c->o->cpio_style = true;
+	c->ps->cpio_terminator = a[10] == '0' ? '\0' : '\n';
+	return 0;
+}
+
+static int mk_cols(struct mksq_cmd *c, const char *given, const char *a, const char *val)
+{
+	int64_t v;
+
+	(void)c, (void)given;
+	/* 4.7: the help's width; quash's is not wrapped */
+	return parse_uint(a, val, INT32_MAX, &v) ? MKSQ_EXIT_ERROR : 0;
+}
+
+static int mk_max_depth(struct mksq_cmd *c, const char *given, const char *a, const char *val)
+{
+	int64_t v;
+
+	(void)given;
+	if (parse_uint(a, val, UINT32_MAX, &v))
+		return MKSQ_EXIT_ERROR;
+	c->o->limit_depth = true;
+	c->o->max_depth = (uint32_t)v;
+	return 0;
+}
+
+static int mk_one_file_system_x(struct mksq_cmd *c, const char *given, const char *a, const char *val)
+{
+	(void)given, (void)a, (void)val;
+	c->o->one_file_system = c->o->one_file_system_x = true;
+	return 0;
+}
+
+static int mk_keep_as_dir(struct mksq_cmd *c, const char *given, const char *a, const char *val)
+{
+	(void)given, (void)a, (void)val;
+	c->keep_as_dir = true;
+	return 0;
+}
+
+static int mk_xattrs_regex(struct mksq_cmd *c, const char *given, const char *a, const char *val)
+{
+	bool include = a[8] == 'i';
+	regex_t *re = include ? &c->ps->xattrs_include : &c->ps->xattrs_exclude;
+	char msg[256];
+	int rc;
+
+	(void)given;
+	if (include ? c->ps->have_include : c->ps->have_exclude)
+		return refuse(a, "given twice (join the expressions with |)");
+	rc = regcomp(re, val, REG_EXTENDED | REG_NOSUB);
+	if (rc) {
+		regerror(rc, re, msg, sizeof(msg));
+		return refuse(a, msg);
+	}
+	if (include) {
+		c->ps->have_include = true;
+		c->o->overrides.xattrs_include = re;
+	} else {
+		c->ps->have_exclude = true;
+		c->o->overrides.xattrs_exclude = re;
+	}
+	return 0;
+}
+
+/* -mkfs-time, -all-time, -inode-time, -repro-time: a time; 4.7's -mkfs-time inode: -repro. */
+static int mk_time(struct mksq_cmd *c, const char *given, const char *a, const char *val)
+{
+	int64_t v;
+
+	if (strcmp(a, "-mkfs-time") == 0 && strcmp(val, "inode") == 0) {
+		c->repro = true;            /* 4.7: the newest inode's time */
+		return 0;
+	}
+	if (parse_uint(given, val, UINT32_MAX, &v))
+		return MKSQ_EXIT_ERROR;
+	/* 4.7: -inode-time is -all-time; -repro-time is both it and -mkfs-time. */
+	if (strcmp(a, "-all-time") != 0 && strcmp(a, "-inode-time") != 0)
+		c->o->mkfs_time = v;
+	if (strcmp(a, "-mkfs-time") != 0)
+		c->o->overrides.mtime = v;
+	return 0;
+}
+
+static int mk_repro(struct mksq_cmd *c, const char *given, const char *a, const char *val)
+{
+	(void)given, (void)a, (void)val;
+	c->repro = true;                    /* 4.7: -mkfs-time inode */
+	return 0;
+}
+
+static int mk_processors(struct mksq_cmd *c, const char *given, const char *a, const char *val)
+{
+	int64_t v = -1;
+
+	(void)given;
+	if (parse_uint(a, val, 256, &v) || v == 0)
+		return v == 0 ? refuse(a, "at least 1") : MKSQ_EXIT_ERROR;
+	c->o->jobs = (unsigned)v;
+	return 0;
+}
+
+static int mk_progress(struct mksq_cmd *c, const char *given, const char *a, const char *val)
+{
+	(void)given, (void)a, (void)val;
+	c->o->progress = c->progress_given = true;
+	return 0;
+}
+
+static int mk_version(struct mksq_cmd *c, const char *given, const char *a, const char *val)
+{
+	(void)c, (void)given, (void)a, (void)val;
+	printf("mksquashfs version %s (compatible; quash %s)\n", MKSQ_COMPAT_VERSION, QUASH_VERSION);
+	return -1;
+}
+
+/* -help, -help-all, and -help-section S: quash's help has no sections, so all of it. */
+static int mk_help(struct mksq_cmd *c, const char *given, const char *a, const char *val)
+{
+	(void)c, (void)given, (void)a, (void)val;
+	usage(stdout);
+	return -1;
+}
+
+static int mk_help_option(struct mksq_cmd *c, const char *given, const char *a, const char *val)
+{
+	(void)c, (void)given;
+	return help_option(a, val);
+}
+
+static int mk_help_comp(struct mksq_cmd *c, const char *given, const char *a, const char *val)
+{
+	(void)given, (void)a;
+	return help_comp(val ? val : c->comp_name);
+}
+
+#define PO(f) offsetof(struct pack_options, f)
+
+/* Every option this form honours; the ones it takes and ignores, or refuses, are in the lists above. */
+static const struct mksq_opt mksq_opts[] = {
+	{ "-e", MK_REST, MK_CALL, 0, NULL, false, NULL },       /* everything after it is an exclude */
+	{ "-ef", MK_VALUE, MK_CALL, 0, mk_exclude_file, false, NULL },
+	{ "-p", MK_VALUE, MK_CALL, 0, mk_pseudo, false, NULL },
+	{ "-pf", MK_VALUE, MK_CALL, 0, mk_pseudo, false, NULL },
+	{ "-pd", MK_VALUE, MK_CALL, 0, mk_pseudo_dir, false, NULL },
+	{ "-pseudo-dir", MK_VALUE, MK_CALL, 0, mk_pseudo_dir, false, "-pd" },
+	{ "-offset", MK_VALUE, MK_CALL, 0, mk_offset, false, NULL },
+	{ "-o", MK_VALUE, MK_CALL, 0, mk_offset, false, NULL },
+	{ "-mem", MK_VALUE, MK_CALL, 0, mk_mem, false, NULL },
+	{ "-mem-percent", MK_VALUE, MK_CALL, 0, mk_mem_percent, false, NULL },
+	{ "-sort", MK_VALUE, MK_CALL, 0, mk_sort, false, NULL },
+	{ "-tar", MK_NONE, MK_CALL, 0, mk_tar, false, NULL },
+	{ "-wildcards", MK_NONE, MK_CALL, 0, mk_wildcards, false, NULL },
+	{ "-regex", MK_NONE, MK_CALL, 0, mk_wildcards, false, NULL },
+	{ "-comp", MK_VALUE, MK_CALL, 0, mk_comp, false, NULL },
+	{ "-b", MK_VALUE, MK_CALL, 0, mk_block_size, false, NULL },
+	{ "-throttle", MK_VALUE, MK_CALL, 0, mk_throttle, false, NULL },
+	{ "-limit", MK_VALUE, MK_CALL, 0, mk_throttle, false, NULL },
+	{ "-Xcompression-level", MK_VALUE, MK_CALL, 0, mk_level, false, NULL },
+	{ "-Xhc", MK_NONE, MK_CALL, 0, mk_lz4_hc, false, NULL },
+	{ "-Xbcj", MK_VALUE, MK_CALL, 0, mk_xz_bcj, false, NULL },
+	{ "-Xwindow-size", MK_VALUE, MK_CALL, 0, mk_gzip_window, false, NULL },
+	{ "-Xstrategy", MK_VALUE, MK_CALL, 0, mk_gzip_strategy, false, NULL },
+	{ "-Xalgorithm", MK_VALUE, MK_CALL, 0, mk_lzo_algorithm, false, NULL },
+	{ "-Xdict-size", MK_VALUE, MK_CALL, 0, mk_xz_dict_size, false, NULL },
+	{ "-noappend", MK_NONE, MK_CALL, 0, mk_noappend, false, NULL },
+	{ "-force", MK_NONE, MK_CALL, 0, mk_noappend, false, NULL },    /* sqfstar's name for it */
+	{ "-all-root", MK_NONE, MK_TRUE, PO(overrides.all_root), NULL, false, NULL },
+	{ "-root-owned", MK_NONE, MK_TRUE, PO(overrides.all_root), NULL, false, NULL },
+	{ "-force-uid", MK_VALUE, MK_CALL, 0, mk_force_owner, false, NULL },
+	{ "-force-gid", MK_VALUE, MK_CALL, 0, mk_force_owner, false, NULL },
+	{ "-force-file-mode", MK_VALUE, MK_CALL, 0, mk_force_mode, false, NULL },
+	{ "-force-dir-mode", MK_VALUE, MK_CALL, 0, mk_force_mode, false, NULL },
+	{ "-root-mode", MK_VALUE, MK_CALL, 0, mk_root_mode, false, NULL },
+	{ "-root-uid", MK_VALUE, MK_CALL, 0, mk_root_owner, false, NULL },
+	{ "-root-gid", MK_VALUE, MK_CALL, 0, mk_root_owner, false, NULL },
+	{ "-root-time", MK_VALUE, MK_CALL, 0, mk_root_time, false, NULL },
+	{ "-default-mode", MK_VALUE, MK_CALL, 0, mk_root_mode, false, NULL },
+	{ "-default-uid", MK_VALUE, MK_CALL, 0, mk_default_owner, false, NULL },
+	{ "-default-gid", MK_VALUE, MK_CALL, 0, mk_default_owner, false, NULL },
+	{ "-uid-gid-offset", MK_VALUE, MK_CALL, 0, mk_id_offset, false, NULL },
+	{ "-xattrs-add", MK_VALUE, MK_CALL, 0, mk_xattrs_add, false, NULL },
+	{ "-root-becomes", MK_VALUE, MK_CALL, 0, mk_root_becomes, false, NULL },
+	{ "-info", MK_NONE, MK_TRUE, PO(info), NULL, false, NULL },
+	{ "-info-file", MK_VALUE, MK_CALL, 0, mk_info_file, false, NULL },
+	{ "-percentage", MK_NONE, MK_CALL, 0, mk_percentage, false, NULL },
+	{ "-no-hardlinks", MK_NONE, MK_TRUE, PO(no_hardlinks), NULL, false, NULL },
+	{ "-no-strip", MK_NONE, MK_TRUE, PO(no_strip), NULL, false, NULL },
+	{ "-tarstyle", MK_NONE, MK_TRUE, PO(no_strip), NULL, false, NULL },
+	{ "-cpiostyle", MK_NONE, MK_CALL, 0, mk_cpio_style, false, NULL },
+	{ "-cpiostyle0", MK_NONE, MK_CALL, 0, mk_cpio_style, false, NULL },
+	{ "-ignore-zeros", MK_NONE, MK_TRUE, PO(ignore_zeros), NULL, false, NULL },
+	/* 4.6: pseudo definitions keep their owners and modes */
+	{ "-pseudo-override", MK_NONE, MK_TRUE, PO(pseudo_override), NULL, false, NULL },
+	/* 4.7.5: a tar's numbers, not its names (scan.h) */
+	{ "-numeric-owner", MK_NONE, MK_FALSE, PO(owner_names), NULL, false, NULL },
+	{ "-cols", MK_VALUE, MK_CALL, 0, mk_cols, false, NULL },
+	{ "-nopad", MK_NONE, MK_TRUE, PO(nopad), NULL, false, NULL },
+	{ "-exit-on-error", MK_NONE, MK_TRUE, PO(exit_on_error), NULL, false, NULL },
+	{ "-max-depth", MK_VALUE, MK_CALL, 0, mk_max_depth, false, NULL },
+	{ "-one-file-system", MK_NONE, MK_TRUE, PO(one_file_system), NULL, false, NULL },
+	{ "-one-file-system-x", MK_NONE, MK_CALL, 0, mk_one_file_system_x, false, NULL },
+	{ "-keep-as-directory", MK_NONE, MK_CALL, 0, mk_keep_as_dir, false, NULL },
+	{ "-xattrs-include", MK_VALUE, MK_CALL, 0, mk_xattrs_regex, false, NULL },
+	{ "-xattrs-exclude", MK_VALUE, MK_CALL, 0, mk_xattrs_regex, false, NULL },
+	{ "-no-xattrs", MK_NONE, MK_TRUE, PO(overrides.no_xattrs), NULL, false, NULL },
+	{ "-xattrs", MK_NONE, MK_FALSE, PO(overrides.no_xattrs), NULL, false, NULL },
+	{ "-no-fragments", MK_NONE, MK_FALSE, PO(fragments), NULL, false, NULL },
+	{ "-always-use-fragments", MK_NONE, MK_TRUE, PO(tail_packing), NULL, false, NULL },
+	{ "-tailends", MK_NONE, MK_TRUE, PO(tail_packing), NULL, false, NULL },
+	{ "-no-duplicates", MK_NONE, MK_FALSE, PO(dedup), NULL, false, NULL },
+	{ "-no-exports", MK_NONE, MK_FALSE, PO(exportable), NULL, false, NULL },
+	{ "-no-sparse", MK_NONE, MK_FALSE, PO(sparse), NULL, false, NULL },
+	{ "-mkfs-time", MK_VALUE, MK_CALL, 0, mk_time, false, NULL },
+	{ "-fstime", MK_VALUE, MK_CALL, 0, mk_time, false, "-mkfs-time" },
+	{ "-all-time", MK_VALUE, MK_CALL, 0, mk_time, false, NULL },
+	{ "-inode-time", MK_VALUE, MK_CALL, 0, mk_time, false, NULL },
+	{ "-repro-time", MK_VALUE, MK_CALL, 0, mk_time, false, NULL },
+	{ "-repro", MK_NONE, MK_CALL, 0, mk_repro, false, NULL },
+	{ "-processors", MK_VALUE, MK_CALL, 0, mk_processors, false, NULL },
+	{ "-quiet", MK_NONE, MK_TRUE, PO(quiet), NULL, false, NULL },
+	{ "-progress", MK_NONE, MK_CALL, 0, mk_progress, false, NULL },
+	{ "-no-progress", MK_NONE, MK_FALSE, PO(progress), NULL, false, NULL },
+	{ "-version", MK_NONE, MK_CALL, 0, mk_version, true, NULL },
+	{ "-help", MK_NONE, MK_CALL, 0, mk_help, true, NULL },
+	{ "-h", MK_NONE, MK_CALL, 0, mk_help, true, NULL },
+	{ "-help-all", MK_NONE, MK_CALL, 0, mk_help, true, NULL },
+	{ "-ha", MK_NONE, MK_CALL, 0, mk_help, true, NULL },
+	{ "-help-section", MK_VALUE, MK_CALL, 0, mk_help, true, NULL },
+	{ "-hs", MK_VALUE, MK_CALL, 0, mk_help, true, NULL },
+	{ "-help-option", MK_VALUE, MK_CALL, 0, mk_help_option, true, NULL },
+	{ "-ho", MK_VALUE, MK_CALL, 0, mk_help_option, true, NULL },
+	{ "-help-comp", MK_VALUE, MK_CALL, 0, mk_help_comp, true, NULL },
+	{ "-Xhelp", MK_NONE, MK_CALL, 0, mk_help_comp, true, NULL },
+};
+
+static const struct mksq_opt *mksq_opt(const char *name)
+{
+	for (size_t i = 0; i < sizeof(mksq_opts) / sizeof(mksq_opts[0]); i++)
+		if (strcmp(name, mksq_opts[i].name) == 0)
+			return &mksq_opts[i];
+	return NULL;
+}
+
+/* An option the table does not hold: taken and ignored, -noI and the like, refused, or unknown. */
+static int other_option(struct mksq_cmd *c, const char *a)
+{
+	if (is_noop(a))
+		return 0;
+	if (uncompressed_flags(a)) {
+		c->o->uncompressed |= uncompressed_flags(a);
+		return 0;
+	}
+	for (size_t r = 0; r < sizeof(refused) / sizeof(refused[0]); r++)
+		if (strcmp(a, refused[r].name) == 0)
+			return refuse(a, refused[r].why ? refused[r].why : "not supported");
+	return refuse(a, "unknown option (see mksquashfs -help for what this form takes)");
+}
+
+/* The compressor and its options, once -comp and -b are known; last, the -info-file. */
+static int finish_compressor(struct mksq_cmd *c)
+{
+	struct pack_options *o = c->o;
+	const char *comp_name = c->comp_name;
+
+	o->comp = qs_compressor_by_name(comp_name);
+	if (!o->comp || !o->comp->compress)
+		return refuse("-comp", "unknown compressor (gzip, xz, lz4, lzo or zstd)");
+	o->params.block_size = o->block_size;
+	if (c->xz_opt && strcmp(comp_name, "xz") != 0)
+		return refuse(c->xz_opt, "an xz option: needs -comp xz");
+	if (c->gzip_opt && strcmp(comp_name, "gzip") != 0)
+		return refuse(c->gzip_opt, "a gzip option: needs -comp gzip (the default)");
+	if (c->lzo_opt && strcmp(comp_name, "lzo") != 0)
+		return refuse(c->lzo_opt, "an lzo option: needs -comp lzo");
+	if (c->level >= 0 && check_level(comp_name, c->level))
+		return MKSQ_EXIT_ERROR;
+	if (c->level >= 0)
+		o->params.level = (int)c->level;
+	/* mksquashfs: "-Xcompression-level is only applicable for the lzo1x_999 algorithm". */
+	if (o->params.lzo_algorithm && o->params.lzo_algorithm != qs_lzo_algorithm("lzo1x_999") && o->params.level &&
+	    strcmp(comp_name, "lzo") == 0)
+		return refuse("-Xcompression-level", "for lzo1x_999 only, not the -Xalgorithm given");
+	/* mksquashfs: "default" alone is no choice of strategies, and stores none. */
+	if (o->params.gzip_strategies == 1u << qs_gzip_strategy_bit("default"))
+		o->params.gzip_strategies = 0;
+	if (c->dict_size && parse_dict_size(c->dict_size, o->block_size, &o->params.xz_dict_size))
+		return MKSQ_EXIT_ERROR;
+	/* Last: nothing is created for a command line refused. */
+	if (c->info_file && open_info_file(c->info_file, &o->info_out))
+		return MKSQ_EXIT_ERROR;
+	return 0;
+}
+
+/* What is settled once every option is read: the times, the progress, the compressor's settings. */
+static int finish_options(struct mksq_cmd *c)
+{
+	struct pack_options *o = c->o;
+	const char *epoch = getenv("SOURCE_DATE_EPOCH");
+	int64_t v;
+
 	/* mksquashfs: -info's lines take the bar's place, unless -progress asks for both or they go to a file. */
-	if (o->info && !progress_given && !info_file)
+	if (o->info && !c->progress_given && !c->info_file)
 		o->progress = false;
 	/* Asked for where no one watches (a build log): mksquashfs's own bar on stdout, as it prints it. */
-	o->progress_log = progress_given && o->progress && !isatty(STDOUT_FILENO);
+	o->progress_log = c->progress_given && o->progress && !isatty(STDOUT_FILENO);
 	if (epoch && *epoch) {
 		/* mksquashfs: SOURCE_DATE_EPOCH is the image's time, and later file times become it. */
 		if (parse_uint("SOURCE_DATE_EPOCH", epoch, UINT32_MAX, &v))
@@ -1178,38 +1455,47 @@ static int parse_options(int argc, char **argv, int first, struct pack_options *
 	 * change that.  -repro (-mkfs-time inode) leaves it to the writer: the
 	 * newest time in the tree.
 	 */
-	if (o->mkfs_time < 0 && !repro)
+	if (o->mkfs_time < 0 && !c->repro)
 		o->mkfs_time = time(NULL);
 	/* mksquashfs: "-noI implies -noId", and then only -noI is flagged. */
 	if (o->uncompressed & SQFS_FLAG_UNCOMPRESSED_INODES)
 		o->uncompressed &= (uint16_t)~SQFS_FLAG_UNCOMPRESSED_IDS;
-	o->comp = qs_compressor_by_name(comp_name);
-	if (!o->comp || !o->comp->compress)
-		return refuse("-comp", "unknown compressor (gzip, xz, lz4, lzo or zstd)");
-	o->params.block_size = o->block_size;
-	if (xz_opt && strcmp(comp_name, "xz") != 0)
-		return refuse(xz_opt, "an xz option: needs -comp xz");
-	if (gzip_opt && strcmp(comp_name, "gzip") != 0)
-		return refuse(gzip_opt, "a gzip option: needs -comp gzip (the default)");
-	if (lzo_opt && strcmp(comp_name, "lzo") != 0)
-		return refuse(lzo_opt, "an lzo option: needs -comp lzo");
-	if (level >= 0 && check_level(comp_name, level))
-		return MKSQ_EXIT_ERROR;
-	if (level >= 0)
-		o->params.level = (int)level;
-	/* mksquashfs: "-Xcompression-level is only applicable for the lzo1x_999 algorithm". */
-	if (o->params.lzo_algorithm && o->params.lzo_algorithm != qs_lzo_algorithm("lzo1x_999") && o->params.level &&
-	    strcmp(comp_name, "lzo") == 0)
-		return refuse("-Xcompression-level", "for lzo1x_999 only, not the -Xalgorithm given");
-	/* mksquashfs: "default" alone is no choice of strategies, and stores none. */
-	if (o->params.gzip_strategies == 1u << qs_gzip_strategy_bit("default"))
-		o->params.gzip_strategies = 0;
-	if (dict_size && parse_dict_size(dict_size, o->block_size, &o->params.xz_dict_size))
-		return MKSQ_EXIT_ERROR;
-	/* Last: nothing is created for a command line refused. */
-	if (info_file && open_info_file(info_file, &o->info_out))
-		return MKSQ_EXIT_ERROR;
-	return 0;
+	return finish_compressor(c);
+}
+
+/* The options after SOURCE... DEST; 0, or the exit status (-1: help was given). */
+static int parse_options(int argc, char **argv, int first, struct mksq_cmd *c)
+{
+	for (int i = first; i < argc; i++) {
+		const char *given = argv[i];
+		const struct mksq_opt *opt = mksq_opt(given);
+		/* Matched by its canonical name, named in messages as given. */
+		const char *a = opt && opt->canon ? opt->canon : given;
+		const char *val = NULL;
+		int status;
+
+		if (!opt) {
+			if ((status = other_option(c, a)) != 0)
+				return status;
+			continue;
+		}
+		if (opt->arg == MK_REST) {
+			for (i++; i < argc; i++)
+				if (exclude_add(c->ex, argv[i]))
+					return MKSQ_EXIT_ERROR;
+			break;
+		}
+		if (opt->arg == MK_VALUE) {
+			if (i + 1 >= argc)
+				return refuse(given, "needs a value");
+			val = argv[++i];
+		}
+		if (opt->action != MK_CALL)
+			*(bool *)((char *)c->o + opt->field) = opt->action == MK_TRUE;
+		else if ((status = opt->call(c, given, a, val)) != 0)
+			return status;
+	}
+	return finish_options(c);
 }
 
 static int check_settings(const struct pack_options *o)
@@ -1222,24 +1508,13 @@ static int check_settings(const struct pack_options *o)
 	return 0;
 }
 
-/* Options of this form that take a value, for finding sqfstar's IMAGE among them. */
+/* Does 'opt' take a value?  For finding sqfstar's IMAGE among the options. */
 static bool takes_value(const char *opt)
 {
-	static const char *const with_value[] = {
-		"-comp", "-b", "-Xcompression-level", "-Xbcj", "-throttle", "-limit", "-Xdict-size", "-ef", "-p", "-pf", "-pd", "-sort", "-offset", "-o",
-		"-xattrs-include", "-xattrs-exclude",
-		"-force-uid",
-		"-force-gid", "-root-mode", "-root-uid", "-root-gid", "-root-time", "-mkfs-time", "-all-time",
-		"-inode-time", "-repro-time", "-processors", "-info-file", "-max-depth", "-mem-percent",
-		"-force-file-mode", "-force-dir-mode",
-		"-default-mode", "-default-uid", "-default-gid", "-uid-gid-offset", "-xattrs-add", "-root-becomes",
-		"-Xwindow-size", "-Xstrategy", "-Xalgorithm", "-mem", "-fstime", "-pseudo-dir", "-cols",
-		"-help-option", "-ho", "-help-section", "-hs", "-help-comp", NULL,
-	};
+	const struct mksq_opt *known = mksq_opt(opt);
 
-	for (size_t i = 0; with_value[i]; i++)
-		if (strcmp(opt, with_value[i]) == 0)
-			return true;
+	if (known)
+		return known->arg == MK_VALUE;
 	for (size_t r = 0; r < sizeof(refused) / sizeof(refused[0]); r++)
 		if (strcmp(opt, refused[r].name) == 0)
 			return refused[r].args > 0;
@@ -1249,15 +1524,9 @@ static bool takes_value(const char *opt)
 /* Is 'opt' one asking for the version or help, that needs no SOURCE or DEST? */
 static bool asks_help(const char *opt)
 {
-	static const char *const help[] = {
-		"-version", "-help", "-h", "-help-all", "-ha", "-help-option", "-ho", "-help-section", "-hs",
-		"-help-comp", "-Xhelp", NULL,
-	};
+	const struct mksq_opt *known = mksq_opt(opt);
 
-	for (size_t i = 0; help[i]; i++)
-		if (strcmp(opt, help[i]) == 0)
-			return true;
-	return false;
+	return known && known->help;
 }
 
 /*
@@ -1301,6 +1570,147 @@ int sqfstar_main(int argc, char **argv)
 	return status;
 }
 
+/*
+ * The sources and DEST once the options are read: the excludes against
+ * the sources, the compressor tried once, whether DEST is appended to, the
+ * pseudo definitions; 0 or the exit status.
+ */
+static int prepare_run(struct mksq_cmd *c, char **argv, int first_opt)
+{
+	struct pack_options *o = c->o;
+	struct excludes *ex = c->ex;
+	struct stat st;
+
+	o->sources = (const char **)argv + 1;
+	o->source_count = (size_t)(first_opt - 2);
+	o->image = argv[first_opt - 1];
+	/* From a tar there is nothing to stat: its excludes are paths. */
+	if (ex->wildcards || ex->regex || c->tar || o->no_strip || o->cpio_style ? exclude_patterns(ex)
+										   : exclude_ids(ex, o->sources, o->source_count))
+		return refuse("-e", "out of memory");
+	if (ex->regex && check_regexes(ex) != 0)
+		return MKSQ_EXIT_ERROR;
+	o->excludes = ex->patterns;
+	o->exclude_count = ex->n_patterns;
+	o->exclude_regex = ex->regex;
+	o->exclude_ids = ex->ids;
+	o->exclude_id_count = ex->n_ids;
+	if (check_settings(o))
+		return MKSQ_EXIT_ERROR;
+	if (o->offset && strncmp(o->image, "s3://", 5) == 0)
+		return refuse("-offset", "not for an s3:// image");
+	/* As mksquashfs: even an empty DEST is appended to, and so refused (no superblock). */
+	if (!c->noappend && stat(o->image, &st) == 0 && (S_ISREG(st.st_mode) || st.st_size > 0 || o->offset)) {
+		if (o->offset)
+			return refuse(o->image, "exists; appending to an image at an -offset is not supported "
+						"yet: give -noappend to replace it");
+		if (!S_ISREG(st.st_mode))
+			return refuse(o->image, "exists and is not a regular file: quash appends only to "
+						"image files (give -noappend to replace it)");
+		o->append = true;
+	}
+	o->pseudo = (struct pseudo_options){
+		.defs = c->ps->defs, .count = c->ps->count,
+		.default_dir = c->ps->have_default_dir ? &c->ps->default_dir : NULL,
+		/* mksquashfs: pseudo entries without a time are made now (or at SOURCE_DATE_EPOCH). */
+		.default_time = (uint32_t)(o->overrides.mtime_max >= 0 ? o->overrides.mtime_max : time(NULL)),
+		.block_size = o->block_size,
+	};
+	return 0;
+}
+
+static int run(const struct pack_options *o)
+{
+	return pack_run(o) ? MKSQ_EXIT_ERROR : MKSQ_EXIT_OK;
+}
+
+/* -no-strip, -cpiostyle: the sources are paths kept whole, or names on standard input. */
+static int run_paths(struct mksq_cmd *c, struct name_list *cpio)
+{
+	struct pack_options *o = c->o;
+	int status;
+
+	if (o->limit_depth)
+		return refuse("-max-depth", "not with -no-strip or -cpiostyle");
+	if (o->append)
+		return refuse(o->image, "exists; appending with -no-strip or -cpiostyle is not supported "
+					"yet: give -noappend to replace it");
+	if (c->tar)
+		/* mksquashfs: "Only one of cpiostyle, tar file or pseudo file reading from stdin". */
+		return refuse("-tar", "not with -no-strip or -cpiostyle");
+	if (o->cpio_style) {
+		if (o->source_count != 1 || strcmp(o->sources[0], "-") != 0)
+			return refuse("-cpiostyle", "the source must be - (the names come on standard input)");
+		if ((status = read_names(c->ps->cpio_terminator, cpio)) != 0)
+			return status;
+		o->sources = cpio->names;
+		o->source_count = cpio->count;
+		o->no_strip = false;        /* mksquashfs: -cpiostyle names are never descended into */
+	}
+	return run(o);
+}
+
+/* mksquashfs - DEST -tar: a tar on standard input, in a root of its own. */
+static int run_tar(struct mksq_cmd *c)
+{
+	struct pack_options *o = c->o;
+
+	if (o->limit_depth)
+		/* mksquashfs: "-max-depth is not supported reading tar files". */
+		return refuse("-max-depth", "not reading a tar (as in mksquashfs)");
+	if (o->source_count != 1 || strcmp(o->sources[0], "-") != 0)
+		return refuse("-tar", "the source must be - (the tar comes on standard input)");
+	if (o->append)
+		/* mksquashfs: "Appending is not supported reading tar files". */
+		return refuse(o->image, "exists, and appending is not supported reading a tar (as in "
+					"mksquashfs): give -noappend (sqfstar: -force) to replace it");
+	o->fake_root = true;
+	return run(o);
+}
+
+/* Sources are directories here; each nests by name unless it is the only one. */
+static int run_dirs(struct mksq_cmd *c, const char ***names_out)
+{
+	struct pack_options *o = c->o;
+	size_t nsrc = o->source_count;
+	const char **names = calloc(nsrc, sizeof(*names));
+	struct stat st;
+
+	if (!names)
+		return MKSQ_EXIT_ERROR;
+	*names_out = names;
+	o->fake_root = nsrc > 1 || c->keep_as_dir;
+	o->file_sources = true;
+	for (size_t i = 0; i < nsrc; i++) {
+		/* mksquashfs takes each source as it is: a symlink, even to a directory, is a symlink. */
+		if (lstat(o->sources[i], &st) != 0) {
+			fprintf(stderr, "quash: mksquashfs: %s: %s\n", o->sources[i], strerror(errno));
+			return MKSQ_EXIT_ERROR;
+		}
+		/* A source that is no directory goes in a made-up root, by its name, as in mksquashfs. */
+		if (!S_ISDIR(st.st_mode))
+			o->fake_root = true;
+		if (nsrc > 1 || c->keep_as_dir)
+			names[i] = base_name((char *)o->sources[i]);
+	}
+	o->source_names = names;
+	return run(o);
+}
+
+static void pseudo_args_free(struct pseudo_args *ps)
+{
+	if (ps->have_include)
+		regfree(&ps->xattrs_include);
+	if (ps->have_exclude)
+		regfree(&ps->xattrs_exclude);
+	free(ps->defs);
+	for (size_t i = 0; i < ps->xattrs_add_count; i++) {
+		free(ps->xattrs_add[i].name);
+		free(ps->xattrs_add[i].value);
+	}
+	free(ps->xattrs_add);
+}
+
 int mksquashfs_main(int argc, char **argv)
 {
 	struct pack_options o = {
@@ -1318,12 +1728,11 @@ int mksquashfs_main(int argc, char **argv)
 		.defs = calloc((size_t)argc + 1, sizeof(*ps.defs)),
 		.xattrs_add = calloc((size_t)argc + 1, sizeof(*ps.xattrs_add)),
 	};
-	bool noappend = false, keep_as_dir = false, tar = false;
+	struct mksq_cmd c = { .o = &o, .ex = &ex, .ps = &ps, .comp_name = MKSQ_DEFAULT_COMPRESSOR, .level = -1 };
 	struct name_list cpio = { 0 };
 	const char **names = NULL;
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
-	int first_opt = 1, status, nsrc;
-	struct stat st;
+	int first_opt = 1, status;
 
 	pack_set_mksquashfs_form();
 
@@ -1338,149 +1747,23 @@ int mksquashfs_main(int argc, char **argv)
 	while (first_opt < argc && (argv[first_opt][0] != '-' || argv[first_opt][1] == '\0'))
 		first_opt++;
 	if (first_opt == 1 && argc > 1 && asks_help(argv[1])) {
-		status = parse_options(argc, argv, 1, &o, &ex, &ps, &noappend, &keep_as_dir, &tar);
-		goto out;
-	}
-	if (first_opt < 3) {
+		status = parse_options(argc, argv, 1, &c);
+	} else if (first_opt < 3) {
 		fprintf(stderr, "quash: mksquashfs: need SOURCE... DEST before the options\n"
 				"Try 'mksquashfs -help' for more information.\n");
 		return MKSQ_EXIT_ERROR;
+	} else {
+		status = parse_options(argc, argv, first_opt, &c);
+		if (status == 0)
+			status = prepare_run(&c, argv, first_opt);
+		if (status == 0)
+			status = o.no_strip || o.cpio_style ? run_paths(&c, &cpio) : c.tar ? run_tar(&c)
+											 : run_dirs(&c, &names);
 	}
-	status = parse_options(argc, argv, first_opt, &o, &ex, &ps, &noappend, &keep_as_dir, &tar);
-	if (status)
-		goto out;
-	nsrc = first_opt - 2;
-	o.sources = (const char **)argv + 1;
-	o.source_count = (size_t)nsrc;
-	o.image = argv[first_opt - 1];
-	/* From a tar there is nothing to stat: its excludes are paths. */
-	if (ex.wildcards || ex.regex || tar || o.no_strip || o.cpio_style ? exclude_patterns(&ex) : exclude_ids(&ex, o.sources, o.source_count)) {
-		status = refuse("-e", "out of memory");
-		goto out;
-	}
-	if (ex.regex && (status = check_regexes(&ex)) != 0)
-		goto out;
-	o.excludes = ex.patterns;
-	o.exclude_count = ex.n_patterns;
-	o.exclude_regex = ex.regex;
-	o.exclude_ids = ex.ids;
-	o.exclude_id_count = ex.n_ids;
-	if (check_settings(&o)) {
-		status = MKSQ_EXIT_ERROR;
-		goto out;
-	}
-	if (o.offset && strncmp(o.image, "s3://", 5) == 0) {
-		status = refuse("-offset", "not for an s3:// image");
-		goto out;
-	}
-	/* As mksquashfs: even an empty DEST is appended to, and so refused (no superblock). */
-	if (!noappend && stat(o.image, &st) == 0 && (S_ISREG(st.st_mode) || st.st_size > 0 || o.offset)) {
-		if (o.offset) {
-			status = refuse(o.image, "exists; appending to an image at an -offset is not supported "
-						 "yet: give -noappend to replace it");
-			goto out;
-		}
-		if (!S_ISREG(st.st_mode)) {
-			status = refuse(o.image, "exists and is not a regular file: quash appends only to "
-						 "image files (give -noappend to replace it)");
-			goto out;
-		}
-		o.append = true;
-	}
-	o.pseudo = (struct pseudo_options){
-		.defs = ps.defs, .count = ps.count,
-		.default_dir = ps.have_default_dir ? &ps.default_dir : NULL,
-		/* mksquashfs: pseudo entries without a time are made now (or at SOURCE_DATE_EPOCH). */
-		.default_time = (uint32_t)(o.overrides.mtime_max >= 0 ? o.overrides.mtime_max : time(NULL)),
-		.block_size = o.block_size,
-	};
-	if (o.no_strip || o.cpio_style) {
-		if (o.limit_depth) {
-			status = refuse("-max-depth", "not with -no-strip or -cpiostyle");
-			goto out;
-		}
-		if (o.append) {
-			status = refuse(o.image, "exists; appending with -no-strip or -cpiostyle is not supported "
-						 "yet: give -noappend to replace it");
-			goto out;
-		}
-		if (tar) {
-			/* mksquashfs: "Only one of cpiostyle, tar file or pseudo file reading from stdin". */
-			status = refuse("-tar", "not with -no-strip or -cpiostyle");
-			goto out;
-		}
-		if (o.cpio_style) {
-			if (nsrc != 1 || strcmp(o.sources[0], "-") != 0) {
-				status = refuse("-cpiostyle", "the source must be - (the names come on standard input)");
-				goto out;
-			}
-			if ((status = read_names(ps.cpio_terminator, &cpio)) != 0)
-				goto out;
-			o.sources = cpio.names;
-			o.source_count = cpio.count;
-			o.no_strip = false;     /* mksquashfs: -cpiostyle names are never descended into */
-		}
-		status = pack_run(&o) ? MKSQ_EXIT_ERROR : MKSQ_EXIT_OK;
-		goto out;
-	}
-	if (tar) {
-		if (o.limit_depth) {
-			/* mksquashfs: "-max-depth is not supported reading tar files". */
-			status = refuse("-max-depth", "not reading a tar (as in mksquashfs)");
-			goto out;
-		}
-		/* mksquashfs - DEST -tar: a tar on standard input, in a root of its own. */
-		if (nsrc != 1 || strcmp(o.sources[0], "-") != 0) {
-			status = refuse("-tar", "the source must be - (the tar comes on standard input)");
-			goto out;
-		}
-		if (o.append) {
-			/* mksquashfs: "Appending is not supported reading tar files". */
-			status = refuse(o.image, "exists, and appending is not supported reading a tar (as in "
-						 "mksquashfs): give -noappend (sqfstar: -force) to replace it");
-			goto out;
-		}
-		o.fake_root = true;
-		status = pack_run(&o) ? MKSQ_EXIT_ERROR : MKSQ_EXIT_OK;
-		goto out;
-	}
-	/* Sources are directories here; each nests by name unless it is the only one. */
-	names = calloc((size_t)nsrc, sizeof(*names));
-	if (!names) {
-		status = MKSQ_EXIT_ERROR;
-		goto out;
-	}
-	o.fake_root = nsrc > 1 || keep_as_dir;
-	o.file_sources = true;
-	for (int i = 0; i < nsrc; i++) {
-		/* mksquashfs takes each source as it is: a symlink, even to a directory, is a symlink. */
-		if (lstat(o.sources[i], &st) != 0) {
-			fprintf(stderr, "quash: mksquashfs: %s: %s\n", o.sources[i], strerror(errno));
-			status = MKSQ_EXIT_ERROR;
-			goto out;
-		}
-		/* A source that is no directory goes in a made-up root, by its name, as in mksquashfs. */
-		if (!S_ISDIR(st.st_mode))
-			o.fake_root = true;
-		if (nsrc > 1 || keep_as_dir)
-			names[i] = base_name((char *)o.sources[i]);
-	}
-	o.source_names = names;
-	status = pack_run(&o) ? MKSQ_EXIT_ERROR : MKSQ_EXIT_OK;
-out:
 	if (o.info_out && fclose(o.info_out) != 0 && status == MKSQ_EXIT_OK)
 		status = refuse("-info-file", strerror(errno));
 	excludes_free(&ex);
-	if (ps.have_include)
-		regfree(&ps.xattrs_include);
-	if (ps.have_exclude)
-		regfree(&ps.xattrs_exclude);
-	free(ps.defs);
-	for (size_t i = 0; i < ps.xattrs_add_count; i++) {
-		free(ps.xattrs_add[i].name);
-		free(ps.xattrs_add[i].value);
-	}
-	free(ps.xattrs_add);
+	pseudo_args_free(&ps);
 	free(cpio.buf);
 	free(cpio.names);
 	free(names);
