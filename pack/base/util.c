@@ -127,18 +127,10 @@ bool pack_parse_memory(const char *s, uint64_t *out)
 
 bool pack_parse_block_size(const char *s, uint32_t *out)
 {
-	char *end;
-	unsigned long long v;
+	uint64_t v;
 
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s)
-		return false;
-	if (*end == 'K' || *end == 'k')
-		v <<= 10, end++;
-	else if (*end == 'M' || *end == 'm')
-		v <<= 20, end++;
-	if (*end || v < (1u << SQFS_BLOCK_LOG_MIN) || v > (1u << SQFS_BLOCK_LOG_MAX) || (v & (v - 1)))
+	if (size_parse(s, &v) != 0 || v < (1u << SQFS_BLOCK_LOG_MIN) || v > (1u << SQFS_BLOCK_LOG_MAX) ||
+	    (v & (v - 1)))
 		return false;
 	*out = (uint32_t)v;
 	return true;

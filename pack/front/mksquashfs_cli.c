@@ -16,6 +16,7 @@
  * Options of mksquashfs 4.6 and 4.7 that Debian's 4.5.1 lacks (-default-*,
  * -xattrs-add, -percentage, -uid-gid-offset...) follow their USAGE text.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stddef.h>
 #include <limits.h>
@@ -717,26 +718,31 @@ static int parse_name_list(const char *opt, const char *what, const char *known,
 /* -Xdict-size N[K|M] or N%: of the block size; 2^n or 2^n + 2^(n-1), 8 KiB up to the block size. */
 static int parse_dict_size(const char *s, uint32_t block_size, uint32_t *out)
 {
-	char *end;
-	unsigned long long n;
+	uint64_t n;
+	bool sized;
 
-	errno = 0;
-	n = strtoull(s, &end, 10);
-	if (errno || end == s || n == 0)
+	if (!isdigit((unsigned char)s[0]))
 		return refuse("-Xdict-size", "bad size");
-	if (*end == '%') {
+	if (s[strlen(s) - 1] == '%') {
+		char *end;
+
+		errno = 0;
+		n = strtoull(s, &end, 10);
+		if (errno || n == 0)
+			return refuse("-Xdict-size", "bad size");
 		if (n > 100)
 			return refuse("-Xdict-size", "a percentage of the block size, at most 100%");
 		n = block_size * n / 100;
-		end++;
-	} else if (*end == 'k' || *end == 'K') {
-		n <<= 10;
-		end++;
-	} else if (*end == 'm' || *end == 'M') {
-		n <<= 20;
-		end++;
+		sized = end[1] == '\0';
+	} else {
+		sized = size_parse(s, &n) == 0;
+		errno = 0;
+		if (!sized)
+			(void)strtoull(s, NULL, 10);    /* an overflow is a bad size, a bad suffix no dictionary size */
+		if ((sized && n == 0) || errno == ERANGE)
+			return refuse("-Xdict-size", "bad size");
 	}
-	if (*end || n > block_size || !qs_xz_dict_size_ok((uint32_t)n)) {
+	if (!sized || n > block_size || !qs_xz_dict_size_ok((uint32_t)n)) {
 		fprintf(stderr, "quash: mksquashfs: -Xdict-size %s: must be 2^n or 2^n+2^(n-1) bytes, from 8K up "
 			"to the block size (%u)\n", s, block_size);
 		return MKSQ_EXIT_ERROR;
