@@ -216,6 +216,26 @@ static int run_command(const struct pseudo_ctx *c, const char *name, const char 
 	return 0;
 }
 
+/* NAME l|L TARGET: a hard link at 'path' to the entry TARGET of the image. */
+static int define_link(struct pseudo_ctx *c, const char *name, const char *path, char type, const char *rest)
+{
+	char word[PSEUDO_LINE_MAX];
+	struct pack_inode *dir, *existing;
+	const char *leaf;
+	int err;
+
+	if (!next_word(&rest, word, sizeof(word)))
+		return bad(c, "%s: %c needs the entry to link to", name, type);
+	err = clean_name(c, word, word, sizeof(word));
+	if (err)
+		return err;
+	existing = tree_find_path(c->tree, word);
+	if (!existing || tree_is_dir(existing))
+		return bad(c, "%s: %c: %s is not a file in the image", name, type, word);
+	dir = parent_of(c, path, &leaf);
+	return dir ? tree_link(c->tree, dir, leaf, strlen(leaf), existing) : -EINVAL;
+}
+
 static int define(struct pseudo_ctx *c, const char *line)
 {
 	char name[PSEUDO_LINE_MAX], path[PSEUDO_LINE_MAX], word[PSEUDO_LINE_MAX];
@@ -236,18 +256,8 @@ static int define(struct pseudo_ctx *c, const char *line)
 	err = clean_name(c, name, path, sizeof(path));
 	if (err)
 		return err;
-	if (type == 'l' || type == 'L') {
-		if (!next_word(&rest, word, sizeof(word)))
-			return bad(c, "%s: %c needs the entry to link to", name, type);
-		err = clean_name(c, word, word, sizeof(word));
-		if (err)
-			return err;
-		existing = tree_find_path(c->tree, word);
-		if (!existing || tree_is_dir(existing))
-			return bad(c, "%s: %c: %s is not a file in the image", name, type, word);
-		dir = parent_of(c, path, &leaf);
-		return dir ? tree_link(c->tree, dir, leaf, strlen(leaf), existing) : -EINVAL;
-	}
+	if (type == 'l' || type == 'L')
+		return define_link(c, name, path, type, rest);
 	timed = isupper((unsigned char)type);
 	type = (char)tolower((unsigned char)type);
 	if (!strchr("dmbcfsi", type))

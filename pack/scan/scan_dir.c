@@ -619,6 +619,44 @@ static int path_prefix(const char **pp, char *prefix, size_t size)
 	return 0;
 }
 
+/*
+ * One name of a -no-strip or -cpiostyle path: 'name' in 'dir' (open as
+ * 'dirfd') into the tree unless it is there; *out is its entry, NULL if
+ * it is excluded.  A directory named again with -no-strip is added whole
+ * once more, merging.
+ */
+static int add_path_name(struct path_scan *ps, const char *given, int dirfd, struct pack_srcdir *sd,
+			 struct pack_inode *dir, const char *name, bool leaf, bool recurse, char *path,
+			 size_t path_len, size_t rel, unsigned depth, struct pack_inode **out)
+{
+	struct dir_scan *s = ps->s;
+	size_t n = strlen(name);
+	struct pack_inode *d = tree_lookup(s->tree, dir, name, n);
+	struct stat st;
+	int err;
+
+	*out = d;
+	if (d && !(leaf && recurse && tree_is_dir(d)))
+		return 0;
+	if (!leaf && (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))) {
+		pack_error("%s: %s is not a directory", given, name);
+		return -ENOTDIR;
+	}
+	s->no_recurse = !leaf || !recurse;
+	s->last_sub = NULL;
+	err = scan_entry(s, dirfd, sd, dir, name, path, path_len, rel, depth);
+	s->no_recurse = false;
+	path[path_len] = '\0';
+	if (err)
+		return err;
+	*out = d = tree_lookup(s->tree, dir, name, n);
+	if (d && tree_is_dir(d) && s->last_sub && (err = dir_map_put(ps, d, s->last_sub)) != 0) {
+		pack_error("out of memory");
+		return err;
+	}
+	return 0;
+}
+
 static int scan_one_path(struct path_scan *ps, const char *given, bool recurse, char *path)
 {
 	struct dir_scan *s = ps->s;
@@ -669,31 +707,9 @@ static int scan_one_path(struct path_scan *ps, const char *given, bool recurse, 
 			err = -EINVAL;
 			break;
 		}
-		d = tree_lookup(s->tree, dir, name, n);
-		/* New, or (-no-strip) a directory named again: added whole once more, merging. */
-		if (!d || (leaf && recurse && tree_is_dir(d))) {
-			struct stat st;
-
-			if (!leaf && (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))) {
-				pack_error("%s: %s is not a directory", given, name);
-				err = -ENOTDIR;
-				break;
-			}
-			s->no_recurse = !leaf || !recurse;
-			s->last_sub = NULL;
-			err = scan_entry(s, dirfd, sd, dir, name, path, path_len, rel, depth);
-			s->no_recurse = false;
-			path[path_len] = '\0';
-			if (err)
-				break;
-			d = tree_lookup(s->tree, dir, name, n);
-			if (!d)
-				break;      /* excluded: what lies below it is too */
-			if (tree_is_dir(d) && s->last_sub && (err = dir_map_put(ps, d, s->last_sub)) != 0) {
-				pack_error("out of memory");
-				break;
-			}
-		}
+		err = add_path_name(ps, given, dirfd, sd, dir, name, leaf, recurse, path, path_len, rel, depth, &d);
+		if (err || !d)
+			break;      /* !d: excluded, and what lies below it with it */
 		if (leaf)
 			break;
 		if (!tree_is_dir(d)) {
