@@ -47,8 +47,8 @@
  * Without --memory the tables still spill past this: their streams are
  * written once and read once, so through the page cache they cost little,
  * and a tree of a million small files has 45 MB of them.  They are made
- * while the whole tree is still held, the pack's peak: 16 MiB here was
- * 12 MiB more of it, for no time measured (1M files: 23.0 s and 23.0 s).
+ * while the whole tree is still held, the pack's peak, and a larger share
+ * here only raises that peak, for no time gained (docs/benchmarks.md).
  */
 #define TABLES_MEMORY_DEFAULT (4u << 20)
 

@@ -277,7 +277,7 @@ static bool in_hole(struct content *c, uint64_t off, uint32_t len, uint64_t size
  * cache: what reads it next (the comparison, the fragment) reads no more.
  * A run of all-zero blocks is hashed as its length, so that holes are
  * skipped, never read (a tar of a few KiB can declare a sparse file of
- * terabytes: read, two of them took minutes), and a file whose zeros
+ * terabytes), and a file whose zeros
  * are holes hashes as the same file with its zeros written.
  */
 static int hash_content(struct data_writer *w, struct pack_inode *file, struct content *c)

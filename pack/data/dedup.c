@@ -5,9 +5,8 @@
  * each size in the tree, so that only sizes seen twice are hashed at all.
  * The written files are indexed by (size, hash) together: a lookup probes
  * only the files with that key, O(1) whatever the number of files of one
- * size.  (Listing written files per size class and scanning the list made
- * a million 5-10 byte files quadratic: not finished after 6.7 minutes.)  A
- * file with the same key is still compared byte for byte, so a hash
+ * size, where a list per size class would make many small files of
+ * one size quadratic.  A file with the same key is still compared byte for byte, so a hash
  * collision can never merge two files.
  */
 #include <errno.h>
@@ -44,8 +43,8 @@ struct dedup_index {
  * Slots per written file at most, as a fraction: probes stay short (5 for
  * a miss, 2 for a hit, on average), 12 bytes per file.  The table is made
  * this size for every candidate before the first file is written
- * (dedup_reserve()), any size, not a power of two: a million candidates
- * took 16 MiB at 2 slots each, and 24 MiB at the moment it doubled.
+ * (dedup_reserve()), any size, not a power of two, so that it never
+ * doubles while the tree is held.
  */
 #define DEDUP_FILES_LOAD_NUM 3
 #define DEDUP_FILES_LOAD_DEN 2

@@ -38,8 +38,7 @@
  * can still repeat at a distance (an archive stored twice in one block).
  * If that saves under 1/32 too, the block is stored as it is.  Both tests
  * read only the block's bytes, so the image still depends on its input
- * alone.  On the Python tree of bench/pack.sh this skips 1% of zstd 15's
- * work for 0.2% more image.
+ * alone (what it saves and costs: docs/benchmarks.md).
  */
 #define RANDOM_SAMPLE_CHUNKS 32u        /* pieces spread over the block */
 #define RANDOM_SAMPLE_CHUNK  512u       /* bytes per piece */

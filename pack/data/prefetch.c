@@ -21,10 +21,10 @@
 #define PREFETCH_READAHEAD (256u << 10)     /* asked for per file; the kernel's readahead does the rest */
 #define PREFETCH_BYTES     (32u << 20)      /* asked for and not yet taken, at most */
 /*
- * A full ring is let drain this many files before the prefetcher is woken.
- * Woken for each file taken, the two threads traded 2.5 futex calls a
- * file (252,155 for 100,000 small files); let drain to half, the opens in
- * flight ran dry in turns and a cold pack of them took 30% longer.
+ * A full ring is let drain this many files before the prefetcher is woken:
+ * woken for each file taken, the two threads would trade futex calls for
+ * every file; let drain much further, the opens in flight run dry in turns
+ * (docs/benchmarks.md).
  */
 #define PREFETCH_REFILL    16u
 

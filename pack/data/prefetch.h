@@ -3,7 +3,7 @@
  *
  * The data phase reads files one after another, in the tree's order.  On
  * a cold cache each read of a small file waits for the disk, one request
- * at a time: a million files of a few bytes took 70 s so.  A thread of its
+ * at a time.  A thread of its
  * own walks the same list ahead of it, opens each file the way the data
  * phase would (srcdir.c, its directories checked against the scan), asks
  * the kernel to start reading it (POSIX_FADV_WILLNEED, which returns at

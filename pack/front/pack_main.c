@@ -17,14 +17,12 @@
 
 /*
  * Chosen by measurement (docs/benchmarks.md, "quash pack"; bench/pack.sh,
- * bench/pack-sizes.sh): zstd 9 is 5-10x faster than mksquashfs's gzip 9,
- * and levels above it cost 2-3x the time for under 0.3% of size.  128K
- * blocks, as mksquashfs's: at 64K, which halves the decompression behind a
- * cold 4 KiB read of the mount, the image came out larger than
- * mksquashfs's on trees of small text files (C headers +1.0%,
- * /usr/share/doc +0.6%), their fragment blocks being half the size; at
- * 128K it is 1.2-5.0% smaller on every kind of tree measured, as fast.
- * -b 64K still gives the faster random reads.
+ * bench/pack-sizes.sh): zstd 9 is much faster than mksquashfs's gzip 9,
+ * and higher levels cost far more time for little size.  128K blocks, as
+ * mksquashfs's: smaller ones halve the decompression behind a cold read
+ * of the mount but make trees of small text files larger than
+ * mksquashfs's (their fragment blocks being smaller); -b 64K still gives
+ * the faster random reads.
  */
 #define PACK_DEFAULT_COMPRESSOR "zstd"
 #define PACK_DEFAULT_LEVEL      9

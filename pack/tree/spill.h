@@ -70,9 +70,9 @@ void spill_poke(const struct spill *s, void *p, const void *buf, size_t len);
 void spill_check_at(struct spill *s, const void *p);
 
 /*
- * A check reads statm (one pread()).  At a million small files and
- * --memory 16M, checking at every tick took 34.7 s, every 256th 19.3-19.6 s
- * and every 1024th 19.4 s, all at the same peak.  256 ticks in a walk's
+ * A check reads statm (one pread()), which at every tick would cost more
+ * than the walk; every 256th keeps the same peak at almost no cost
+ * (docs/benchmarks.md).  256 ticks in a walk's
  * order touch a few KiB; a walk that jumped would map 16 pages a touch
  * (fault-around), which is why the readers that jump use spill_peek().
  */
