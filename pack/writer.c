@@ -20,18 +20,18 @@
 #include <unistd.h>
 
 #include "writer.h"
-#include "append.h"
-#include "data.h"
-#include "image.h"
+#include "sink/append.h"
+#include "data/data.h"
+#include "table/image.h"
 #include "json.h"
-#include "progress.h"
-#include "scan.h"
-#include "sink.h"
-#include "sort.h"
-#include "spill.h"
+#include "base/progress.h"
+#include "scan/scan.h"
+#include "sink/sink.h"
+#include "data/sort.h"
+#include "tree/spill.h"
 #include "verity.h"
-#include "super.h"
-#include "pack_util.h"
+#include "table/super.h"
+#include "base/util.h"
 
 #define IMAGE_PAD 4096          /* images end on a 4 KiB boundary, as loop devices want */
 
@@ -48,8 +48,8 @@
  * Without --memory the tables still spill past this: their streams are
  * written once and read once, so through the page cache they cost little,
  * and a tree of a million small files has 45 MB of them.  They are made
- * while the whole tree is still held, the pack's peak: 16 MiB here was
- * 12 MiB more of it, for no time measured (1M files: 23.0 s and 23.0 s).
+ * while the whole tree is still held, the pack's peak, and a larger share
+ * here only raises that peak, for no time gained (docs/benchmarks.md).
  */
 #define TABLES_MEMORY_DEFAULT (4u << 20)
 
@@ -765,6 +765,100 @@ static void take_base_settings(struct pack_options *o, const struct append_base 
 	o->uncompressed = b->flags & UNCOMPRESSED_FLAGS;
 }
 
+/*
+ * The tree the image is written from: the sources, the pseudo files, the
+ * image appended to ('base', or NULL), then the overrides and the root's
+ * own settings.
+ */
+static int build_tree(const struct pack_options *o, struct pack_tree *tree, struct spool *spool,
+		      struct append_base *base)
+{
+	struct pack_overrides finish_overrides = o->overrides;
+	int err;
+
+	tree->forced_uid = o->overrides.uid >= 0 ? o->overrides.uid : o->overrides.all_root ? 0 : -1;
+	tree->forced_gid = o->overrides.gid >= 0 ? o->overrides.gid : o->overrides.all_root ? 0 : -1;
+	err = read_sources(o, tree, spool);
+	if (!err && o->pseudo_override) {
+		err = tree_force_owners_modes(tree, &o->overrides);
+		finish_overrides.all_root = false;
+		finish_overrides.uid = finish_overrides.gid = -1;
+		finish_overrides.file_mode = finish_overrides.dir_mode = NULL;
+		tree->forced_uid = tree->forced_gid = -1;
+	}
+	if (!err && o->pseudo.count)
+		err = pseudo_apply(tree, &o->pseudo, spool);
+	if (!err)
+		err = spool_flush(spool);     /* the data phase reads it */
+	if (!err && base)
+		err = append_merge(base, tree, o->root_becomes);
+	if (!err)
+		err = tree_finish(tree, &finish_overrides);
+	/* As mksquashfs: -force-dir-mode, which the root had with every directory, outranks -root-mode. */
+	if (!err && o->root_mode >= 0 && !o->overrides.dir_mode)
+		tree->root->mode = (tree->root->mode & 0170000) | ((uint32_t)o->root_mode & 07777);
+	if (!err && o->root_uid >= 0)
+		err = tree_id(tree, (uint32_t)o->root_uid, &tree->root->uid);
+	if (!err && o->root_gid >= 0)
+		err = tree_id(tree, (uint32_t)o->root_gid, &tree->root->gid);
+	if (!err && o->root_time >= 0)
+		tree->root->mtime = tree_time(o->root_time);
+	return err;
+}
+
+/* The tree into the sink, with the progress shown; the sink finished, or aborted on failure. */
+static int write_image(const struct pack_options *o, struct pack_tree *tree, const struct spool *spool,
+		       struct append_base *base, bool appending, struct pack_stats *stats)
+{
+	struct pack_sink *sink = NULL;
+	uint8_t head[HEAD_MAX];
+	size_t head_len = 0;
+	int err;
+
+	err = strncmp(o->image, "s3://", 5) == 0 ? sink_s3_open(o->image, o->endpoint, &sink)
+						 : sink_file_open(o->image, o->offset, &sink);
+	if (err)
+		return err;
+	if (o->progress_log)
+		progress_set_units(log_units(tree, o->block_size));
+	progress_start(o->percentage ? PROGRESS_PERCENTAGE : o->progress_log ? PROGRESS_LOG :
+		       o->progress ? PROGRESS_BAR : PROGRESS_OFF,
+		       tree->data_bytes - base->bytes, tree->file_count - base->files);
+	err = pack_image(o, tree, sink, spool->fd, spool->dir, appending ? base : NULL, head, &head_len, stats);
+	if (!err)
+		progress_done();
+	progress_end();
+	stats->image_size = sink->written;
+	if (!err && o->exit_on_error && pack_warnings()) {
+		pack_error("-exit-on-error: %llu warning%s above, so no image is written",
+			   (unsigned long long)pack_warnings(), pack_warnings() == 1 ? "" : "s");
+		err = -ECANCELED;
+	}
+	if (err)
+		sink->ops->abort(sink);
+	else
+		err = sink->ops->finish(sink, head, head_len);
+	return err;
+}
+
+/* --verity: the tree after the finished image, as quash verity format IMAGE appends it. */
+static int append_verity(const struct pack_options *o, struct pack_stats *stats)
+{
+	struct qs_verity_params vp;
+	struct qs_verity_geometry vg;
+	uint8_t root[QS_VERITY_MAX_DIGEST];
+	int err;
+
+	qs_verity_params_init(&vp);
+	err = qs_verity_append_file(o->image, &vp, QS_VERITY_DERIVE_SALT | QS_VERITY_DERIVE_UUID | QS_VERITY_AT_END,
+				    root, &vg);
+	if (err)
+		pack_error("%s: %s", o->image, qs_last_error());
+	else
+		qs_verity_format_hex(root, vg.digest_size, stats->verity_root);
+	return err;
+}
+
 int pack_run(const struct pack_options *given)
 {
 	struct pack_options settings = *given;
@@ -773,15 +867,11 @@ int pack_run(const struct pack_options *given)
 	bool appending = false;
 	struct stat st;
 	struct pack_tree tree;
-	struct pack_sink *sink = NULL;
 	char *dir = strdup(o->image);
 	char *slash = dir ? strrchr(dir, '/') : NULL;
 	struct spool spool = { .fd = -1, .dir = "." };
-	uint8_t head[HEAD_MAX];
-	size_t head_len = 0;
 	struct pack_stats stats = { 0 };
 	struct spill spill;
-	struct pack_overrides finish_overrides;
 	bool is_s3 = strncmp(o->image, "s3://", 5) == 0;
 	int err;
 
@@ -814,73 +904,12 @@ int pack_run(const struct pack_options *given)
 	tree.spill = &spill;
 	if (spill_init(&spill, o->memory / MEMORY_TREE_SHARE, spool.dir) < 0 && !err)
 		err = -EIO;         /* said */
-	tree.forced_uid = o->overrides.uid >= 0 ? o->overrides.uid : o->overrides.all_root ? 0 : -1;
-	tree.forced_gid = o->overrides.gid >= 0 ? o->overrides.gid : o->overrides.all_root ? 0 : -1;
 	if (!err)
-		err = read_sources(o, &tree, &spool);
-	finish_overrides = o->overrides;
-	if (!err && o->pseudo_override) {
-		err = tree_force_owners_modes(&tree, &o->overrides);
-		finish_overrides.all_root = false;
-		finish_overrides.uid = finish_overrides.gid = -1;
-		finish_overrides.file_mode = finish_overrides.dir_mode = NULL;
-		tree.forced_uid = tree.forced_gid = -1;
-	}
-	if (!err && o->pseudo.count)
-		err = pseudo_apply(&tree, &o->pseudo, &spool);
+		err = build_tree(o, &tree, &spool, appending ? &base : NULL);
 	if (!err)
-		err = spool_flush(&spool);     /* the data phase reads it */
-	if (!err && appending)
-		err = append_merge(&base, &tree, o->root_becomes);
-	if (!err)
-		err = tree_finish(&tree, &finish_overrides);
-	/* As mksquashfs: -force-dir-mode, which the root had with every directory, outranks -root-mode. */
-	if (!err && o->root_mode >= 0 && !o->overrides.dir_mode)
-		tree.root->mode = (tree.root->mode & 0170000) | ((uint32_t)o->root_mode & 07777);
-	if (!err && o->root_uid >= 0)
-		err = tree_id(&tree, (uint32_t)o->root_uid, &tree.root->uid);
-	if (!err && o->root_gid >= 0)
-		err = tree_id(&tree, (uint32_t)o->root_gid, &tree.root->gid);
-	if (!err && o->root_time >= 0)
-		tree.root->mtime = tree_time(o->root_time);
-	if (!err)
-		err = is_s3 ? sink_s3_open(o->image, o->endpoint, &sink) : sink_file_open(o->image, o->offset, &sink);
-	if (!err) {
-		if (o->progress_log)
-			progress_set_units(log_units(&tree, o->block_size));
-		progress_start(o->percentage ? PROGRESS_PERCENTAGE : o->progress_log ? PROGRESS_LOG :
-			       o->progress ? PROGRESS_BAR : PROGRESS_OFF,
-			       tree.data_bytes - base.bytes, tree.file_count - base.files);
-		err = pack_image(o, &tree, sink, spool.fd, spool.dir, appending ? &base : NULL, head, &head_len,
-				 &stats);
-		if (!err)
-			progress_done();
-		progress_end();
-		stats.image_size = sink->written;
-		if (!err && o->exit_on_error && pack_warnings()) {
-			pack_error("-exit-on-error: %llu warning%s above, so no image is written",
-				   (unsigned long long)pack_warnings(), pack_warnings() == 1 ? "" : "s");
-			err = -ECANCELED;
-		}
-		if (err)
-			sink->ops->abort(sink);
-		else
-			err = sink->ops->finish(sink, head, head_len);
-	}
-	if (!err && o->verity) {
-		/* The tree after the finished image, as quash verity format IMAGE appends it. */
-		struct qs_verity_params vp;
-		struct qs_verity_geometry vg;
-		uint8_t root[QS_VERITY_MAX_DIGEST];
-
-		qs_verity_params_init(&vp);
-		err = qs_verity_append_file(o->image, &vp, QS_VERITY_DERIVE_SALT | QS_VERITY_DERIVE_UUID |
-					    QS_VERITY_AT_END, root, &vg);
-		if (err)
-			pack_error("%s: %s", o->image, qs_last_error());
-		else
-			qs_verity_format_hex(root, vg.digest_size, stats.verity_root);
-	}
+		err = write_image(o, &tree, &spool, &base, appending, &stats);
+	if (!err && o->verity)
+		err = append_verity(o, &stats);
 	if (!err && o->json)
 		print_summary_json(o, &tree, &stats);
 	else if (!err && o->report && !o->quiet)

@@ -9,9 +9,9 @@
 #include <stdint.h>
 
 #include "compressor.h"
-#include "pseudo.h"
-#include "scan.h"
-#include "tree.h"
+#include "scan/pseudo.h"
+#include "scan/scan.h"
+#include "tree/tree.h"
 
 struct pack_options {
 	const char **sources;

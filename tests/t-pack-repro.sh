@@ -62,7 +62,7 @@ sleep 1
 $QUASH pack -q "$T/fs/sorted" "$T/again.sqfs"
 check "packing again later gives the identical image" cmp -s "$T/sorted.sqfs" "$T/again.sqfs"
 
-# The scan lists directories ahead of the walk on -j threads (pack/scan_pool.c):
+# The scan lists directories ahead of the walk on -j threads (pack/scan/scan_pool.c):
 # a tree of more directories than it lists ahead, one directory of many
 # getdents64 buffers, hard links across directories, excludes, xattrs.
 S=$T/scan/src

@@ -22,8 +22,8 @@
 
 #include <cmocka.h>
 
-#include "dedup.h"
-#include "tree.h"
+#include "data/dedup.h"
+#include "tree/tree.h"
 
 static const struct pack_overrides keep = {
 	.uid = -1, .gid = -1, .mode = -1, .mtime = -1, .mtime_max = -1,

@@ -17,7 +17,7 @@
 
 #include <cmocka.h>
 
-#include "spill.h"
+#include "tree/spill.h"
 
 #define PIECE 4096u
 #define PIECES 4096u            /* 16 MiB through a bound of 1 MiB */
