@@ -30,8 +30,8 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "compressor_internal.h"
 #include "squashfs_fs.h"
+#include "wrapper.h"
 
 #define GZIP_OPTIONS_SIZE	8
 #define GZIP_LEVEL_MIN		1
