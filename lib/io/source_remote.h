@@ -11,8 +11,9 @@
 
 #include <stdbool.h>
 
-#include "aws_auth.h"
 #include "source.h"
+
+struct aws_creds;            /* remote/aws_auth.h */
 
 #define REMOTE_DEFAULT_RETRY_SECONDS 30
 #define REMOTE_VALIDATOR_MAX         256    /* longest ETag or Last-Modified accepted */

@@ -34,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "aws_auth.h"
 #include "chunk_cache.h"
 #include "disk_cache.h"
 #include "quash.h"

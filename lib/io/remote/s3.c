@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "aws_auth.h"
 #include "quash.h"
 #include "source_remote.h"
 
