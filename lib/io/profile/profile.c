@@ -48,6 +48,7 @@
 #include "profile_plan.h"
 #include "quash.h"
 #include "sif.h"
+#include "source_remote.h"
 #include "squashfs_fs.h"
 
 #define PROFILE_MAGIC          "quash-profile 1"
@@ -814,7 +815,8 @@ static int fetch_remote_profile(const char *url, const struct qs_source_options 
 	/* The image's fallback has its own URL.profile beside it. */
 	if (opt->fallback && !(o.fallback = fallback = beside_name(opt->fallback)))
 		return qs_set_error(-ENOMEM, "out of memory");
-	err = qs_source_open(url, &o, &src);
+	/* Straight to the remote opener: o asks for no profile, so qs_source_open() would add nothing. */
+	err = qs_source_open_remote(url, &o, &src);
 	free(fallback);
 	if (err < 0)
 		return 0;
