@@ -27,11 +27,10 @@
  * A profile that does not match or does not parse costs one line in the
  * source's notice and nothing else: it is only a hint.
  *
- * The format is in docs/profile.md.
+ * The file format is profile_file.c's (docs/profile.md).
  */
 #include <errno.h>
 #include <stdarg.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -40,263 +39,40 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <sys/stat.h>
-#include <xxhash.h>
 
 #include "cond_wait.h"
 #include "profile.h"
+#include "profile_file.h"
 #include "profile_plan.h"
 #include "quash.h"
 #include "sif.h"
 #include "source_remote.h"
 #include "squashfs_fs.h"
 
-#define PROFILE_MAGIC          "quash-profile 1"
-#define PROFILE_LINE_MAX       256                 /* longest line of a profile */
 #define PROFILE_SUFFIX         ".profile"          /* the profile found beside an image */
 #define PROFILE_FLUSH_SECONDS  10                  /* a recording is rewritten this often while it grows */
 /*
- * Replay requests in flight.  Over a 20 ms, 200 Mbit/s link (bench/fleet.sh)
- * 4 threads left the link idle between requests: 312 ranges took 1.6 s.
- * Against 8, 12 halve the time reads wait for bytes still on their way
- * (0.04-0.07 s against 0.09-0.16 s) and the fleet bench's cold start takes
- * 1.24-1.35 s against 1.33-1.36 s (four interleaved rounds); 16 are no
- * better than 12, and the mount comes up 0.02-0.04 s later, its metadata
- * sharing the link with more requests.
+ * Replay requests in flight: enough to keep a slow, distant link busy
+ * between requests; more only delays the mount, its metadata sharing the
+ * link with them (the fleet bench, docs/benchmarks.md).
  */
 #define PROFILE_REPLAY_THREADS 12
 /*
- * Metadata smaller than this is pinned at open as usual: at 200 Mbit/s it
- * takes about 10 ms, half a 20 ms round trip, less than the extra request
- * deferring it costs.
+ * Metadata smaller than this is pinned at open as usual: on a slow link it
+ * takes less than the extra request deferring it costs.
  */
 #define PROFILE_PIN_DEFER_MIN  (256u << 10)
 /*
  * A read ahead of the replay fetches a range of the plan itself only up to
  * this size.  A larger one it leaves to the replay threads (it comes early
- * in their order): fetching 10 MiB of an image laid out by pack --order to
- * read its 96-byte superblock, which the open request had brought already,
- * held the mount for 0.9 s.  One request cut out of a run at most.
+ * in their order): a read of a few bytes (a superblock the open request
+ * brought already) must not hold the mount for a run of megabytes that
+ * pack --order laid out around it.  One request cut out of a run at most.
  */
 #define PROFILE_CLAIM_MAX      PROFILE_CUT_SIZE
 #define PROFILE_WAIT_POLL_NS   (100 * 1000000L)     /* a read waiting on a replay thread checks for an interrupt */
 #define PROFILE_FETCH_RETRY_SECONDS 2              /* a remote URL.profile is not worth a long wait */
 #define PROFILE_NOTICE_MAX     512
-
-/* ---- the format ------------------------------------------------------------ */
-
-void qs_profile_free(struct qs_profile *p)
-{
-	if (!p)
-		return;
-	free(p->ranges);
-	free(p);
-}
-
-static int parse_u64(const char *s, const char **end, uint64_t *out)
-{
-	uint64_t v = 0;
-
-	if (*s < '0' || *s > '9')
-		return -EINVAL;
-	for (; *s >= '0' && *s <= '9'; s++) {
-		if (v > (UINT64_MAX - (uint64_t)(*s - '0')) / 10)
-			return -EINVAL;
-		v = v * 10 + (uint64_t)(*s - '0');
-	}
-	*end = s;
-	*out = v;
-	return 0;
-}
-
-/* One "OFFSET LENGTH" line into the profile. */
-static int parse_range(struct qs_profile *p, size_t *cap, const char *line)
-{
-	const char *end;
-	uint64_t off, len;
-
-	if (parse_u64(line, &end, &off) || *end != ' ' || parse_u64(end + 1, &end, &len) || *end ||
-	    len == 0 || off > UINT64_MAX - len)
-		return -EINVAL;
-	if (p->count == QS_PROFILE_MAX_RANGES)
-		return -E2BIG;
-	if (p->count == *cap) {
-		size_t ncap = *cap ? 2 * *cap : 256;
-		struct qs_profile_range *r = realloc(p->ranges, ncap * sizeof(*r));
-
-		if (!r)
-			return -ENOMEM;
-		p->ranges = r;
-		*cap = ncap;
-	}
-	p->ranges[p->count++] = (struct qs_profile_range){ off, len };
-	return 0;
-}
-
-int qs_profile_parse(const char *text, size_t len, const char *name, struct qs_profile **out)
-{
-	struct qs_profile *p;
-	char line[PROFILE_LINE_MAX];
-	size_t pos = 0, cap = 0;
-	unsigned lineno = 0;
-	bool have_id = false;
-	int err = 0;
-
-	if (len > QS_PROFILE_MAX_BYTES)
-		return qs_set_error(-E2BIG, "%s: larger than %u MiB; not a profile", name,
-				    QS_PROFILE_MAX_BYTES >> 20);
-	p = calloc(1, sizeof(*p));
-	if (!p)
-		return qs_set_error(-ENOMEM, "out of memory");
-	while (pos < len && !err) {
-		const char *nl = memchr(text + pos, '\n', len - pos);
-		size_t n = (nl ? (size_t)(nl - text) : len) - pos;
-
-		lineno++;
-		if (n >= sizeof(line) || memchr(text + pos, '\0', n)) {
-			err = qs_set_error(-EINVAL, "%s:%u: line too long or not text", name, lineno);
-			break;
-		}
-		memcpy(line, text + pos, n);
-		line[n] = '\0';
-		if (n && line[n - 1] == '\r')
-			line[n - 1] = '\0';
-		pos += n + 1;
-		if (lineno == 1) {
-			if (strcmp(line, PROFILE_MAGIC) != 0)
-				err = qs_set_error(-EINVAL, "%s: not a quash profile (the first line is not '%s')",
-						   name, PROFILE_MAGIC);
-			continue;
-		}
-		if (!line[0] || line[0] == '#')
-			continue;
-		if (strncmp(line, "image ", 6) == 0) {
-			if (have_id || p->count)
-				err = qs_set_error(-EINVAL, "%s:%u: a second 'image' line, or one after the ranges",
-						   name, lineno);
-			if (strlen(line + 6) >= sizeof(p->identity)) {
-				err = qs_set_error(-EINVAL, "%s:%u: 'image' line too long", name, lineno);
-				break;
-			}
-			memcpy(p->identity, line + 6, strlen(line + 6) + 1);
-			have_id = true;
-			continue;
-		}
-		err = parse_range(p, &cap, line);
-		if (err == -ENOMEM)
-			err = qs_set_error(err, "out of memory");
-		else if (err == -E2BIG)
-			err = qs_set_error(err, "%s: more than %u ranges", name, QS_PROFILE_MAX_RANGES);
-		else if (err)
-			err = qs_set_error(err, "%s:%u: expected 'OFFSET LENGTH', found '%.40s'", name, lineno, line);
-	}
-	if (!err && lineno == 0)
-		err = qs_set_error(-EINVAL, "%s: empty; not a quash profile", name);
-	if (!err && !have_id)
-		err = qs_set_error(-EINVAL, "%s: no 'image' line naming the image it was recorded against", name);
-	if (err) {
-		qs_profile_free(p);
-		return err;
-	}
-	*out = p;
-	return 0;
-}
-
-int qs_profile_load(const char *path, struct qs_profile **out)
-{
-	/* O_NONBLOCK: a FIFO put where a profile was expected must not hang the mount. */
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY), err;
-	struct stat st;
-	char *text = NULL;
-	size_t done = 0;
-
-	if (fd < 0)
-		return qs_set_error(-errno, "%s: %s", path, strerror(errno));
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return qs_set_error(-EINVAL, "%s: not a regular file", path);
-	}
-	if ((uint64_t)st.st_size > QS_PROFILE_MAX_BYTES) {
-		close(fd);
-		return qs_set_error(-E2BIG, "%s: larger than %u MiB; not a profile", path,
-				    QS_PROFILE_MAX_BYTES >> 20);
-	}
-	text = malloc((size_t)st.st_size + 1);
-	if (!text) {
-		close(fd);
-		return qs_set_error(-ENOMEM, "out of memory");
-	}
-	while (done < (size_t)st.st_size) {
-		ssize_t r = read(fd, text + done, (size_t)st.st_size - done);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		done += (size_t)r;
-	}
-	close(fd);
-	err = qs_profile_parse(text, done, path, out);
-	free(text);
-	return err;
-}
-
-int qs_profile_identity(struct qs_source *src, uint64_t sb_offset, char *buf, size_t size)
-{
-	uint8_t raw[SQFS_SUPER_SIZE];
-	struct sqfs_super sb;
-	int err;
-
-	if (sb_offset > src->size || src->size - sb_offset < SQFS_SUPER_SIZE)
-		return qs_set_error(-EINVAL, "no squashfs superblock at %llu", (unsigned long long)sb_offset);
-	err = qs_source_pread(src, raw, sizeof(raw), sb_offset);
-	if (err)
-		return err;
-	sqfs_super_decode(&sb, raw);
-	if (sb.magic != SQFS_MAGIC)
-		return qs_set_error(-EINVAL, "no squashfs superblock at %llu", (unsigned long long)sb_offset);
-	snprintf(buf, size, "size=%llu bytes_used=%llu super_xxh3=%016llx", (unsigned long long)src->size,
-		 (unsigned long long)sb.bytes_used, (unsigned long long)XXH3_64bits(raw, sizeof(raw)));
-	return 0;
-}
-
-/* Write the profile to path.tmp.PID, then rename over path. */
-static int profile_write(const char *path, const char *identity, const struct qs_profile_range *r, size_t n)
-{
-	char tmp[PATH_MAX];
-	FILE *f;
-	int fd, err = 0;
-
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid()) >= sizeof(tmp))
-		return qs_set_error(-ENAMETOOLONG, "%s: name too long", path);
-	/* A new file of our own: never through a symlink or into a file someone planted there. */
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (fd < 0 && errno == EEXIST && unlink(tmp) == 0)
-		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return qs_set_error(-errno, "%s: %s", tmp, strerror(errno));
-	f = fdopen(fd, "w");
-	if (!f) {
-		err = -errno;
-		close(fd);
-		unlink(tmp);
-		return qs_set_error(err, "%s: %s", tmp, strerror(-err));
-	}
-	fprintf(f, "%s\nimage %s\n", PROFILE_MAGIC, identity);
-	for (size_t i = 0; i < n; i++)
-		fprintf(f, "%llu %llu\n", (unsigned long long)r[i].off, (unsigned long long)r[i].len);
-	if (fflush(f) != 0 || ferror(f))
-		err = errno ? -errno : -EIO;
-	if (fclose(f) != 0 && !err)
-		err = -errno;
-	if (!err && rename(tmp, path) != 0)
-		err = -errno;
-	if (err) {
-		unlink(tmp);
-		return qs_set_error(err, "%s: %s", path, strerror(-err));
-	}
-	return 0;
-}
 
 /* ---- the wrapper --------------------------------------------------------- */
 
