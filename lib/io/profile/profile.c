@@ -243,7 +243,7 @@ static void replay_wait(struct profiled *p, size_t i)
  * larger than PROFILE_CLAIM_MAX), so that the read finds it in and no
  * second request for the same bytes goes out.
  * A range being fetched already is left to the source, which lets a read
- * go on as soon as its own bytes are in (chunk_cache.c's pieces).
+ * go on as soon as its own bytes are in (the chunk cache's pieces.c).
  */
 static void replay_ahead(struct profiled *p, uint64_t off)
 {
@@ -345,8 +345,8 @@ static void *replay_main(void *arg)
 }
 
 /*
- * The opener pins the image's metadata, 2.2 MiB for bench/fleet.sh's
- * Python tree, of which its workload reads 0.4 MiB.  With a replay running,
+ * The opener pins the image's metadata, of which a workload often reads a
+ * small part (the fleet bench's Python start-up).  With a replay running,
  * the profile has that part, fetched first and exactly: wait for it alone,
  * and pin the whole once the replay is over, so that the mount is ready
  * that much sooner and the pin does not share the link with the replay.

@@ -1,5 +1,5 @@
 /*
- * source_s3.c - "s3://BUCKET/KEY": the request URL and how it is signed.
+ * s3.c - "s3://BUCKET/KEY": the request URL and how it is signed.
  *
  * With an endpoint (--endpoint, AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL or the
  * profile's endpoint_url) requests use path-style addressing,
