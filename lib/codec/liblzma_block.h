@@ -13,7 +13,7 @@
 #include <lzma.h>
 #include <sys/types.h>
 
-#include "compressor_internal.h"
+#include "wrapper.h"
 
 /*
  * Memory a decoder may use.  squashfs dictionaries are at most the block

@@ -18,8 +18,8 @@
 #include <lz4hc.h>
 #include <stdlib.h>
 
-#include "compressor_internal.h"
 #include "squashfs_fs.h"
+#include "wrapper.h"
 
 #define LZ4_OPTIONS_SIZE	8
 #define LZ4_VERSION_LEGACY	1

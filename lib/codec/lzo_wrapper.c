@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compressor_internal.h"
 #include "squashfs_fs.h"
+#include "wrapper.h"
 
 #define LZO_OPTIONS_SIZE	8
 #define LZO_ALG_1X_1		0

@@ -12,8 +12,8 @@
 #include <zstd.h>
 #include <zstd_errors.h>
 
-#include "compressor_internal.h"
 #include "squashfs_fs.h"
+#include "wrapper.h"
 
 #define ZSTD_OPTIONS_SIZE	4
 #define ZSTD_LEVEL_MIN		1

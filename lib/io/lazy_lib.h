@@ -3,9 +3,9 @@
  *
  * libcurl and libarchive each drag in dozens of further libraries (TLS,
  * Kerberos, LDAP, ICU, libxml2, ...).  Loading and relocating them costs a
- * process 10-15 ms before main() runs: several times what the kernel needs
- * to mount an image, and paid again by every `quash mount`, `quash ls` and
- * squashfuse_ll invocation that never sees a URL or an archive.  So the
+ * process milliseconds before main() runs, several times what the kernel
+ * needs to mount an image, paid again by every `quash mount`, `quash ls`
+ * and squashfuse_ll invocation that never sees a URL or an archive.  So the
  * binary is not linked against them.  A forwarding file per library
  * (curl_loader.c, pack/archive_loader.c) defines the functions quash calls,
  * with the library's own names and prototypes from its own headers, and

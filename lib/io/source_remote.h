@@ -1,18 +1,22 @@
 /*
- * source_remote.h - images on HTTP(S) servers and S3 object stores.
+ * source_remote.h - images on HTTP(S) servers and S3 object stores: the
+ * interface of io/remote/ to the rest of the library and to the front ends.
  *
  * qs_source_open() hands every "http://", "https://" and "s3://" spec to
- * qs_source_open_remote().  Both kinds share one transport (source_http.c:
- * range requests, retries, ETag pinning) and the chunk cache in front of it;
- * S3 only adds how the URL and the signature are made (source_s3.c).
+ * qs_source_open_remote().  Both kinds share one request engine
+ * (remote/http.c: retries, errors) and one range source
+ * (remote/remote_source.c: ETag pinning, Content-Range checks) with the
+ * chunk cache in front of it; S3 only adds how the URL and the signature
+ * are made (remote/s3.c).
  */
 #ifndef QUASH_SOURCE_REMOTE_H
 #define QUASH_SOURCE_REMOTE_H
 
 #include <stdbool.h>
 
-#include "aws_auth.h"
 #include "source.h"
+
+struct aws_creds;            /* remote/aws_auth.h */
 
 #define REMOTE_DEFAULT_RETRY_SECONDS 30
 #define REMOTE_VALIDATOR_MAX         256    /* longest ETag or Last-Modified accepted */

@@ -1,5 +1,5 @@
 /*
- * test_profile.c - prefetch profiles (lib/io/profile.c): the parser's
+ * test_profile.c - prefetch profiles (lib/io/profile/): the parser's
  * bounds and refusals, the recorder's first-touch order and merging, and
  * the replay's identity check, on a local file with a squashfs superblock;
  * the replay's plan (profile_plan.c): merging, cutting, the order, the cap.

@@ -14,18 +14,14 @@
 #define PROFILE_PREFETCH_MAX   (256ull << 20)      /* bytes a replay fetches at most */
 /*
  * Ranges closer than this are fetched as one: the gap's bytes cost less
- * than a request of their own (at 200 Mbit/s, 64 KiB take 2.6 ms against a
- * 20 ms round trip) while never growing the plan by much.  Merged 0 or
- * 8 KiB apart instead, the fleet bench's node fetched 19.6 MiB, not 21.2,
- * in no less time (docs/benchmarks.md, Dec 6).
+ * than a request of their own while never growing the plan by much (the
+ * fleet bench, docs/benchmarks.md).
  */
 #define PROFILE_MERGE_GAP      (64u << 10)
 /*
- * A merged run read out of its bytes' order is cut into requests of this.
- * On the fleet bench's start-up (20 ms, 200 Mbit/s), with every run cut:
- * 64 KiB took 1.76-1.97 s, its requests paying the round trips; 128, 256
- * and 512 KiB 1.31-1.48 s; uncut, 1.73-2.00 s.  At 12 in flight 256 KiB
- * requests put 3 MiB on their way, 6x the link's bandwidth-delay product.
+ * A merged run read out of its bytes' order is cut into requests of this:
+ * smaller ones pay a round trip each, larger ones hold back what the
+ * workload wants next (the fleet bench, docs/benchmarks.md).
  */
 #define PROFILE_CUT_SIZE       (256u << 10)
 /*

@@ -49,24 +49,11 @@ static int by_turn(const void *a, const void *b)
 
 #define RUN_CUT ((size_t)1 << (sizeof(size_t) * 8 - 1))   /* a run cut into requests */
 
-/*
- * The gaps merged in count against PROFILE_PREFETCH_MAX too: many small
- * ranges far apart must not become the whole image.
- */
-int qs_plan_make(const struct qs_profile *prof, uint64_t size, uint64_t meta, bool with_meta, struct qs_plan *plan)
+/* prof's ranges clipped to [0, size), by offset, into e[]; their count. */
+static size_t clip_sorted(const struct qs_profile *prof, uint64_t size, struct plan_entry *e)
 {
-	struct plan_entry *e = calloc(prof->count ? prof->count : 1, sizeof(*e));
-	struct plan_entry *run = NULL, *r = NULL;      /* merged runs; the requests they are cut into */
-	struct plan_turn *t = NULL;
-	uint64_t total = 0, cut_bytes = 0;
-	size_t n = 0, nrun = 0, nr = 0, m = 0;
-	int ret = -ENOMEM;
+	size_t n = 0;
 
-	*plan = (struct qs_plan){ 0 };
-	if (!e)
-		return -ENOMEM;
-	if (!with_meta && meta < size)
-		size = meta;
 	for (size_t i = 0; i < prof->count; i++) {
 		uint64_t off = prof->ranges[i].off, len = prof->ranges[i].len;
 
@@ -77,10 +64,14 @@ int qs_plan_make(const struct qs_profile *prof, uint64_t size, uint64_t meta, bo
 		e[n++] = (struct plan_entry){ off, off + len, i };
 	}
 	qsort(e, n, sizeof(*e), by_offset);
-	/* Merged runs; their 'first': the index in e[] of their first range (and RUN_CUT). */
-	run = calloc(n ? n : 1, sizeof(*run));
-	if (!run)
-		goto out;
+	return n;
+}
+
+/* e[0..n) merged where less than PROFILE_MERGE_GAP apart into run[]; a run's 'first' is its first index in e[]. */
+static size_t merge_runs(const struct plan_entry *e, size_t n, struct plan_entry *run)
+{
+	size_t nrun = 0;
+
 	for (size_t i = 0; i < n; i++) {
 		if (nrun && e[i].off <= run[nrun - 1].end + PROFILE_MERGE_GAP) {
 			if (e[i].end > run[nrun - 1].end)
@@ -89,16 +80,24 @@ int qs_plan_make(const struct qs_profile *prof, uint64_t size, uint64_t meta, bo
 			run[nrun++] = (struct plan_entry){ e[i].off, e[i].end, i };
 		}
 	}
-	/*
-	 * A run read in the order of its bytes (an image laid out by pack
-	 * --order) stays one request, streamed in that order.  One read out of
-	 * order, a range touched PROFILE_ORDER_SLACK ranges or more before one
-	 * at lower offsets, is cut into requests of PROFILE_CUT_SIZE, each
-	 * fetched in the turn of the earliest touch it holds.  As one request
-	 * in the turn of its earliest, at the fleet bench's start-up, the
-	 * interpreter's first page put 8 MB of libpython, streamed in offset
-	 * order, ahead of what the import wanted next.
-	 */
+	return nrun;
+}
+
+/*
+ * A run read in the order of its bytes (an image laid out by pack
+ * --order) stays one request, streamed in that order.  One read out of
+ * order, a range touched PROFILE_ORDER_SLACK ranges or more before one
+ * at lower offsets, is cut into requests of PROFILE_CUT_SIZE, each
+ * fetched in the turn of the earliest touch it holds: as one request in
+ * the turn of its earliest, a large library's first page would put all
+ * of it, streamed in offset order, ahead of what the workload wants next.
+ * Marks the runs cut (RUN_CUT in 'first'); the number of requests.
+ */
+static size_t mark_cuts(const struct plan_entry *e, size_t n, struct plan_entry *run, size_t nrun)
+{
+	uint64_t cut_bytes = 0;
+	size_t nr = 0;
+
 	for (size_t i = 0; i < nrun; i++) {
 		size_t last = i + 1 < nrun ? run[i + 1].first : n, latest = 0;
 		bool cut = false;
@@ -115,12 +114,15 @@ int qs_plan_make(const struct qs_profile *prof, uint64_t size, uint64_t meta, bo
 		nr += cut ? (run[i].end - run[i].off + PROFILE_CUT_SIZE - 1) / PROFILE_CUT_SIZE : 1;
 		run[i].first |= cut ? RUN_CUT : 0;
 	}
-	r = calloc(nr ? nr : 1, sizeof(*r));
-	t = calloc(nr ? nr : 1, sizeof(*t));
-	plan->req = calloc(nr ? nr : 1, sizeof(*plan->req));
-	plan->turns = calloc(nr ? nr : 1, sizeof(*plan->turns));
-	if (!r || !t || !plan->req || !plan->turns)
-		goto out;
+	return nr;
+}
+
+/* The runs as requests r[] (cut ones in PROFILE_CUT_SIZE slices), each with the earliest touch it holds; their count. */
+static size_t make_requests(const struct plan_entry *e, size_t n, const struct plan_entry *run, size_t nrun,
+			    struct plan_entry *r)
+{
+	size_t m = 0;
+
 	for (size_t i = 0; i < nrun; i++) {
 		size_t k0 = run[i].first & ~RUN_CUT, from = m;
 		size_t last = i + 1 < nrun ? run[i + 1].first & ~RUN_CUT : n;
@@ -149,6 +151,14 @@ int qs_plan_make(const struct qs_profile *prof, uint64_t size, uint64_t meta, bo
 			covered = e[k].end;
 		}
 	}
+	return m;
+}
+
+/* Requests r[0..m) in their turns (t[] has room for m), capped, into the plan. */
+static void order_requests(struct plan_entry *r, size_t m, struct plan_turn *t, uint64_t meta, struct qs_plan *plan)
+{
+	uint64_t total = 0;
+
 	for (size_t i = 0; i < m; i++)
 		t[i] = (struct plan_turn){ r[i].off < meta, r[i].first, i };
 	qsort(t, m, sizeof(*t), by_turn);
@@ -169,6 +179,38 @@ int qs_plan_make(const struct qs_profile *prof, uint64_t size, uint64_t meta, bo
 	for (size_t i = 0; i < m; i++)
 		if (r[t[i].idx].end > r[t[i].idx].off)
 			plan->turns[plan->nturns++] = r[t[i].idx].first;
+}
+
+/*
+ * The gaps merged in count against PROFILE_PREFETCH_MAX too: many small
+ * ranges far apart must not become the whole image.
+ */
+int qs_plan_make(const struct qs_profile *prof, uint64_t size, uint64_t meta, bool with_meta, struct qs_plan *plan)
+{
+	struct plan_entry *e = calloc(prof->count ? prof->count : 1, sizeof(*e));
+	struct plan_entry *run = NULL, *r = NULL;      /* merged runs; the requests they are cut into */
+	struct plan_turn *t = NULL;
+	size_t n, nrun, nr;
+	int ret = -ENOMEM;
+
+	*plan = (struct qs_plan){ 0 };
+	if (!e)
+		return -ENOMEM;
+	if (!with_meta && meta < size)
+		size = meta;
+	n = clip_sorted(prof, size, e);
+	run = calloc(n ? n : 1, sizeof(*run));
+	if (!run)
+		goto out;
+	nrun = merge_runs(e, n, run);
+	nr = mark_cuts(e, n, run, nrun);
+	r = calloc(nr ? nr : 1, sizeof(*r));
+	t = calloc(nr ? nr : 1, sizeof(*t));
+	plan->req = calloc(nr ? nr : 1, sizeof(*plan->req));
+	plan->turns = calloc(nr ? nr : 1, sizeof(*plan->turns));
+	if (!r || !t || !plan->req || !plan->turns)
+		goto out;
+	order_requests(r, make_requests(e, n, run, nrun, r), t, meta, plan);
 	ret = 0;
 out:
 	if (ret < 0)

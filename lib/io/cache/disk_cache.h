@@ -4,7 +4,7 @@
  * One file per chunk, named by a hash of the object's identity, the chunk
  * size and the chunk index, written to a temporary file and renamed into
  * place so that readers only ever see whole chunks; and one per byte range
- * a profile's replay fetched (a "piece", chunk_cache.c), by the identity,
+ * a profile's replay fetched (a "piece", pieces.c), by the identity,
  * the offset and the length.  Each file starts with
  * its full key, checked on read, so a hash collision is a miss, not wrong
  * data, and an XXH3-64 of its bytes, so damage is a miss (the file is

@@ -81,15 +81,14 @@ static int file_pread(struct qs_source *src, void *buf, size_t len, uint64_t off
  * Metadata is read in 8 KiB blocks scattered over the inode and directory
  * tables, in the order a walk visits them: on a cold page cache each is a
  * separate disk (or NFS) read, and a cold `ls -lR` spends its time waiting
- * on them.  The tables sit together at the end of the image (about 0.6% of
- * it: 952 KB of a 157 MB Python tree), so a thread reads that range in one
+ * on them.  The tables sit together at the end of the image (a small
+ * fraction of it), so a thread reads that range in one
  * sequential pass at open, while the first requests are served from the
  * file, and keeps it: from then on a walk never waits on the disk or the
  * NFS server for metadata, even after the page cache has dropped the image
- * (the kernel's own squashfs, reading through the page cache, does).  On
- * this project's VM, whose disk is fast, a cold `ls -lR` is round trips
- * alone either way (1.06-1.22 s with and without); it matters where a read
- * costs a seek or a server round trip.
+ * (the kernel's own squashfs, reading through the page cache, does).  On a
+ * fast local disk it changes little; it matters where a read costs a seek
+ * or a server round trip.
  * Bounded: a larger range is only read ahead (WILLNEED), not held.
  */
 #define FILE_PREFETCH_MAX (64u << 20)

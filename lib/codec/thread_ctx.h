@@ -1,20 +1,13 @@
 /*
- * compressor_internal.h - what the *_wrapper.c files share and nobody else
- * needs: per-thread codec contexts and the "must come out smaller" rule.
+ * thread_ctx.h - per-thread codec contexts for the *_wrapper.c files.
  *
  * A decoder or encoder context (zstd's DCtx, liblzma's state, libdeflate's
  * tables) is costly to build and not safe to share, so each thread keeps its
  * own, made on first use and freed when the thread exits.  No lock is taken
  * on the decompression path.
  */
-#ifndef QUASH_COMPRESSOR_INTERNAL_H
-#define QUASH_COMPRESSOR_INTERNAL_H
-
-#include <stddef.h>
-
-#include "compressor.h"
-
-#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+#ifndef QUASH_THREAD_CTX_H
+#define QUASH_THREAD_CTX_H
 
 /* One slot per kind of context a thread may hold. */
 enum qs_comp_slot {
@@ -39,17 +32,5 @@ void *qs_thread_ctx(enum qs_comp_slot slot);
  * has been destroyed already.
  */
 int qs_thread_ctx_set(enum qs_comp_slot slot, void *ctx, void (*destroy)(void *ctx));
-
-/*
- * Room a compressor may use for a block of len bytes: a result that is not
- * smaller than the input is worthless (the block is stored raw instead), so
- * encoders are never given more than len - 1 bytes.
- */
-static inline size_t qs_comp_room(size_t len, size_t cap)
-{
-	if (len == 0)
-		return 0;
-	return cap < len - 1 ? cap : len - 1;
-}
 
 #endif

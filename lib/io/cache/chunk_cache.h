@@ -8,31 +8,14 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include <sys/uio.h>
 
+#include "chunk_fetcher.h"
 #include "source.h"
 
 #define CHUNK_DEFAULT_SIZE   (4u << 20)
 #define CHUNK_MIN_SIZE       (64u << 10)
 #define CHUNK_MAX_SIZE       (256u << 20)
 #define CHUNK_DEFAULT_MEMORY (256u << 20)
-
-/* Where chunks come from: fetch() fills the iovecs, in order, with exactly
- * their total length of bytes starting at 'off', or returns -errno with a
- * message.  Called from several threads at once. */
-struct chunk_fetcher {
-	int (*fetch)(void *ctx, const struct iovec *iov, int iovcnt, uint64_t off);
-	void (*close)(void *ctx);
-	void *ctx;
-	/*
-	 * Optional: the same into one buffer, calling progress(arg, n) as the
-	 * bytes arrive in order, each time the first n of them are in and
-	 * trusted (from any thread; n only grows).  A retry resumes after the
-	 * bytes already announced.
-	 */
-	int (*fetch_stream)(void *ctx, void *buf, size_t len, uint64_t off,
-			    void (*progress)(void *arg, size_t filled), void *arg);
-};
 
 /* The chunk size 'opt' asks for, or -EINVAL with a message. */
 int chunk_cache_chunk_size(const struct qs_source_options *opt, size_t *chunk_size);

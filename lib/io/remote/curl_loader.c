@@ -2,8 +2,8 @@
  * curl_loader.c - the libcurl functions quash uses, forwarded to libcurl
  * opened with dlopen() on first use (why: lazy_lib.h).
  *
- * Each function here has libcurl's own name and prototype, so
- * source_http.c is written against <curl/curl.h> as usual.  The
+ * Each function here has libcurl's own name and prototype, so http.c
+ * and remote_source.c are written against <curl/curl.h> as usual.  The
  * variadic ones forward their one argument by the type that libcurl itself
  * reads for the option (CURLOPTTYPE_* ranges, CURLINFO_*, CURLSHOPT_*): that
  * is libcurl's documented calling convention, not a guess.

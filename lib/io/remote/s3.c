@@ -1,5 +1,5 @@
 /*
- * source_s3.c - "s3://BUCKET/KEY": the request URL and how it is signed.
+ * s3.c - "s3://BUCKET/KEY": the request URL and how it is signed.
  *
  * With an endpoint (--endpoint, AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL or the
  * profile's endpoint_url) requests use path-style addressing,
@@ -13,39 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "aws_auth.h"
 #include "quash.h"
 #include "source_remote.h"
 
 #define S3_BUCKET_MIN 3
 #define S3_BUCKET_MAX 63
-
-int remote_append_escaped(char **dst, const char *src, bool keep_slash)
-{
-	static const char hex[] = "0123456789ABCDEF";
-	size_t have = *dst ? strlen(*dst) : 0, n = 0;
-	char *out = realloc(*dst, have + 3 * strlen(src) + 1);
-
-	if (!out)
-		return -ENOMEM;
-	for (const unsigned char *p = (const unsigned char *)src; *p; p++) {
-		if ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
-		    strchr("-._~", *p) || (*p == '/' && keep_slash)) {
-			out[have + n++] = (char)*p;
-		} else {
-			out[have + n++] = '%';
-			out[have + n++] = hex[*p >> 4];
-			out[have + n++] = hex[*p & 15];
-		}
-	}
-	out[have + n] = '\0';
-	*dst = out;
-	return 0;
-}
-
-int remote_append_encoded(char **dst, const char *src)
-{
-	return remote_append_escaped(dst, src, true);
-}
 
 static const char *first_set(const char *a, const char *b, const char *c, const char *d)
 {

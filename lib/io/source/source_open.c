@@ -1,0 +1,49 @@
+/*
+ * source_open.c - qs_source_open(): choosing an implementation from the name
+ * the user gave (a local file, or HTTP(S) and S3 through remote/), and
+ * putting the profile wrapper (profile/) over it when asked to record or
+ * replay.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <string.h>
+
+#include "profile.h"
+#include "quash.h"
+#include "source_remote.h"
+
+/*
+ * "ftp://host/x" that is no local file: a URL of a scheme quash does not
+ * speak, said as such rather than as a missing file.
+ */
+static bool unknown_scheme(const char *spec)
+{
+	size_t n = strspn(spec, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-");
+
+	return n > 0 && isalpha((unsigned char)spec[0]) && strncmp(spec + n, "://", 3) == 0;
+}
+
+int qs_source_open(const char *spec, const struct qs_source_options *opt, struct qs_source **out)
+{
+	struct qs_source *src;
+	int ret;
+
+	if (qs_source_spec_is_remote(spec)) {
+		/* libcurl is opened only now (lazy_lib.h): say so if it cannot be. */
+		if (qs_curl_load() < 0)
+			return qs_set_error(-ENOSYS, "%s", qs_curl_error());
+		ret = qs_source_open_remote(spec, opt, &src);
+	} else {
+		ret = qs_source_open_file(spec, &src);
+		if (ret == -ENOENT && unknown_scheme(spec))
+			return qs_set_error(-EPROTONOSUPPORT, "unsupported URL scheme '%.*s' (http, https and s3 are)",
+					    (int)strcspn(spec, ":"), spec);
+	}
+	if (ret < 0)
+		return ret;
+	/* Recording and replaying profiles wrap whatever was opened (profile.c). */
+	if (opt && (opt->record || opt->prefetch || opt->prefetch_beside))
+		return qs_source_open_profiled(src, spec, opt, out);
+	*out = src;
+	return 0;
+}
