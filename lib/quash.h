@@ -23,9 +23,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "quash_version.h"
 #include "source.h"
-
-#define QUASH_VERSION "0.1.0"
 
 /* ---- errors ------------------------------------------------------------ */
 
