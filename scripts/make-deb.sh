@@ -1,6 +1,7 @@
 #!/bin/sh
-# make-deb.sh - `make deb`: dist/quash_VERSION_ARCH.deb, built the Debian way
-# (debian/: debhelper, dpkg-buildpackage, Depends from dpkg-shlibdeps).
+# make-deb.sh - `make deb`: dist/quash_VERSION_ARCH.deb, and the library's
+# libquash0 and libquash-dev beside it, built the Debian way (debian/:
+# debhelper, dpkg-buildpackage, Depends from dpkg-shlibdeps).
 #
 # dpkg-buildpackage writes into the tree it builds and its packages into the
 # tree's parent, so it runs on a copy under build-deb/ (the checkout's files
@@ -35,3 +36,7 @@ if ! (cd "$src" && dpkg-buildpackage -b -us -uc) >"$work/build.log" 2>&1; then
 fi
 cp "$work/quash_${version}_${arch}.deb" "$out"
 echo "make deb: $out (Depends: $(dpkg-deb -f "$out" Depends))"
+for pkg in libquash0 libquash-dev; do
+	cp "$work/${pkg}_${version}_${arch}.deb" dist/
+	echo "make deb: dist/${pkg}_${version}_${arch}.deb"
+done
