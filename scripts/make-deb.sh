@@ -21,7 +21,8 @@ out=dist/quash_${version}_${arch}.deb
 work=build-deb
 src=$work/quash-$version
 
-rm -rf "$work" && mkdir -p "$src" dist
+# A failed build must leave no package of an earlier one to be taken for its own.
+rm -rf "$work" && mkdir -p "$src" dist && rm -f dist/*_"${version}_${arch}".deb
 if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
 	git ls-files -z --cached --others --exclude-standard | xargs -0 sh -c \
 		'for f; do [ -e "$f" ] || [ -L "$f" ] && printf "%s\0" "$f"; done' sh |
