@@ -2,6 +2,8 @@
 # tier of the tests) and `make check-full` (every test; what CI runs).
 # Everything else is meson + ninja in build/ (release) and build-asan/
 # (AddressSanitizer + UndefinedBehaviorSanitizer, used by the tests).
+# MESON_OPTS adds meson options to both, e.g. -During=disabled (no FUSE over
+# io_uring) or -Dtests=disabled (no cmocka unit tests): meson_options.txt.
 
 BUILD      ?= build
 BUILD_ASAN ?= build-asan
@@ -55,11 +57,13 @@ clean:
 
 # ---- installing ------------------------------------------------------------
 # make install [PREFIX=/usr/local] [DESTDIR=]: the binary, its man pages, bash
-# completion and mount(8)'s helper mount.fuse.quash, through meson install.
+# completion and mount(8)'s helper mount.fuse.quash, and libquash for other
+# programs (libquash.so.0, libquash.a, include/quash/, quash.pc), through
+# meson install.
 # DROPIN=1 adds squashfuse_ll, squashfuse and mksquashfs links (they shadow
 # the real tools later in PATH).  make deb builds dist/quash_VERSION_ARCH.deb
 # from debian/ with dpkg-buildpackage (scripts/make-deb.sh), which offers
-# those three as alternatives instead.
+# those three as alternatives instead, and libquash0 and libquash-dev beside it.
 PREFIX  ?= /usr/local
 DESTDIR ?=
 DROPIN  ?= 0

@@ -9,8 +9,8 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 work=${QUASH_BENCH_WORK:-/tmp/quash-bench-lib-read}
 mkdir -p "$work"
 ninja -C "$top/build" lib/libquash.a >/dev/null
-cc -O2 -g -std=c11 -D_GNU_SOURCE -I"$top/lib" "$top/bench/lib-read.c" "$top/build/lib/libquash.a" \
-	$(pkg-config --libs libzstd liblz4 liblzma zlib libdeflate libcurl) -llzo2 -lpthread \
+cc -O2 -g -std=c11 -D_GNU_SOURCE -I"$top/lib" -I"$top/build/lib" "$top/bench/lib-read.c" "$top/build/lib/libquash.a" \
+	$(pkg-config --libs libzstd liblz4 liblzma zlib libdeflate libxxhash libcurl) -llzo2 -lpthread \
 	-o "$work/lib-read"
 
 img=$work/bench.sqfs

@@ -23,9 +23,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "quash_version.h"
 #include "source.h"
-
-#define QUASH_VERSION "0.1.0"
 
 /* ---- errors ------------------------------------------------------------ */
 
@@ -65,6 +64,7 @@ struct qs_image_options {
  * failure).  Validates the superblock and the tables it points at.
  */
 int qs_image_open(struct qs_source *src, const struct qs_image_options *opt, struct qs_image **out);
+/* Close the image and its source (NULL: nothing); close its files and release its blocks first. */
 void qs_image_close(struct qs_image *img);
 
 /* The source the image reads from (for its name in messages). */
@@ -107,6 +107,7 @@ struct qs_info {
 	uint64_t xattr_id_table_start;
 };
 
+/* The superblock's fields, decoded; valid while the image is open. */
 const struct qs_info *qs_image_info(const struct qs_image *img);
 
 /* ---- inodes ------------------------------------------------------------ */
@@ -157,7 +158,9 @@ struct qs_inode {
 	} u;
 };
 
+/* Decode the inode at 'ref' (from a qs_dirent or another inode) into *out. */
 int qs_inode_read(struct qs_image *img, qs_ref ref, struct qs_inode *out);
+/* The root directory's inode. */
 int qs_inode_root(struct qs_image *img, struct qs_inode *out);
 
 /* Through the export table: -ENOTSUP if the image has none. */
@@ -187,6 +190,7 @@ struct qs_dir_iter {                /* a value; copy it to remember a position *
 	uint64_t position;          /* entries returned so far */
 };
 
+/* Start listing directory 'dir' (-ENOTDIR if it is not one); "." and ".." are not listed. */
 int qs_dir_open(struct qs_image *img, const struct qs_inode *dir, struct qs_dir_iter *it);
 /* 1 and *ent for the next entry, 0 at the end, or -errno. */
 int qs_dir_next(struct qs_dir_iter *it, struct qs_dirent *ent);
@@ -208,8 +212,11 @@ int qs_readlink(struct qs_image *img, const struct qs_inode *link, char *buf, si
 struct qs_file;                     /* an open file with its block index; thread-safe */
 struct qs_block;                    /* a decompressed block held in the cache */
 
+/* Open regular file 'inode' (-EISDIR for a directory, -EINVAL for another type). */
 int qs_file_open(struct qs_image *img, const struct qs_inode *inode, struct qs_file **out);
+/* Free the file (NULL: nothing); before its image is closed. */
 void qs_file_close(struct qs_file *file);
+/* The file's inode, as given to qs_file_open(). */
 const struct qs_inode *qs_file_inode(const struct qs_file *file);
 
 /* Read up to len bytes at off; returns the count (short only at end of file) or -errno. */
@@ -277,6 +284,7 @@ struct qs_xattr {
 
 /* All xattrs of an inode as a malloc'd array; *count 0 and *out NULL if none. */
 int qs_xattr_list(struct qs_image *img, const struct qs_inode *inode, struct qs_xattr **out, size_t *count);
+/* Free what qs_xattr_list() returned. */
 void qs_xattr_free(struct qs_xattr *xattrs, size_t count);
 
 /* ---- statistics -------------------------------------------------------- */
@@ -289,7 +297,9 @@ struct qs_cache_stats {
 	uint64_t ahead;             /* qs_image_cache_stats() only: blocks the image decompressed ahead of
 				     * their reads, from a prefetch profile's replay */
 };
+/* The counters of the image's block cache (a shared one's, if it uses one). */
 void qs_image_cache_stats(struct qs_image *img, struct qs_cache_stats *out);
+/* The counters of a shared cache (qs_cache_create()). */
 void qs_cache_stats(struct qs_cache *cache, struct qs_cache_stats *out);
 
 #endif

@@ -244,6 +244,7 @@ static inline int qs_source_replayed(struct qs_source *src, size_t *next, uint64
 	return src->ops->replayed ? src->ops->replayed(src, next, off, len) : 0;
 }
 
+/* Close the source and free it (NULL: nothing); an image closes its own. */
 void qs_source_close(struct qs_source *src);
 
 /* ---- prefetch profiles (lib/io/profile.c, docs/profile.md) ---- */
@@ -270,6 +271,7 @@ struct qs_profile {
 int qs_profile_parse(const char *text, size_t len, const char *name, struct qs_profile **out);
 /* Read and parse a local profile file. */
 int qs_profile_load(const char *path, struct qs_profile **out);
+/* Free a parsed profile (NULL: nothing). */
 void qs_profile_free(struct qs_profile *p);
 
 /*

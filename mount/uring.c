@@ -23,7 +23,9 @@
  * that CPU.
  */
 #include <errno.h>
+#ifdef QUASH_HAVE_URING
 #include <liburing.h>
+#endif
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -104,6 +106,16 @@ struct qm_ur_cmd_req {                      /* struct fuse_uring_cmd_req, in the
 #define QM_FUSE_MIN_READ_BUFFER 8192u
 #define QM_FUSE_DEFAULT_MAX_PAGES 32u
 
+/* One request served, by transport and opcode (opcodes past the table count as "op0"). */
+static void count_request(struct qm_fs *fs, _Atomic uint64_t *transport, uint32_t opcode)
+{
+	size_t n = sizeof(fs->counters.by_opcode) / sizeof(fs->counters.by_opcode[0]);
+
+	atomic_fetch_add_explicit(transport, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&fs->counters.by_opcode[opcode < n ? opcode : 0], 1, memory_order_relaxed);
+}
+
+#ifdef QUASH_HAVE_URING
 struct qm_ur_thread {
 	struct qm_uring *u;
 	pthread_t tid;
@@ -134,15 +146,6 @@ struct qm_uring {
 
 /* The entry the calling thread is serving, if any: its reply goes back there. */
 static __thread struct qm_ur_thread *current_ent;
-
-/* One request served, by transport and opcode (opcodes past the table count as "op0"). */
-static void count_request(struct qm_fs *fs, _Atomic uint64_t *transport, uint32_t opcode)
-{
-	size_t n = sizeof(fs->counters.by_opcode) / sizeof(fs->counters.by_opcode[0]);
-
-	atomic_fetch_add_explicit(transport, 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&fs->counters.by_opcode[opcode < n ? opcode : 0], 1, memory_order_relaxed);
-}
 
 /* ---- one queue thread --------------------------------------------------- */
 
@@ -471,6 +474,38 @@ static void uring_start(struct qm_fs *fs)
 		     u->nthreads, sysconf(_SC_NPROCESSORS_CONF), u->payload_size);
 }
 
+#define QM_URING_NO_QUEUES "cannot set up the queues"
+#else
+/*
+ * Built without liburing (meson -During=disabled, or none found): the hooks
+ * still count requests, and -o uring serves /dev/fuse, saying why once.
+ */
+#define QM_URING_NO_QUEUES "quash was built without liburing"
+struct qm_ur_thread;
+static __thread struct qm_ur_thread *current_ent;
+
+static bool reply_to_ring(struct qm_ur_thread *t, const struct iovec *iov, int count, ssize_t *res)
+{
+	(void)t, (void)iov, (void)count, (void)res;
+	return false;
+}
+
+static size_t payload_size(const uint8_t *init_out, size_t len)
+{
+	(void)init_out, (void)len;
+	return 0;
+}
+
+static struct qm_uring *uring_new(struct qm_fs *fs, int fd, size_t payload)
+{
+	(void)fs, (void)fd, (void)payload;
+	return NULL;
+}
+
+static void uring_free(struct qm_uring *u) { (void)u; }
+static void uring_start(struct qm_fs *fs) { (void)fs; }
+#endif
+
 /* Why io_uring is off, for the one line the fallback logs. */
 static const char *why_not(uint32_t in_flags)
 {
@@ -509,7 +544,7 @@ static ssize_t answer_init(struct qm_fs *fs, int fd, const struct iovec *iov, in
 	if (!on) {
 		if (fs->opt->uring)
 			qm_info(fs, "FUSE over io_uring: not used (%s); serving /dev/fuse",
-			     offered ? "cannot set up the queues" : why_not(fs->init_in_flags));
+			     offered ? QM_URING_NO_QUEUES : why_not(fs->init_in_flags));
 		goto plain;
 	}
 	memcpy(&flags, out + INIT_OUT_FLAGS, 4);
@@ -578,10 +613,12 @@ void qm_transport_stop(struct qm_fs *fs)
 
 	if (!u)
 		return;
+#ifdef QUASH_HAVE_URING
 	atomic_store(&u->stop, true);
 	for (unsigned i = 0; i < u->nthreads; i++)
 		if (u->threads[i].started)
 			pthread_join(u->threads[i].tid, NULL);
+#endif
 	uring_free(u);
 	fs->uring = NULL;
 }

@@ -3,6 +3,8 @@
 # Idempotent and quick when everything is present; needs root otherwise.
 set -eu
 
+# liburing-dev and libcmocka-dev are optional to meson (-During, -Dtests) but
+# installed here: make check runs the io_uring mount and the unit tests.
 BUILD_PKGS="meson ninja-build pkg-config gcc libc6-dev
   libzstd-dev liblz4-dev liblzma-dev zlib1g-dev libdeflate-dev liblzo2-dev
   libfuse3-dev fuse3 libarchive-dev libcurl4-openssl-dev libcmocka-dev libxxhash-dev liburing-dev libssl-dev"

@@ -1,6 +1,7 @@
 #!/bin/sh
-# make-deb.sh - `make deb`: dist/quash_VERSION_ARCH.deb, built the Debian way
-# (debian/: debhelper, dpkg-buildpackage, Depends from dpkg-shlibdeps).
+# make-deb.sh - `make deb`: dist/quash_VERSION_ARCH.deb, and the library's
+# libquash0 and libquash-dev beside it, built the Debian way (debian/:
+# debhelper, dpkg-buildpackage, Depends from dpkg-shlibdeps).
 #
 # dpkg-buildpackage writes into the tree it builds and its packages into the
 # tree's parent, so it runs on a copy under build-deb/ (the checkout's files
@@ -20,7 +21,8 @@ out=dist/quash_${version}_${arch}.deb
 work=build-deb
 src=$work/quash-$version
 
-rm -rf "$work" && mkdir -p "$src" dist
+# A failed build must leave no package of an earlier one to be taken for its own.
+rm -rf "$work" && mkdir -p "$src" dist && rm -f dist/*_"${version}_${arch}".deb
 if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
 	git ls-files -z --cached --others --exclude-standard | xargs -0 sh -c \
 		'for f; do [ -e "$f" ] || [ -L "$f" ] && printf "%s\0" "$f"; done' sh |
@@ -35,3 +37,7 @@ if ! (cd "$src" && dpkg-buildpackage -b -us -uc) >"$work/build.log" 2>&1; then
 fi
 cp "$work/quash_${version}_${arch}.deb" "$out"
 echo "make deb: $out (Depends: $(dpkg-deb -f "$out" Depends))"
+for pkg in libquash0 libquash-dev; do
+	cp "$work/${pkg}_${version}_${arch}.deb" dist/
+	echo "make deb: dist/${pkg}_${version}_${arch}.deb"
+done

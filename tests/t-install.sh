@@ -1,7 +1,9 @@
 #!/bin/bash
 # t-install.sh - make install (PREFIX, DESTDIR, DROPIN), make uninstall, and
 # make deb: the package is built from debian/ leaving the tree as it was,
-# lintian finds no error or warning in it, its Depends are dpkg-shlibdeps'
+# lintian finds no error or warning in it or in libquash0 and libquash-dev
+# (which install with dpkg, build docs/examples/qcat.c with pkg-config and
+# read an image, and go again with dpkg -r), its Depends are dpkg-shlibdeps'
 # (each library quash links or opens, with a version), it installs with
 # dpkg, its quash passes the README's quick start and packs, mounts, reads
 # and unmounts as nobody, its systemd unit and an fstab line start a catalog
@@ -21,6 +23,7 @@ cleanup() {
 	umount -l "$W/nobody/mnt" 2>/dev/null
 	chmod "$FUSE_MODE" /dev/fuse
 	[ -n "${INSTALLED:-}" ] && dpkg -r quash >/dev/null 2>&1
+	dpkg -s libquash0 >/dev/null 2>&1 && dpkg -r libquash-dev libquash0 >/dev/null 2>&1
 	remote_cleanup
 	"$top/tests/lib/stop-rgw.sh" "$W/rgw" 2>/dev/null
 }
@@ -82,10 +85,26 @@ deb=$(ls "$top"/dist/quash_*.deb 2>/dev/null | head -1)
 check "make deb builds a package" test -n "$deb"
 git -C "$top" status --porcelain >"$W/git-after"
 check "make deb leaves the source tree as it was (git status)" cmp -s "$W/git-before" "$W/git-after"
-lintian --fail-on error,warning "$deb" >"$W/lintian.log" 2>&1
+libdebs=$(ls "$top"/dist/libquash0_*.deb "$top"/dist/libquash-dev_*.deb 2>/dev/null)
+lintian --fail-on error,warning "$deb" $libdebs >"$W/lintian.log" 2>&1
 st=$?
-check "lintian finds no error or warning in it (exit $st$(grep -m3 '^[EW]: ' "$W/lintian.log" | tr '\n' ' ' | sed 's/^/: /'))" \
-	bash -c "[ $st = 0 ] && ! grep -q '^[EW]: ' '$W/lintian.log'"
+check "lintian finds no error or warning in it, nor in libquash0 and libquash-dev (exit $st$(grep -m3 '^[EW]: ' "$W/lintian.log" | tr '\n' ' ' | sed 's/^/: /'))" \
+	bash -c "[ $st = 0 ] && ! grep -q '^[EW]: ' '$W/lintian.log' && [ \$(echo '$libdebs' | wc -w) = 2 ]"
+# The library's packages as an embedding program uses them: the system's
+# pkg-config finds quash.pc, docs/examples/qcat.c builds and reads an image
+# through /usr/lib's libquash.so.0; dpkg -r takes them away again.
+L=$W/libdeb
+rm -rf "$L" && mkdir -p "$L/src" && seq 50000 >"$L/src/f" && /usr/bin/mksquashfs "$L/src" "$L/img.sqfs" -quiet -no-progress >/dev/null
+dpkg -s libquash-dev >/dev/null 2>&1 && dpkg_do -r libquash-dev libquash0 >/dev/null 2>&1
+dpkg_do -i $libdebs >"$W/dpkg-lib.log" 2>&1
+st=$?
+cc "$top/docs/examples/qcat.c" $(pkg-config --cflags --libs quash 2>/dev/null) -o "$L/qcat" >"$L/cc.log" 2>&1 &&
+	"$L/qcat" "$L/img.sqfs" f >"$L/out" 2>>"$L/cc.log" && ldd "$L/qcat" | grep -qE 'libquash.so.0 => (/usr)?/lib/'
+ran=$?
+dpkg_do -r libquash-dev libquash0 >>"$W/dpkg-lib.log" 2>&1
+check "dpkg -i libquash0 libquash-dev (exit $st): qcat builds with pkg-config quash, reads the image through /usr/lib's libquash.so.0; dpkg -r removes them$(head -c 200 "$L/cc.log" | tr '\n' ' ' | sed 's/^./: &/')" \
+	bash -c "[ $st = 0 ] && [ $ran = 0 ] && cmp -s '$L/out' '$L/src/f' && ! dpkg -s libquash0 >/dev/null 2>&1 &&
+		 [ -z \"\$(ls /usr/include/quash /usr/lib/*/libquash* /usr/lib/*/pkgconfig/quash.pc 2>/dev/null)\" ]"
 rm -rf "$W/debx" && dpkg-deb -x "$deb" "$W/debx"
 owner() {   # the package of a library, by any of the names usrmerge gives its path
 	local p pkg
