@@ -36,7 +36,7 @@
 
 /*
  * Every open reads the source's first bytes to look for a SIF header
- * (lib/io/sif.c), past the superblock into the first file's data: those
+ * (lib/io/source/sif.c), past the superblock into the first file's data: those
  * bytes of a profile name no file.
  */
 #define PATHS_OPEN_PROBE 128

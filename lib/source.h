@@ -86,7 +86,7 @@ struct qs_memory_budget {
 	uint64_t used;              /* bytes held by all the sources together */
 	uint64_t limit;
 	pthread_mutex_t lock;       /* over the list of members */
-	struct chunk_cache *members;    /* the caches sharing it (chunk_cache.c's) */
+	struct chunk_cache *members;    /* the caches sharing it (lib/io/cache/) */
 };
 void qs_memory_budget_init(struct qs_memory_budget *budget, uint64_t limit);
 void qs_memory_budget_destroy(struct qs_memory_budget *budget);
@@ -247,7 +247,7 @@ static inline int qs_source_replayed(struct qs_source *src, size_t *next, uint64
 /* Close the source and free it (NULL: nothing); an image closes its own. */
 void qs_source_close(struct qs_source *src);
 
-/* ---- prefetch profiles (lib/io/profile.c, docs/profile.md) ---- */
+/* ---- prefetch profiles (lib/io/profile/, docs/profile.md) ---- */
 
 #define QS_PROFILE_ID_MAX 128            /* longest identity line kept */
 #define QS_PROFILE_MAX_BYTES (16u << 20) /* longest profile read */
