@@ -29,9 +29,7 @@
  * (fault-around, which MADV_RANDOM does not stop), so a walk that jumps
  * maps far more than it touches: the readers that jump use spill_peek().
  *
- * Measured, 1,000,000 files of 5-10 bytes at --memory 16M: 14.5-14.9 MB
- * peak against 101 MB unbounded, in 1.8x the time with warm caches, 1.0-1.2x
- * cold (docs/benchmarks.md).
+ * What the bound costs in memory and time: docs/benchmarks.md, bench/pack-many.sh.
  */
 #include <errno.h>
 #include <fcntl.h>
