@@ -10,7 +10,9 @@
 #       to 2 (the kernel has no daemon: its readers do the work)
 #   cost: for each run, the CPU it took per 4 KiB read: the daemon's user +
 #       system time (from /proc/PID/stat) and the readers' own (getrusage of
-#       fio), in microseconds, and their sum against the kernel's sum
+#       fio), in microseconds, and their sum against the kernel's sum; and
+#       the same for a cold `ls -lR` of TREE (a Python installation packed by
+#       mksquashfs with its defaults), per entry listed
 #
 # The image is made by Debian's mksquashfs with its defaults (gzip, 128 KiB
 # blocks) from DATA_SIZE bytes of binaries and text under /usr; the image
@@ -21,6 +23,7 @@
 #
 #   bench/scaling.sh                     about 4 minutes per round
 #   JOBS="1 4 16" CORES="1" REPEAT=1 bench/scaling.sh
+#   bench/scaling.sh ls                 only the ls -lR cost
 #   env: JOBS ("1 2 4 8 16") CORES ("1 2") REPEAT (3) DATA_SIZE (512M)
 #        MOUNTERS ("kernel squashfuse_ll quash") BENCH_DIR (/var/tmp/quash-bench) QUASH
 set -u
@@ -32,6 +35,9 @@ CORES=${CORES:-1 2}
 REPEAT=${REPEAT:-3}
 DATA_SIZE=${DATA_SIZE:-512M}
 MOUNTERS=${MOUNTERS:-kernel squashfuse_ll quash}
+TREE=${TREE:-/root/.pyenv/versions/3.11.7}
+[ -d "$TREE" ] || TREE=/usr/lib/python3
+WHAT=${1:-all}
 MNT=$B/mnt-scaling
 IMG=$B/scaling-$DATA_SIZE.sqfs
 RAW=$B/scaling.tsv
@@ -45,6 +51,8 @@ done
 mkdir -p "$B" "$MNT"
 trap 'mountpoint -q "$MNT" && { fusermount3 -u -z "$MNT" 2>/dev/null || umount -l "$MNT"; }' EXIT
 
+TREE_IMG=$B/scaling-tree.sqfs
+[ -f "$TREE_IMG" ] || mksquashfs "$TREE" "$TREE_IMG" -noappend -quiet -no-progress || die "mksquashfs failed"
 if [ ! -f "$IMG" ]; then
 	rm -rf "$B/src-scaling" && mkdir -p "$B/src-scaling"
 	find /usr/lib /usr/share /usr/bin -type f -size +1k 2>/dev/null | sort |
@@ -53,14 +61,14 @@ if [ ! -f "$IMG" ]; then
 	rm -rf "$B/src-scaling"
 fi
 
-# mount_pinned MOUNTER CORES: the daemon (and every thread it starts) on the first CORES CPUs.
+# mount_pinned MOUNTER CORES [IMAGE]: the daemon (and every thread it starts) on the first CORES CPUs.
 mount_pinned() {
 	local cpus
 	cpus=$(python3 -c 'import os, sys; print(",".join(map(str, sorted(os.sched_getaffinity(0))[:int(sys.argv[1])])))' "$2")
 	case $1 in
-	kernel) mount -t squashfs -o loop,ro "$IMG" "$MNT" ;;
-	squashfuse_ll) taskset -c "$cpus" squashfuse_ll "$IMG" "$MNT" ;;
-	quash) taskset -c "$cpus" "$QUASH" mount "$IMG" "$MNT" ;;
+	kernel) mount -t squashfs -o loop,ro "${3:-$IMG}" "$MNT" ;;
+	squashfuse_ll) taskset -c "$cpus" squashfuse_ll "${3:-$IMG}" "$MNT" ;;
+	quash) taskset -c "$cpus" "$QUASH" mount "${3:-$IMG}" "$MNT" ;;
 	*) die "unknown mounter $1" ;;
 	esac
 }
@@ -103,6 +111,40 @@ print(round(r["iops"]), r["total_ios"], f"{cpu:.3f}")
 EOF
 }
 
+# run_ls: "ENTRIES CPU_S" of ls -lR over MNT, ls's rusage included.
+run_ls() {
+	python3 - "$MNT" <<'EOF'
+import resource, subprocess, sys
+before = resource.getrusage(resource.RUSAGE_CHILDREN)
+out = subprocess.run(["ls", "-lR", sys.argv[1]], capture_output=True, text=True).stdout
+after = resource.getrusage(resource.RUSAGE_CHILDREN)
+entries = sum(1 for l in out.splitlines() if l[:1] in "-dlcbps" and not l.startswith("total"))
+print(entries, f"{(after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime):.3f}")
+EOF
+}
+
+# bench_ls: the CPU a cold ls -lR takes per entry, daemon and ls together, REPEAT rounds.
+bench_ls() {
+	local round who pid d0 d1 entries lcpu
+	echo
+	echo "cold ls -lR of $TREE (mksquashfs defaults), CPU in microseconds per entry"
+	for round in $(seq "$REPEAT"); do
+		for who in $MOUNTERS; do
+			mount_pinned "$who" 2 "$TREE_IMG" || die "$who: mount failed"
+			sync; echo 3 >/proc/sys/vm/drop_caches
+			cat "$TREE_IMG" >/dev/null
+			pid=$(daemon_pid "$who")
+			d0=$(cpu_of "$pid")
+			read -r entries lcpu < <(run_ls)
+			d1=$(cpu_of "$pid")
+			unmount "$who"
+			python3 -c "d = ($d1 - $d0) * 1e6 / $entries; l = $lcpu * 1e6 / $entries
+print(f'  round $round  {\"$who\":<14} {$entries} entries  daemon {d:6.1f}  ls {l:6.1f}  total {d + l:6.1f}')"
+		done
+	done
+}
+
+[ "$WHAT" = ls ] && { bench_ls; exit 0; }
 : >"$RAW"
 for round in $(seq "$REPEAT"); do
 	for jobs in $JOBS; do
@@ -154,3 +196,4 @@ for jobs in sorted({j for j, _ in cell}):
               f"{med(iops) / kiops:.2f} | {med([x[1] for x in v]):.1f} | {med([x[2] for x in v]):.1f} | "
               f"{med(tot):.1f} | {med(tot) / ktot:.2f} |" if kiops else f"| {jobs} | {who} | {med(iops):.0f} |")
 EOF
+bench_ls
