@@ -12,6 +12,7 @@
 #include "quash.h"
 #include "profile.h"
 #include "source_remote.h"
+#include "verity.h"
 
 struct qs_source *qs_source_alloc(const struct qs_source_ops *ops, const char *name, const char *identity,
 				  uint64_t size, void *priv)
@@ -73,6 +74,10 @@ int qs_source_open(const char *spec, const struct qs_source_options *opt, struct
 					    (int)strcspn(spec, ":"), spec);
 	}
 	if (ret < 0)
+		return ret;
+	/* Verification sits above the remote chunk cache, so nothing unverified reaches a reader. */
+	if (opt && (opt->verity_root || opt->verity_file || opt->verity_offset_given) &&
+	    (ret = qs_source_open_verified(src, opt, &src)) < 0)
 		return ret;
 	/* Recording and replaying profiles wrap whatever was opened (profile.c). */
 	if (opt && (opt->record || opt->prefetch || opt->prefetch_beside))
