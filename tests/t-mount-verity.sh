@@ -24,15 +24,18 @@ rm -rf "$V" && mkdir -p "$V/tree/d" "$V/tree/many" "$V/tree/frag" "$V/www"
 
 # big: whole data blocks of random bytes; d/text: compressible blocks; frag/: small random
 # files packed into one fragment block, stored raw (so their bytes can be found in the image);
-# many/: empty files with random names, enough inodes and entries that the inode and directory tables span many 4 KiB blocks.
+# many/: empty files with random names and times, enough inodes and entries that the inode and directory tables span many 4 KiB blocks.
 head -c 3000000 /dev/urandom >"$V/tree/big"
 seq 1 300000 | head -c $((12 * 131072)) >"$V/tree/d/text"     # whole blocks: no tail in the fragment
 head -c 3000 /dev/urandom >"$V/tree/frag/r1"
 head -c 3000 /dev/urandom >"$V/tree/frag/r2"
 python3 -c "
-import os, sys
-for i in range(3000):
-    open(os.path.join(sys.argv[1], os.urandom(16).hex()), 'w').close()" "$V/tree/many"
+import os, random, sys
+for i in range(6000):
+    p = os.path.join(sys.argv[1], os.urandom(16).hex())
+    open(p, 'w').close()
+    t = random.randrange(1 << 30, 1 << 31)
+    os.utime(p, (t, t))" "$V/tree/many"
 $QUASH pack --verity --no-progress "$V/tree" "$V/i.sqfs" >"$V/pack.out" || not_ok "pack --verity"
 R=$(awk '/^Root hash:/ { print $3 }' "$V/pack.out")
 $QUASH pack --verity --no-progress "$V/tree/d" "$V/other.sqfs" >"$V/other.out" || not_ok "pack --verity (other)"
@@ -49,6 +52,13 @@ flip() {   # flip FILE OFFSET: invert one byte
 import sys
 with open(sys.argv[1], 'r+b') as f:
     f.seek(int(sys.argv[2])); b = f.read(1); f.seek(int(sys.argv[2])); f.write(bytes([b[0] ^ 0xff]))" "$1" "$2"
+}
+
+# fg_mount CMD...: a foreground mount expected to be refused; bounded, so that one that comes up
+# after all fails the check (timeout's 124) instead of hanging the script.
+fg_mount() {
+	QM_MOUNTS+=("f:$V/m")
+	timeout -k 5 30 "$@"
 }
 
 # readall MOUNT OUT: read every file of the source tree through MOUNT; OUT gets one line per
@@ -88,7 +98,7 @@ check "quash extract --verity ROOT: the tree, file for file" \
 	bash -c "diff -r '$V/tree' '$V/x' >/dev/null && ! grep -q Sanitizer '$V/x.err'"
 check_fails "another image's root hash: the mount is refused in one line" 1 \
 	"verity: tree level [0-9]+ block 0 \(offset [0-9]+ of $(ere "$V/i.sqfs")\) does not match the root hash$" \
-	$QUASH mount -f -o verity=$R2 "$V/i.sqfs" "$V/m"
+	fg_mount $QUASH mount -f -o verity=$R2 "$V/i.sqfs" "$V/m"
 check_fails "quash ls with another image's root hash: exit 1, one line" 1 \
 	"^quash: $(ere "$V/i.sqfs"): verity: tree level [0-9]+ block 0 .* does not match the root hash$" \
 	one_line $QUASH_ASAN ls --verity $R2 "$V/i.sqfs"
@@ -128,10 +138,19 @@ tamper "a flipped byte in a data block" $((start + 70000)) big
 fragoff=$(python3 -c "print(open('$V/i.sqfs','rb').read().find(open('$V/tree/frag/r1','rb').read()[:64]))")
 [ "$fragoff" -gt 0 ] || not_ok "frag/r1 stored raw in its fragment block"
 tamper "a flipped byte in a fragment block" $((fragoff + 100)) frag/r1
-ino=$(field inode) dir=$(field directory)
-tamper "a flipped byte in the inode table" $(( ino + (dir - ino) / 3 )) 'many/.*'
-frg=$(field fragment)
-tamper "a flipped byte in the directory table" $(( dir + (frg - dir) / 3 )) 'many/.*'
+# The inode table: its second 4 KiB block (the first may hold the end of the data before it; the
+# root's inode comes last), in a table of many blocks.
+ino=$(field inode) dir=$(field directory) frg=$(field fragment)
+[ $(( dir - ino )) -ge 32768 ] && [ $(( frg - dir )) -ge 32768 ] ||
+	not_ok "the inode and directory tables span 8 blocks or more ($ino, $dir, $frg)"
+tamper "a flipped byte in the inode table" $(( (ino / 4096 + 1) * 4096 + 100 )) 'many/.*'
+# The directory table: a block in its middle, past its first metadata block and before the
+# root's listing (the mount reads both at once).
+rootlist=$($QUASH stat --json "$V/i.sqfs" / | python3 -c "import json,sys; print(json.load(sys.stdin)[0]['listing_block'])")
+dblk=$(( (dir + frg) / 2 / 4096 * 4096 ))
+[ $dblk -ge $(( dir + 8194 )) ] && [ $(( dblk + 4096 )) -le $(( dir + rootlist )) ] ||
+	not_ok "a block of the directory table between its first and the root's listing" "$dir $rootlist $dblk $frg"
+tamper "a flipped byte in the directory table" $(( dblk + 100 )) 'many/.*'
 # The tree after the image: the superblock's hash block, the top block, then level 0, whose
 # block 1 holds the hashes of data blocks 128 to 255 (bytes 512 KiB to 1 MiB: inside big).
 [ "$(head -c $((hash_offset + 6)) "$V/i.sqfs" | tail -c 6)" = verity ] || not_ok "the tree's superblock at $hash_offset"
@@ -141,7 +160,7 @@ tamper "a flipped byte in the tree's level 0" $((hash_offset + 3 * 4096 + 100)) 
 cp "$V/i.sqfs" "$V/t.sqfs" && flip "$V/t.sqfs" 20
 check_fails "a flipped byte in the superblock: the mount is refused in one line" 1 \
 	"verity: data block 0 \(offset 0\) does not match its hash in tree level 0$" \
-	$QUASH mount -f -o verity=$R "$V/t.sqfs" "$V/m"
+	fg_mount $QUASH mount -f -o verity=$R "$V/t.sqfs" "$V/m"
 
 # ---- over HTTP ---------------------------------------------------------------------------
 port=$(free_port)
@@ -168,7 +187,7 @@ if start_nginx "$V/nginx" "$V/www" "$port"; then
 		one_line $QUASH_ASAN cat --verity $R "$url/bad.sqfs" big
 	check_fails "over HTTP, an image swapped for another valid one: the mount is refused" 1 \
 		"verity: .* does not match the root hash$" \
-		$QUASH mount -f -o verity=$R "$url/swapped.sqfs" "$V/m"
+		fg_mount $QUASH mount -f -o verity=$R "$url/swapped.sqfs" "$V/m"
 else
 	not_ok "nginx starts" "$(tail -3 "$V/nginx/error.log" 2>/dev/null)"
 fi
