@@ -54,8 +54,8 @@ with open(sys.argv[1], 'r+b') as f:
     f.seek(int(sys.argv[2])); b = f.read(1); f.seek(int(sys.argv[2])); f.write(bytes([b[0] ^ 0xff]))" "$1" "$2"
 }
 
-# fg_mount CMD...: a foreground mount expected to be refused; bounded, so that one that comes up
-# after all fails the check (timeout's 124) instead of hanging the script.
+# fg_mount CMD...: a mount expected to be refused; bounded, so that a foreground one that comes up
+# after all fails the check (timeout's 124) instead of hanging the script, and unmounted at exit.
 fg_mount() {
 	QM_MOUNTS+=("f:$V/m")
 	timeout -k 5 30 "$@"
@@ -103,7 +103,8 @@ check_fails "quash ls with another image's root hash: exit 1, one line" 1 \
 	"^quash: $(ere "$V/i.sqfs"): verity: tree level [0-9]+ block 0 .* does not match the root hash$" \
 	one_line $QUASH_ASAN ls --verity $R2 "$V/i.sqfs"
 check_fails "-o verity= with --catalog is refused" 2 "-o verity= is for one image, not a catalog$" \
-	$QUASH mount --catalog -o verity=$R "$V" "$V/m"
+	fg_mount $QUASH mount --catalog -o verity=$R "$V" "$V/m"
+unmount_all
 
 # ---- a separate tree, written by veritysetup ----------------------------------------------
 $QUASH pack -q --no-progress "$V/tree" "$V/plain.sqfs" || not_ok "pack"
