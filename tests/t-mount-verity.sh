@@ -3,7 +3,9 @@
 # with --verity mounts with -o verity=ROOTHASH and reads as the kernel's
 # own mount of it does, and quash cat/extract --verity read it right; a
 # separate tree written by veritysetup format works (-o verity_file=,
-# --verity-file); another image's root hash refuses the mount in one line.
+# --verity-file), and one appended at a hash offset of its own
+# (-o verity_offset=); another image's root hash refuses the mount in one
+# line, and -o verity= is refused with --catalog.
 # One flipped byte in a data block, a fragment, the inode table, the
 # directory table or the tree: the mount comes up, reading an affected
 # file fails with EIO and the daemon logs one line naming the image, the
@@ -117,6 +119,22 @@ check "-o verity_file= (veritysetup's tree): every file reads right" bash -c "! 
 unmount_all
 check "quash cat --verity-file (veritysetup's tree) reads a file right" \
 	bash -c "$QUASH_ASAN cat --verity $RV --verity-file '$V/plain.h' '$V/plain.sqfs' big | cmp -s - '$V/tree/big'"
+
+# veritysetup's tree appended 1 MiB past the image, where no default offset looks: verity_offset=.
+psize=$(stat -c %s "$V/plain.sqfs")
+cp "$V/plain.sqfs" "$V/off.sqfs"
+veritysetup format --hash-offset=$((psize + 1048576)) --data-blocks=$((psize / 4096)) \
+	"$V/off.sqfs" "$V/off.sqfs" >"$V/off.out" || not_ok "veritysetup format --hash-offset"
+RO=$(awk '/^Root hash:/ { print $3 }' "$V/off.out")
+qmount "$V/m" $QUASH mount -o verity=$RO,verity_offset=$((psize + 1048576)) "$V/off.sqfs" "$V/m" ||
+	not_ok "mount -o verity_offset="
+readall "$V/m" "$V/r.out"
+check "-o verity_offset= (veritysetup's tree at --hash-offset): every file reads right" \
+	bash -c "! grep -qv '^ok ' '$V/r.out'"
+unmount_all
+check_fails "without --verity-offset that tree is not found: exit 1, one line" 1 \
+	"^quash: $(ere "$V/off.sqfs"): no verity superblock after the image's end \(offset [0-9]+\)$" \
+	one_line $QUASH_ASAN ls --verity $RO "$V/off.sqfs"
 
 # ---- tampering ---------------------------------------------------------------------------
 # tamper NAME OFFSET TARGET: flip the byte at OFFSET of a copy, mount it, read everything.
