@@ -82,6 +82,9 @@ static int source_option(struct cli_common *co, int opt, const char *arg)
 		{ CLI_OPT_FALLBACK, "fallback", NULL },
 		{ CLI_OPT_CACHE_DIR_LIMIT, "cache-dir-limit", "cache size" },
 		{ CLI_OPT_RETRY_SECONDS, "retry-seconds", "number of seconds" },
+		{ CLI_OPT_VERITY, "verity", "root hash" },
+		{ CLI_OPT_VERITY_FILE, "verity-file", "verity tree file" },
+		{ CLI_OPT_VERITY_OFFSET, "verity-offset", "verity offset" },
 	};
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
@@ -104,6 +107,8 @@ int cli_common_option(struct cli_common *co, int opt, const char *arg)
 		if (size_parse(arg, &co->offset))
 			return cli_usage(co->cmd, "invalid offset '%s'", arg);
 		co->offset_given = true;
+		co->source.image_offset = co->offset;  /* where an appended verity tree is looked for */
+		co->source.image_offset_given = true;
 		return CLI_CONTINUE;
 	case CLI_OPT_ENDPOINT:
 	case CLI_OPT_REGION:
@@ -112,6 +117,9 @@ int cli_common_option(struct cli_common *co, int opt, const char *arg)
 	case CLI_OPT_FALLBACK:
 	case CLI_OPT_CACHE_DIR_LIMIT:
 	case CLI_OPT_RETRY_SECONDS:
+	case CLI_OPT_VERITY:
+	case CLI_OPT_VERITY_FILE:
+	case CLI_OPT_VERITY_OFFSET:
 		return source_option(co, opt, arg);
 	case 'h':
 		cli_help(co->cmd);

@@ -52,7 +52,7 @@ struct cli_common {
 	const struct cli_command *cmd;
 	uint64_t offset;
 	bool offset_given;
-	struct qs_source_options source;    /* --endpoint, --region, --cache-dir, --cache-dir-limit, --retry-seconds */
+	struct qs_source_options source;    /* --endpoint, --region, --cache-dir, ..., --verity */
 };
 
 /* Long-only options, past any character getopt could return. */
@@ -64,6 +64,9 @@ enum {
 	CLI_OPT_RETRY_SECONDS,
 	CLI_OPT_PROXY,
 	CLI_OPT_FALLBACK,
+	CLI_OPT_VERITY,
+	CLI_OPT_VERITY_FILE,
+	CLI_OPT_VERITY_OFFSET,
 };
 
 #define CLI_COMMON_SHORTOPTS "hVo:"
@@ -76,6 +79,9 @@ enum {
 	{ "retry-seconds", required_argument, NULL, CLI_OPT_RETRY_SECONDS }, \
 	{ "proxy", required_argument, NULL, CLI_OPT_PROXY }, \
 	{ "fallback", required_argument, NULL, CLI_OPT_FALLBACK }, \
+	{ "verity", required_argument, NULL, CLI_OPT_VERITY }, \
+	{ "verity-file", required_argument, NULL, CLI_OPT_VERITY_FILE }, \
+	{ "verity-offset", required_argument, NULL, CLI_OPT_VERITY_OFFSET }, \
 	{ "help", no_argument, NULL, 'h' }, \
 	{ "version", no_argument, NULL, 'V' }
 
@@ -97,6 +103,13 @@ enum {
 	"                        tier (else http_proxy, https_proxy and no_proxy)\n" \
 	"      --fallback URL    the same image elsewhere (the origin behind a caching\n" \
 	"                        tier), read while the image's server does not answer\n" \
+	"      --verity ROOTHASH  check every byte read against the image's dm-verity\n" \
+	"                        tree and this root hash (hex); a byte that does not\n" \
+	"                        match is an error, never output\n" \
+	"      --verity-file FILE  the tree is in FILE (a path or URL; veritysetup\n" \
+	"                        format's hash device), not appended to the image\n" \
+	"      --verity-offset N  the tree's superblock is N bytes into FILE, or into\n" \
+	"                        the image (default: appended after the image)\n" \
 	"  -h, --help            show this help and exit\n" \
 	"  -V, --version         show the version and exit\n"
 

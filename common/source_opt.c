@@ -9,7 +9,7 @@
 #include "size.h"
 #include "source_opt.h"
 
-enum kind { TEXT, PATH, URL, SIZE, COUNT, SECONDS };
+enum kind { TEXT, PATH, URL, SIZE, COUNT, SECONDS, HEX, VERITY_OFFSET };
 
 static const struct {
 	const char *key;
@@ -29,6 +29,9 @@ static const struct {
 	{ "remote_cache",    SIZE,    F(memory_cache) },
 	{ "chunk_size",      COUNT,   F(chunk_size) },
 	{ "retry_seconds",   SECONDS, F(retry_seconds) },
+	{ "verity",          HEX,     F(verity_root) },
+	{ "verity_file",     PATH,    F(verity_file) },
+	{ "verity_offset",   VERITY_OFFSET, F(verity_offset) },
 #undef F
 };
 
@@ -67,6 +70,18 @@ int source_opt_set(struct qs_source_options *o, const char *key, const char *val
 		if (!value)
 			return -EINVAL;
 		switch (source_opts[i].kind) {
+		case HEX:
+			/* a root hash: hex digits, as many as some hash's digest has (checked at open) */
+			if (!*value || value[strspn(value, "0123456789abcdefABCDEF")])
+				return -EINVAL;
+			*(const char **)field = value;
+			return 0;
+		case VERITY_OFFSET:
+			if (size_parse(value, &v))
+				return -EINVAL;
+			o->verity_offset = v;
+			o->verity_offset_given = true;
+			return 0;
 		case URL:
 			if (!qs_source_spec_is_remote(value))
 				return -EINVAL;

@@ -1,6 +1,6 @@
 /*
  * source_opt.h - the remote options (endpoint, region, caches, retries,
- * proxy, fallback, profiles) mapped into struct qs_source_options once, for
+ * proxy, fallback, profiles, verity) mapped into struct qs_source_options once, for
  * mount's -o KEY=VALUE and the offline tools' --KEY VALUE alike.
  */
 #ifndef QUASH_COMMON_SOURCE_OPT_H
@@ -13,7 +13,8 @@
  * "cache-dir") to VALUE in *o; VALUE is kept by pointer, not copied.
  * Returns 0, -EINVAL when VALUE is not valid for KEY (a size, a count of
  * seconds from 1, an http://, https:// or s3:// URL for fallback, a
- * non-empty path for record and prefetch), or -ENOENT when KEY is not a
+ * non-empty path for record, prefetch and verity_file, hex digits for
+ * verity, a size for verity_offset), or -ENOENT when KEY is not a
  * source option, for the caller's own table to try.
  */
 int source_opt_set(struct qs_source_options *o, const char *key, const char *value);

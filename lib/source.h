@@ -131,6 +131,22 @@ struct qs_source_options {
 	bool prefetch_beside;
 	uint64_t image_offset;
 	bool image_offset_given;
+	/*
+	 * Verified reads (lib/verity/verity.h, docs/SECURITY.md): with
+	 * 'verity_root' (the root hash in hex) every byte is checked against a
+	 * dm-verity tree before it is returned, and the source's size is the
+	 * data the tree covers.  The tree is in 'verity_file' (a path or URL,
+	 * its superblock at 'verity_offset', else 0), or in the image itself:
+	 * its superblock at 'verity_offset' if 'verity_offset_given', else
+	 * appended after the squashfs image found at image_offset (its
+	 * bytes_used, as qs_verity_find_appended looks).  The tree covers the
+	 * file from its first byte, so an image at an offset (a SIF
+	 * partition) is verified with the bytes before it.
+	 */
+	const char *verity_root;
+	const char *verity_file;
+	uint64_t verity_offset;
+	bool verity_offset_given;
 };
 
 /*

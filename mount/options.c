@@ -186,6 +186,10 @@ static const struct mount_opt mount_opts[] = {
 	REMOTE("prefetch", "FILE",
 	  "fetch the ranges of profile FILE in the background at mount\n"
 	  "(default: IMAGE.profile, or URL.profile, if there is one)"),
+	REMOTE("verity", "ROOTHASH",
+	  "check every byte read against the image's dm-verity tree\nand this root hash (hex): a mismatch is EIO"),
+	REMOTE("verity_file", "PATH|URL", "the verity tree is in this file, not appended to IMAGE"),
+	REMOTE("verity_offset", "N", "the verity tree's superblock is N bytes into its file"),
 	{ "prefetch", OPT_SET, F(prefetch_beside), QM_BESIDE_YES, 0, NULL, NULL, NULL,
 	  "look for URL.profile beside a remote image too" },
 	{ "noprefetch", OPT_SET, F(prefetch_beside), QM_BESIDE_NO, 0, NULL, NULL, NULL, "do not look for IMAGE.profile" },
@@ -397,10 +401,13 @@ enum qm_parse_result qm_parse_args(int argc, char **argv, bool squashfuse_compat
 		return QM_PARSE_ERROR;
 	}
 	if (opt->catalog && (opt->subdir || opt->offset_given || opt->source.record || opt->source.prefetch ||
-			     opt->source.fallback)) {
+			     opt->source.fallback || opt->source.verity_root || opt->source.verity_file ||
+			     opt->source.verity_offset_given)) {
 		fprintf(stderr, "%s: -o %s is for one image, not a catalog\n", opt->msgname,
 			opt->subdir ? "subdir=" : opt->offset_given ? "offset=" : opt->source.record ? "record=" :
-			opt->source.prefetch ? "prefetch=" : "fallback=");
+			opt->source.prefetch ? "prefetch=" : opt->source.fallback ? "fallback=" :
+			opt->source.verity_root ? "verity=" : opt->source.verity_file ? "verity_file=" :
+			"verity_offset=");
 		return QM_PARSE_ERROR;
 	}
 	if (opt->source.fallback && !qs_source_spec_is_remote(opt->image)) {

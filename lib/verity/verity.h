@@ -237,6 +237,19 @@ int qs_source_open_verity(struct qs_source *data, struct qs_source *hash, const 
 			  const uint8_t *root, size_t root_len, struct qs_source **out);
 
 /*
+ * What qs_source_open() does with the options' verity fields (source.h):
+ * wrap 'src' in a verifying source with the root hash opt->verity_root and
+ * the tree in 'tree' (opt->verity_file, opened by the caller) or, when
+ * 'tree' is NULL, in 'src' itself at opt->verity_offset or appended after
+ * the image.  Both sources are owned, also on failure.  -EINVAL with one
+ * line for a root hash that is not hex or a tree file or offset without
+ * one; the messages of qs_verity_read_superblock, qs_verity_find_appended
+ * and qs_source_open_verity otherwise.
+ */
+int qs_source_open_verified(struct qs_source *src, struct qs_source *tree, const struct qs_source_options *opt,
+			    struct qs_source **out);
+
+/*
  * The tree on its own, for a reader that gets the data some other way (a
  * remote source's chunk cache checks each chunk as it arrives, before it
  * keeps it): 'hash' holds the tree (not owned: it must outlive the

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "profile.h"
+#include "verity.h"
 #include "quash.h"
 #include "source_remote.h"
 
@@ -21,6 +22,28 @@ static bool unknown_scheme(const char *spec)
 	size_t n = strspn(spec, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-");
 
 	return n > 0 && isalpha((unsigned char)spec[0]) && strncmp(spec + n, "://", 3) == 0;
+}
+
+/* The image's source wrapped in a verifying one (lib/verity/), its tree file opened here: 0 or -errno. */
+static int open_verified(struct qs_source *src, const struct qs_source_options *opt, struct qs_source **out)
+{
+	struct qs_source_options tree_opt = *opt;
+	struct qs_source *tree = NULL;
+	int ret;
+
+	if (opt->verity_file) {
+		/* The tree file is fetched as the image is, but verifies nothing itself and records no profile. */
+		tree_opt.verity_root = tree_opt.verity_file = NULL;
+		tree_opt.verity_offset_given = false;
+		tree_opt.record = tree_opt.prefetch = NULL;
+		tree_opt.prefetch_beside = false;
+		ret = qs_source_open(opt->verity_file, &tree_opt, &tree);
+		if (ret < 0) {
+			qs_source_close(src);
+			return ret;
+		}
+	}
+	return qs_source_open_verified(src, tree, opt, out);
 }
 
 int qs_source_open(const char *spec, const struct qs_source_options *opt, struct qs_source **out)
@@ -40,6 +63,10 @@ int qs_source_open(const char *spec, const struct qs_source_options *opt, struct
 					    (int)strcspn(spec, ":"), spec);
 	}
 	if (ret < 0)
+		return ret;
+	/* Verification sits above the remote chunk cache, so nothing unverified reaches a reader. */
+	if (opt && (opt->verity_root || opt->verity_file || opt->verity_offset_given) &&
+	    (ret = open_verified(src, opt, &src)) < 0)
 		return ret;
 	/* Recording and replaying profiles wrap whatever was opened (profile.c). */
 	if (opt && (opt->record || opt->prefetch || opt->prefetch_beside))
