@@ -28,7 +28,7 @@
 
 #include "common.h"
 #include "inomap.h"
-#include "squashfs_fs.h"
+#include "format/squashfs_fs.h"
 
 struct extractor {
 	struct qs_image *img;

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "common.h"
-#include "squashfs_fs.h"
+#include "format/squashfs_fs.h"
 
 static const struct {
 	uint16_t bit;

@@ -16,7 +16,7 @@
 
 #include "common.h"
 #include "size.h"
-#include "verity.h"
+#include "verity/verity.h"
 
 /*
  * Bytes read per request while verifying: a local file's pieces stay in the

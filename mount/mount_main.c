@@ -24,7 +24,7 @@
 #include "catalog/catalog.h"
 #include "log.h"
 #include "mount.h"
-#include "squashfs_fs.h"
+#include "format/squashfs_fs.h"
 
 /* squashfuse_ll's notify_pipe= on failure: 'f', written before exiting. */
 static void notify_failure(const struct qm_options *opt)

@@ -31,7 +31,7 @@
 
 #include "log.h"
 #include "mount_int.h"
-#include "squashfs_fs.h"
+#include "format/squashfs_fs.h"
 
 /* The kernel's squashfs reports its device block size, SQUASHFS_DEVBLK_SIZE. */
 #define QM_STAT_BLKSIZE 1024

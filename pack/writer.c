@@ -29,7 +29,7 @@
 #include "sink/sink.h"
 #include "data/sort.h"
 #include "tree/spill.h"
-#include "verity.h"
+#include "verity/verity.h"
 #include "table/super.h"
 #include "base/util.h"
 

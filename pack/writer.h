@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <stdint.h>
 
-#include "compressor.h"
+#include "codec/compressor.h"
 #include "scan/pseudo.h"
 #include "scan/scan.h"
 #include "tree/tree.h"

@@ -16,7 +16,7 @@
 
 #include "catalog_int.h"
 #include "mount_int.h"
-#include "squashfs_fs.h"
+#include "format/squashfs_fs.h"
 
 int qc_items_add(struct items *it, const char *key, const struct stat *st, const char *etag,
 		     const struct qs_list_entry *ent)

@@ -14,7 +14,7 @@
 
 #include "size.h"
 #include "util.h"
-#include "squashfs_fs.h"
+#include "format/squashfs_fs.h"
 #include "progress.h"
 
 /*

@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "compressor.h"
+#include "codec/compressor.h"
 #include "quash.h"
 #include "tree/tree.h"
 

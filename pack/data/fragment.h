@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "squashfs_fs.h"
+#include "format/squashfs_fs.h"
 
 struct pipeline;
 

@@ -21,7 +21,7 @@
 
 #include "pipeline.h"
 #include "sink/sink.h"
-#include "squashfs_fs.h"
+#include "format/squashfs_fs.h"
 #include "base/util.h"
 #include "base/progress.h"
 

@@ -16,7 +16,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "compressor.h"
+#include "codec/compressor.h"
 
 struct pack_sink;
 struct pipeline;

@@ -32,7 +32,7 @@
 #include "pack.h"
 #include "size.h"
 #include "writer.h"
-#include "squashfs_fs.h"
+#include "format/squashfs_fs.h"
 #include "base/util.h"
 
 #define MKSQ_EXIT_OK    0

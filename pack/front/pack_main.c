@@ -12,7 +12,7 @@
 
 #include "pack.h"
 #include "writer.h"
-#include "squashfs_fs.h"
+#include "format/squashfs_fs.h"
 #include "base/util.h"
 
 /*

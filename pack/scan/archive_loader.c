@@ -12,7 +12,7 @@
 #include <dlfcn.h>
 #include <stddef.h>
 
-#include "lazy_lib.h"
+#include "io/lazy_lib.h"
 #include "archive_loader.h"
 
 /* libarchive's ABI version since 3.0 (2011). */

@@ -34,7 +34,7 @@
 #include "exclude.h"
 #include "scan_pool.h"
 #include "srcdir.h"
-#include "squashfs_fs.h"
+#include "format/squashfs_fs.h"
 #include "base/util.h"
 
 #define HARDLINK_TABLE_INITIAL 1024

@@ -8,9 +8,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "compressor.h"
+#include "codec/compressor.h"
 #include "quash.h"
-#include "squashfs_fs.h"
+#include "format/squashfs_fs.h"
 #include "tree/tree.h"
 
 struct pack_sink;

@@ -38,7 +38,7 @@
 #include "base/util.h"
 #include "quash.h"
 #include "sink.h"
-#include "source_remote.h"
+#include "io/source_remote.h"
 
 #define S3_PART_SIZE        (8u << 20)  /* at least 5 MiB: S3's minimum for every part but the last */
 #define S3_PUT_MAX          (2 * S3_PART_SIZE) /* images up to this size go up as one PUT */

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "image.h"
-#include "squashfs_fs.h"
+#include "format/squashfs_fs.h"
 
 #define DIR_INO_DELTA_MAX 32767
 

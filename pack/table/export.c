@@ -7,7 +7,7 @@
 
 #include "image.h"
 #include "tree/spill.h"
-#include "squashfs_fs.h"
+#include "format/squashfs_fs.h"
 
 /* The references [off / 8, (off + len) / 8), little-endian; under --memory, read once and let go. */
 static void fill(void *arg, uint8_t *buf, size_t off, size_t len)

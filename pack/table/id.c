@@ -6,7 +6,7 @@
 #include <stdlib.h>
 
 #include "image.h"
-#include "squashfs_fs.h"
+#include "format/squashfs_fs.h"
 #include "base/util.h"
 
 #define ID_COUNT_MAX 65536u     /* the index is 16 bits */

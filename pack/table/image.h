@@ -9,9 +9,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "compressor.h"
+#include "codec/compressor.h"
 #include "meta.h"
-#include "squashfs_fs.h"
+#include "format/squashfs_fs.h"
 #include "tree/tree.h"
 #include "tree/spill.h"
 

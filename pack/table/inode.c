@@ -16,7 +16,7 @@
 #include "image.h"
 #include "tree/spill.h"
 #include "sink/sink.h"
-#include "squashfs_fs.h"
+#include "format/squashfs_fs.h"
 #include "base/util.h"
 
 #define INODE_MAX_FIXED 64      /* largest fixed part of any inode, bytes */

@@ -31,8 +31,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "compressor.h"
-#include "squashfs_fs.h"
+#include "codec/compressor.h"
+#include "format/squashfs_fs.h"
 
 struct pack_sink;
 struct meta_writer;

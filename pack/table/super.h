@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "squashfs_fs.h"
+#include "format/squashfs_fs.h"
 
 /* Bytes of superblock plus options block; the writer reserves them first. */
 size_t super_head_size(size_t options_len);

@@ -14,7 +14,7 @@
 
 #include "image.h"
 #include "sink/sink.h"
-#include "squashfs_fs.h"
+#include "format/squashfs_fs.h"
 #include "base/util.h"
 
 static const struct {
