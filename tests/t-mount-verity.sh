@@ -5,7 +5,9 @@
 # separate tree written by veritysetup format works (-o verity_file=,
 # --verity-file), and one appended at a hash offset of its own
 # (-o verity_offset=); another image's root hash refuses the mount in one
-# line, and -o verity= is refused with --catalog.
+# line, and -o verity= is refused with --catalog, whose images are
+# verified against a NAME.roothash file beside each (an empty one fails
+# the image; one without is served unverified).
 # One flipped byte in a data block, a fragment, the inode table, the
 # directory table or the tree: the mount comes up, reading an affected
 # file fails with EIO and the daemon logs one line naming the image, the
@@ -180,6 +182,32 @@ cp "$V/i.sqfs" "$V/t.sqfs" && flip "$V/t.sqfs" 20
 check_fails "a flipped byte in the superblock: the mount is refused in one line" 1 \
 	"verity: data block 0 \(offset 0\) does not match its hash in tree level 0$" \
 	fg_mount $QUASH mount -f -o verity=$R "$V/t.sqfs" "$V/m"
+
+# ---- a catalog: NAME.roothash beside an image ---------------------------------------------
+mkdir -p "$V/cat"
+cp "$V/i.sqfs" "$V/cat/good.sqfs" && echo "$R" >"$V/cat/good.roothash"
+cp "$V/i.sqfs" "$V/cat/bad.sqfs" && echo "$R" >"$V/cat/bad.roothash"
+flip "$V/cat/bad.sqfs" $((start + 70000))
+cp "$V/other.sqfs" "$V/cat/wrong.sqfs" && echo "$R" >"$V/cat/wrong.roothash"
+cp "$V/i.sqfs" "$V/cat/empty.sqfs" && : >"$V/cat/empty.roothash"
+cp "$V/i.sqfs" "$V/cat/plain.sqfs"
+qmount "$V/c" $QUASH_ASAN mount --catalog -o log="$V/c.log" "$V/cat" "$V/c" || not_ok "mount --catalog"
+check "catalog: the .roothash files are no images ($(ls "$V/c" | tr '\n' ' '))" \
+	[ "$(ls "$V/c" | tr '\n' ' ')" = "bad empty good plain wrong " ]
+readall "$V/c/good" "$V/r.out"
+check "catalog: an image with its NAME.roothash reads right" bash -c "! grep -qv '^ok ' '$V/r.out'"
+readall "$V/c/bad" "$V/r.out"
+check "catalog: a flipped byte in a data block: big fails with EIO, the rest reads right" verdict "$V/r.out" big
+check "catalog: the log line names the image and the block" grep -qE \
+	"bad\.sqfs.*verity: data block $(( (start + 70000) / 4096 )) \(offset [0-9]+\) does not match its hash in tree level 0" "$V/c.log"
+failed_because() { ls "$V/c/$1" >/dev/null 2>&1; "$QUASH" catalog ls "$V/c" | grep -E "^$1[[:space:]]+failed" | grep -qE "$2"; }
+check "catalog: another image under the root hash fails to open, and catalog ls says why" \
+	failed_because wrong "does not match the root hash"
+check "catalog: an empty NAME.roothash fails the image, never serves it unverified" \
+	failed_because empty "empty\.roothash: no root hash in it"
+readall "$V/c/plain" "$V/r.out"
+check "catalog: an image without a .roothash is served as before" bash -c "! grep -qv '^ok ' '$V/r.out'"
+unmount_all
 
 # ---- over HTTP ---------------------------------------------------------------------------
 port=$(free_port)

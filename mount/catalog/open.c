@@ -84,12 +84,52 @@ static int counted_open(struct qs_source *base, struct qc_image *im, struct qs_s
 
 /* ---- opening ------------------------------------------------------------ */
 
+/* Longest NAME.roothash file read: a hex digest of sha512 and a line end, with room to spare. */
+#define QC_ROOTHASH_MAX 256
+
+/*
+ * NAME.roothash beside image file NAME.EXT in directory dfd: its one word,
+ * the root hash the image is verified against (lib/verity/), into root, or
+ * "" when there is no such file.  0, or -EINVAL with a message when there
+ * is one that is not a regular file or holds no word: an image meant to be
+ * verified is never opened without it.
+ */
+static int read_roothash(int dfd, const char *file, char root[QC_ROOTHASH_MAX + 1])
+{
+	char name[QC_KEY_MAX + sizeof(".roothash")], buf[QC_ROOTHASH_MAX + 1], *w;
+	struct stat st;
+	ssize_t n = -1;
+	int fd;
+
+	root[0] = '\0';
+	snprintf(name, sizeof(name), "%s", file);
+	qc_strip_ext(name);
+	strcat(name, ".roothash");
+	fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0 && errno == ENOENT)
+		return 0;
+	if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+		n = read(fd, buf, QC_ROOTHASH_MAX);
+	if (fd >= 0)
+		close(fd);
+	if (n < 0)
+		return qs_set_error(-EINVAL, "%s: not a regular file", name);
+	buf[n] = '\0';
+	w = buf + strspn(buf, " \t\r\n");
+	w[strcspn(w, " \t\r\n")] = '\0';
+	if (!*w)
+		return qs_set_error(-EINVAL, "%s: no root hash in it", name);
+	snprintf(root, QC_ROOTHASH_MAX + 1, "%s", w);
+	return 0;
+}
+
 /*
  * A local image: its key walked from the catalog's directory one name at a
  * time with O_NOFOLLOW, and the file found checked against the listing (a
- * replaced file is another version).  Returns a descriptor or -errno.
+ * replaced file is another version); NAME.roothash beside it read into
+ * root.  Returns a descriptor or -errno.
  */
-static int open_local(struct qm_catalog *c, struct qc_image *im)
+static int open_local(struct qm_catalog *c, struct qc_image *im, char root[QC_ROOTHASH_MAX + 1])
 {
 	char key[QC_KEY_MAX + 1], *name, *save = NULL, *next;
 	int dfd = c->root_fd, fd = -1;
@@ -100,8 +140,14 @@ static int open_local(struct qm_catalog *c, struct qc_image *im)
 		next = strtok_r(NULL, "/", &save);
 		fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK |
 			    (next ? O_DIRECTORY : 0));
+		if (!next && fd >= 0 && read_roothash(dfd, name, root) < 0) {
+			close(fd);
+			fd = -EINVAL;
+		}
 		if (dfd != c->root_fd)
 			close(dfd);
+		if (fd == -EINVAL)
+			return -EINVAL;         /* said */
 		/* gone or made a symlink since it was listed: this version is over */
 		if (fd < 0)
 			return qs_set_error(errno == ELOOP || errno == ENOENT || errno == ENOTDIR ? -ESTALE : -errno,
@@ -140,7 +186,7 @@ static int open_local(struct qm_catalog *c, struct qc_image *im)
 static int open_source(struct qm_catalog *c, struct qc_image *im, struct qs_source **out)
 {
 	struct qs_source_options so = c->fs->opt->source;
-	char path[64], *spec;
+	char path[64], root[QC_ROOTHASH_MAX + 1], *spec;
 
 	so.memory_budget = &c->remote_memory;
 	/* no IMAGE.profile: a remote one would cost a request at every image's first use */
@@ -148,9 +194,12 @@ static int open_source(struct qm_catalog *c, struct qc_image *im, struct qs_sour
 	int fd, err;
 
 	if (!c->remote) {
-		fd = open_local(c, im);
+		fd = open_local(c, im, root);
 		if (fd < 0)
 			return fd;
+		/* NAME.roothash beside the image: it is verified against that root (docs/SECURITY.md). */
+		if (root[0])
+			so.verity_root = root;
 		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 		err = qs_source_open(path, &so, out);
 		close(fd);
