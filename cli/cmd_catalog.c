@@ -75,6 +75,8 @@ static int list_print(void *arg, const struct qs_list_entry *ent)
 	}
 	printf("\t%" PRIu64 "\t%" PRId64 "\t", ent->size, ent->mtime);
 	print_escaped(stdout, ent->etag, strlen(ent->etag));
+	if (ent->root_hash)
+		printf("\t%s", ent->root_hash);     /* hex digits only (source_list.c) */
 	putchar('\n');
 	return ferror(stdout) ? -EIO : 0;
 }
@@ -88,9 +90,10 @@ static const struct cli_command cmd_catalog_list = {
 	.help =
 		"SPEC is s3://BUCKET/PREFIX/ (ListObjectsV2, every page), an http(s):// URL\n"
 		"ending in '/' (nginx's autoindex_format json listing, directories\n"
-		"included) or an http(s):// URL of a text index (one KEY [SIZE] a line, or\n"
-		"NAME -> TARGET for an alias).  Prints KEY<TAB>SIZE<TAB>MTIME<TAB>ETAG for\n"
-		"each object and NAME -> TARGET for each alias, keys relative to\n"
+		"included) or an http(s):// URL of a text index (one KEY [SIZE [ROOTHASH]] a\n"
+		"line, or NAME -> TARGET for an alias).  Prints KEY<TAB>SIZE<TAB>MTIME<TAB>ETAG\n"
+		"for each object (and <TAB>ROOTHASH when the index gives one) and\n"
+		"NAME -> TARGET for each alias, keys relative to\n"
 		"SPEC; unsafe keys (\"..\", control characters, ...) are left out.  In KEY and\n"
 		"ETAG a control character prints as \\xHH (\\t, \\n), a backslash as \\\\.\n"
 		"\n"

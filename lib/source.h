@@ -180,6 +180,12 @@ struct qs_list_entry {
 	 * size, mtime and etag are then 0 and "".  NULL for an object.
 	 */
 	const char *target;
+	/*
+	 * The root hash in hex of the object's dm-verity tree, as a text
+	 * index's third column gives it ("KEY SIZE ROOTHASH"), or NULL: the
+	 * reader verifies the object against it (lib/verity/).
+	 */
+	const char *root_hash;
 };
 
 /* Called once per object; a non-zero return stops the listing and is returned. */
@@ -196,8 +202,9 @@ typedef int (*qs_list_fn)(void *arg, const struct qs_list_entry *ent);
  *    "directory" entries (at most 16 levels below);
  *  - "http(s)://HOST/PATH/FILE" (not ending in '/'): a text index file, one
  *    key per line relative to the file's directory, optionally followed by
- *    whitespace and a size, or "NAME -> TARGET", an alias of one key for
- *    another (ent->target); blank lines and '#' comments skipped.
+ *    whitespace and a size and then the object's verity root hash in hex
+ *    (ent->root_hash), or "NAME -> TARGET", an alias of one key for another
+ *    (ent->target); blank lines and '#' comments skipped.
  * Every request goes through the options' proxy, with retries and a deadline
  * (retry_seconds).  Hostile servers: at most 1,000,000 entries, 1024-byte
  * keys, 1 GiB of answers in all, 10,000 requests (pages or directories);

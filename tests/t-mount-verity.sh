@@ -7,7 +7,8 @@
 # (-o verity_offset=); another image's root hash refuses the mount in one
 # line, and -o verity= is refused with --catalog, whose images are
 # verified against a NAME.roothash file beside each (an empty one fails
-# the image; one without is served unverified).
+# the image; one without is served unverified), or, for a remote
+# catalog, against the root hash its text index gives in a third column.
 # One flipped byte in a data block, a fragment, the inode table, the
 # directory table or the tree: the mount comes up, reading an affected
 # file fails with EIO and the daemon logs one line naming the image, the
@@ -235,6 +236,21 @@ if start_nginx "$V/nginx" "$V/www" "$port"; then
 	check_fails "over HTTP, an image swapped for another valid one: the mount is refused" 1 \
 		"verity: .* does not match the root hash$" \
 		fg_mount $QUASH mount -f -o verity=$R "$url/swapped.sqfs" "$V/m"
+	# A text index vouching for each image with its root hash: the catalog verifies them.
+	printf 'i.sqfs 0 %s\nbad.sqfs 0 %s\nswapped.sqfs 0 %s\nplain.sqfs\n' "$R" "$R" "$R" >"$V/www/index.txt"
+	cp "$V/i.sqfs" "$V/www/plain.sqfs"
+	qmount "$V/c" $QUASH_ASAN mount --catalog -o log="$V/ci.log" "$url/index.txt" "$V/c" || not_ok "mount --catalog index"
+	readall "$V/c/i" "$V/r.out"
+	check "index with root hashes: a verified image reads right" bash -c "! grep -qv '^ok ' '$V/r.out'"
+	readall "$V/c/bad" "$V/r.out"
+	check "index with root hashes: a flipped byte gives EIO for big, the rest reads right" verdict "$V/r.out" big
+	check "index with root hashes: an image swapped on the server fails to open, catalog ls says why" bash -c \
+		"ls '$V/c/swapped' >/dev/null 2>&1; '$QUASH' catalog ls '$V/c' | grep -E '^swapped[[:space:]]+failed' | grep -q 'does not match the root hash'"
+	readall "$V/c/plain" "$V/r.out"
+	check "index with root hashes: an image without one is served as before" bash -c "! grep -qv '^ok ' '$V/r.out'"
+	check "quash catalog list prints the root hash as a fifth column" bash -c \
+		"'$QUASH' catalog list '$url/index.txt' | grep -qxF \"\$(printf 'i.sqfs\t0\t0\t\t%s' $R)\""
+	unmount_all
 else
 	not_ok "nginx starts" "$(tail -3 "$V/nginx/error.log" 2>/dev/null)"
 fi

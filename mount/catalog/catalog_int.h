@@ -123,6 +123,7 @@ struct qc_image {                   /* one version of one image: a slot */
 	uint64_t size, dev, ino;
 	int64_t mtime;
 	char *etag;                 /* NULL: none */
+	char *root_hash;            /* a remote index's verity root hash for it, or NULL (open.c) */
 	uint32_t mode, uid, gid;    /* a local image file's: its NAME directory's access */
 
 	pthread_mutex_t lock;
@@ -228,6 +229,7 @@ struct item {                       /* one image as a listing gives it */
 	int64_t mtime;
 	char *etag;
 	uint32_t mode, uid, gid;
+	char *root_hash;            /* a text index's third column, or NULL */
 	bool is_link;               /* a symlink named as an image: an alias, or why it is none */
 	char *alias;                /* its target's key; NULL: not served, for 'why' */
 	const char *why;

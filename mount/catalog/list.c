@@ -41,9 +41,11 @@ int qc_items_add(struct items *it, const char *key, const struct stat *st, const
 	memset(x, 0, sizeof(*x));
 	x->key = strdup(key);
 	x->etag = qc_etag_dup(etag, &failed);
+	x->root_hash = qc_etag_dup(ent ? ent->root_hash : NULL, &failed);
 	if (!x->key || failed) {
 		free(x->key);
 		free(x->etag);
+		free(x->root_hash);
 		return -ENOMEM;
 	}
 	if (st) {
@@ -64,6 +66,8 @@ int qc_items_add(struct items *it, const char *key, const struct stat *st, const
 	XXH3_64bits_update(it->hash, &x->mode, sizeof(x->mode) * 3);
 	if (x->etag)
 		XXH3_64bits_update(it->hash, x->etag, strlen(x->etag));
+	if (x->root_hash)
+		XXH3_64bits_update(it->hash, x->root_hash, strlen(x->root_hash) + 1);
 	it->n++;
 	return 0;
 }
@@ -92,6 +96,7 @@ void qc_items_free(struct items *it)
 		free(it->v[i].alias);
 		free(it->v[i].key);
 		free(it->v[i].etag);
+		free(it->v[i].root_hash);
 	}
 	free(it->v);
 	if (it->hash)

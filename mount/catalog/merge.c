@@ -24,7 +24,7 @@ static int cmp_u64(const void *a, const void *b)
 static bool same_identity(const struct qc_image *im, const struct item *x)
 {
 	return strcmp(im->key, x->key) == 0 && im->size == x->size && im->mtime == x->mtime && im->dev == x->dev && im->ino == x->ino &&
-	       qc_etag_eq(im->etag, x->etag);
+	       qc_etag_eq(im->etag, x->etag) && qc_etag_eq(im->root_hash, x->root_hash);
 }
 
 static void supersede(struct qm_catalog *c, struct qc_image *im)
@@ -124,7 +124,7 @@ static void update_access(struct qm_catalog *c, struct qc_node *dir, struct qc_n
  */
 int qc_merge_item(struct qm_catalog *c, const struct item *x, const struct items *all)
 {
-	char key[QC_KEY_MAX + 1], *comp = NULL;
+	char key[QC_KEY_MAX + 1], *comp = NULL, *root_hash = NULL;
 	struct qc_node *dir, *n;
 	struct qc_image *im;
 	int err;
@@ -153,8 +153,11 @@ int qc_merge_item(struct qm_catalog *c, const struct item *x, const struct items
 		update_access(c, dir, n, x);
 		return 0;
 	}
+	if (x->root_hash && !(root_hash = strdup(x->root_hash)))
+		return -ENOMEM;
 	im = qc_new_version(c, x->key, x->etag, &err);
 	if (!im) {
+		free(root_hash);
 		if (err != -ENOSPC)
 			return err;
 		c->slots_short++;
@@ -162,6 +165,7 @@ int qc_merge_item(struct qm_catalog *c, const struct item *x, const struct items
 			n->seen = true;
 		return 0;
 	}
+	im->root_hash = root_hash;
 	im->size = x->size;
 	im->mtime = x->mtime;
 	im->dev = x->dev;

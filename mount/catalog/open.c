@@ -210,6 +210,9 @@ static int open_source(struct qm_catalog *c, struct qc_image *im, struct qs_sour
 		return -ENOMEM;
 	strcpy(spec, c->base);
 	strcat(spec, im->key);
+	/* a root hash from the index: the image is verified against it (docs/SECURITY.md) */
+	if (im->root_hash)
+		so.verity_root = im->root_hash;
 	err = qs_source_open(spec, &so, out);
 	free(spec);
 	return err;

@@ -23,6 +23,7 @@ void qc_image_free(struct qc_image *im)
 	free(im->reason);
 	free(im->display);
 	free(im->etag);
+	free(im->root_hash);
 	free(im);
 }
 

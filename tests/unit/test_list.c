@@ -30,6 +30,8 @@ static int collect(void *arg, const struct qs_list_entry *ent)
 {
 	struct seen *s = arg;
 	int n = ent->target ? snprintf(s->text + s->len, sizeof(s->text) - s->len, "%s->%s\n", ent->key, ent->target)
+		: ent->root_hash ? snprintf(s->text + s->len, sizeof(s->text) - s->len, "%s|%" PRIu64 "|#%s\n",
+					    ent->key, ent->size, ent->root_hash)
 			    : snprintf(s->text + s->len, sizeof(s->text) - s->len, "%s|%" PRIu64 "|%" PRId64 "|%s\n",
 				       ent->key, ent->size, ent->mtime, ent->etag);
 
@@ -283,7 +285,7 @@ static void test_index(void **state)
 
 	run = run_for(&s);
 	assert_int_equal(list_parse_index(&run, "a 1\nb 12k\n", 10), -EIO);
-	assert_string_equal(qs_last_error(), "http://h/doc: line 2: expected KEY [SIZE], and the size is not a byte count");
+	assert_string_equal(qs_last_error(), "http://h/doc: line 2: expected KEY [SIZE [ROOTHASH]], and the size is not a byte count");
 	run = run_for(&s);
 	assert_int_equal(list_parse_index(&run, "a 1 2\n", 6), -EIO);
 	run = run_for(&s);
@@ -314,6 +316,30 @@ static void test_index_alias(void **state)
 	assert_int_equal(s.count, 0);
 }
 
+/* "KEY SIZE ROOTHASH": the root hash handed on; anything but hex digits refused naming the line. */
+static void test_index_root_hash(void **state)
+{
+	static const char doc[] = "a.sqfs 10 00ff\nb.sqfs 20  A1b2C3d4 \nc.sqfs 30\n";
+	struct seen s;
+	struct list_run run = run_for(&s);
+
+	(void)state;
+	assert_int_equal(list_parse_index(&run, doc, strlen(doc)), 0);
+	assert_string_equal(s.text, "a.sqfs|10|#00ff\nb.sqfs|20|#A1b2C3d4\nc.sqfs|30|0|\n");
+	static const char *const bad[] = { "a 1 xyz\n", "a 1 abc\n", "a 1 00 ff\n", "a 1 0x00\n" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		run = run_for(&s);
+		assert_int_equal(list_parse_index(&run, bad[i], strlen(bad[i])), -EIO);
+		assert_string_equal(qs_last_error(), "http://h/doc: line 1: expected KEY [SIZE [ROOTHASH]], and the root "
+				    "hash is not one in hex");
+	}
+	char longest[200];
+	memset(longest, 'a', sizeof(longest));
+	snprintf(longest, sizeof(longest), "k 1 %0130d\n", 0);
+	run = run_for(&s);
+	assert_int_equal(list_parse_index(&run, longest, strlen(longest)), -EIO);
+}
+
 static void test_bad_spec(void **state)
 {
 	struct seen s;
@@ -342,6 +368,7 @@ int main(void)
 		cmocka_unit_test(test_autoindex_malformed),
 		cmocka_unit_test(test_index),
 		cmocka_unit_test(test_index_alias),
+		cmocka_unit_test(test_index_root_hash),
 		cmocka_unit_test(test_bad_spec),
 	};
 

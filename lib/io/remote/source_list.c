@@ -12,6 +12,7 @@
  * a leading '/', control characters, NUL) is dropped before the caller
  * sees it.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,6 +73,21 @@ static int emit(struct list_run *run, struct qs_list_entry *ent, const char *key
 				    run->where, LIST_ENTRIES_MAX);
 	run->entries++;
 	return run->fn(run->arg, ent);
+}
+
+/* One index object: a size, and a root hash (rlen hex digits, 0 for none). */
+static int emit_indexed(struct list_run *run, const char *key, size_t len, uint64_t size, const char *root,
+			size_t rlen)
+{
+	struct qs_list_entry ent = { .size = size, .etag = "" };
+	char hex[LIST_ROOT_HASH_MAX + 1];
+
+	if (rlen) {
+		memcpy(hex, root, rlen);
+		hex[rlen] = '\0';
+		ent.root_hash = hex;
+	}
+	return emit(run, &ent, key, len, NULL, 0);
 }
 
 int list_emit(struct list_run *run, const char *key, size_t len, uint64_t size, int64_t mtime, const char *etag)
@@ -718,14 +734,25 @@ static const char *index_word(const char **s, const char *e, size_t *len)
 	return w;
 }
 
+/* Is [s, s + len) a root hash: an even number of hex digits, at most LIST_ROOT_HASH_MAX? */
+static bool root_hash_ok(const char *s, size_t len)
+{
+	if (len < 2 || len > LIST_ROOT_HASH_MAX || len % 2)
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if (!isxdigit((unsigned char)s[i]))
+			return false;
+	return true;
+}
+
 /*
- * One line without its end: "KEY", "KEY SIZE" or "NAME -> TARGET" with
- * blanks between the words; '#' starts a comment line.
+ * One line without its end: "KEY", "KEY SIZE", "KEY SIZE ROOTHASH" or
+ * "NAME -> TARGET" with blanks between the words; '#' starts a comment line.
  */
 static int index_line(struct list_run *run, const char *s, const char *e, unsigned long line)
 {
-	const char *key, *second, *target;
-	size_t klen, slen, tlen;
+	const char *key, *second, *target, *root = NULL;
+	size_t klen, slen, tlen, rlen = 0;
 	uint64_t size = 0;
 
 	while (e > s && e[-1] == '\r')
@@ -741,10 +768,13 @@ static int index_line(struct list_run *run, const char *s, const char *e, unsign
 					    run->where, line);
 		return list_emit_alias(run, key, klen, target, tlen);
 	}
-	if (second && (parse_u64(second, slen, &size) < 0 || index_word(&s, e, &tlen)))
-		return qs_set_error(-EIO, "%s: line %lu: expected KEY [SIZE], and the size is not a byte count",
+	if (second && parse_u64(second, slen, &size) < 0)
+		return qs_set_error(-EIO, "%s: line %lu: expected KEY [SIZE [ROOTHASH]], and the size is not a byte count",
 				    run->where, line);
-	return list_emit(run, key, klen, size, 0, "");
+	if (second && (root = index_word(&s, e, &rlen)) && (!root_hash_ok(root, rlen) || index_word(&s, e, &tlen)))
+		return qs_set_error(-EIO, "%s: line %lu: expected KEY [SIZE [ROOTHASH]], and the root hash is not "
+				    "one in hex", run->where, line);
+	return emit_indexed(run, key, klen, size, root, rlen);
 }
 
 int list_parse_index(struct list_run *run, const char *text, size_t len)

@@ -31,6 +31,7 @@
 #define LIST_S3_PAGE_MAX   (8u << 20)       /* bytes of one S3 page */
 #define LIST_TOKEN_MAX     1024             /* bytes of a continuation token */
 #define LIST_ETAG_MAX      256              /* bytes of an ETag; longer ones are given as "" */
+#define LIST_ROOT_HASH_MAX 128              /* hex digits of a root hash: sha512's */
 
 /* One listing in progress. */
 struct list_run {
