@@ -28,10 +28,6 @@
 /* Readers at most: hashing is what they share out. */
 #define VERIFY_THREADS 4
 
-/* The squashfs superblock's magic and where bytes_used lies in it. */
-#define SQUASHFS_MAGIC_LE "hsqs"
-#define SQUASHFS_BYTES_USED_AT 40
-
 static int verity_run(int argc, char **argv);
 
 const struct cli_command cmd_verity = {
@@ -198,15 +194,9 @@ static int parse_options(struct verity_cli *c, int argc, char **argv)
 /* The squashfs image's bytes_used, or 0 when IMAGE does not start with a squashfs superblock. */
 static uint64_t squashfs_bytes_used(struct qs_source *src)
 {
-	uint8_t sb[SQUASHFS_BYTES_USED_AT + 8];
-	uint64_t v = 0;
+	uint64_t end;
 
-	if (src->size < sizeof(sb) || qs_source_pread(src, sb, sizeof(sb), 0) < 0 ||
-	    memcmp(sb, SQUASHFS_MAGIC_LE, 4) != 0)
-		return 0;
-	for (int i = 7; i >= 0; i--)
-		v = v << 8 | sb[SQUASHFS_BYTES_USED_AT + i];
-	return v;
+	return qs_verity_image_end(src, 0, &end) == 0 ? end : 0;
 }
 
 static void print_header(const struct verity_cli *c, const char *hashdev, const struct qs_verity_geometry *g,

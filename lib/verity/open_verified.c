@@ -7,39 +7,26 @@
 #include <string.h>
 
 #include "quash.h"
+#include "squashfs_fs.h"
 #include "verity.h"
 
-#define SQUASHFS_MAGIC 0x73717368u
-#define SQUASHFS_BYTES_USED_AT 40
-
-static uint64_t le64(const uint8_t *p)
+int qs_verity_image_end(struct qs_source *src, uint64_t offset, uint64_t *end)
 {
-	uint64_t v = 0;
-
-	for (int i = 7; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
-}
-
-/*
- * The end of the squashfs image at 'offset' of src: after it an appended
- * tree's superblock is looked for.
- */
-static int image_end(struct qs_source *src, uint64_t offset, uint64_t *end)
-{
-	uint8_t sb[48];
+	uint8_t buf[SQFS_SUPER_SIZE];
+	struct sqfs_super sb;
 	int ret;
 
-	if (offset > src->size || src->size - offset < sizeof(sb))
+	if (offset > src->size || src->size - offset < sizeof(buf))
 		return qs_set_error(-EINVAL, "verity: no squashfs image at offset %llu to find an appended tree "
 				    "after (give the tree's offset or file)", (unsigned long long)offset);
-	ret = qs_source_pread(src, sb, sizeof(sb), offset);
+	ret = qs_source_pread(src, buf, sizeof(buf), offset);
 	if (ret < 0)
 		return ret;
-	if ((uint32_t)(sb[0] | sb[1] << 8 | sb[2] << 16 | (uint32_t)sb[3] << 24) != SQUASHFS_MAGIC)
+	sqfs_super_decode(&sb, buf);
+	if (sb.magic != SQFS_MAGIC)
 		return qs_set_error(-EINVAL, "verity: no squashfs image at offset %llu to find an appended tree "
 				    "after (give the tree's offset or file)", (unsigned long long)offset);
-	*end = offset + le64(sb + SQUASHFS_BYTES_USED_AT);
+	*end = offset + sb.bytes_used;
 	return 0;
 }
 
@@ -67,7 +54,7 @@ int qs_source_open_verified(struct qs_source *src, struct qs_source *tree, const
 	} else if (opt->verity_offset_given) {
 		ret = qs_verity_read_superblock(src, opt->verity_offset, &p);
 	} else {
-		ret = image_end(src, opt->image_offset_given ? opt->image_offset : 0, &end);
+		ret = qs_verity_image_end(src, opt->image_offset_given ? opt->image_offset : 0, &end);
 		if (ret == 0)
 			ret = qs_verity_find_appended(src, end, &p);
 	}

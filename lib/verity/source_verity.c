@@ -118,11 +118,6 @@ static void count_stat(uint64_t *stat)
 	__atomic_fetch_add(stat, 1, __ATOMIC_RELAXED);
 }
 
-static int read_full(struct qs_source *src, uint8_t *buf, size_t want, uint64_t off)
-{
-	return qs_source_pread(src, buf, want, off);
-}
-
 /*
  * The digests 'first' .. first+count-1 of block 'block' of tree level
  * 'level', from the cache or read and verified up to the root.
@@ -155,7 +150,7 @@ static int tree_digests(struct qs_verity *v, unsigned level, uint64_t block, uns
 	if (!buf)
 		return qs_set_error(-ENOMEM, "out of memory");
 	for (int attempt = 0;; attempt++) {
-		ret = read_full(v->hash, buf, hbs, off);
+		ret = qs_source_pread(v->hash, buf, hbs, off);
 		if (ret < 0)
 			goto out;
 		count_stat(&v->stat_tree_reads);
@@ -273,7 +268,7 @@ static int verify_blocks(struct qs_verity *v, const uint8_t *buf, size_t buflen,
 				count_stat(&v->stat_rereads);
 				uint8_t *again = (uint8_t *)blk;
 
-				ret = read_full(reread, again, block_bytes(v, b + i), (b + i) * dbs);
+				ret = qs_source_pread(reread, again, block_bytes(v, b + i), (b + i) * dbs);
 				if (ret < 0)
 					goto out;
 				memset(again + block_bytes(v, b + i), 0, dbs - block_bytes(v, b + i));
@@ -430,7 +425,7 @@ static int verity_pread(struct qs_source *src, void *out, size_t len, uint64_t o
 	buf = direct ? out : malloc(whole);
 	if (!buf)
 		return qs_set_error(-ENOMEM, "out of memory");
-	ret = read_full(vs->data, buf, have, start);
+	ret = qs_source_pread(vs->data, buf, have, start);
 	if (ret == 0) {
 		memset(buf + have, 0, whole - have);
 		ret = verify_blocks(v, buf, whole, b0, b1 - b0 + 1, vs->data);

@@ -157,6 +157,14 @@ int qs_verity_read_superblock(struct qs_source *hash, uint64_t offset, struct qs
 int qs_verity_find_appended(struct qs_source *src, uint64_t data_size, struct qs_verity_params *p);
 
 /*
+ * Where the squashfs image at 'offset' of src ends (offset plus its
+ * superblock's bytes_used): the data_size to look for an appended tree
+ * after.  0, -EINVAL with a message when no squashfs superblock is there,
+ * or the source's -errno.
+ */
+int qs_verity_image_end(struct qs_source *src, uint64_t offset, uint64_t *end);
+
+/*
  * Compute the tree of 'data' (read only through the source, in order,
  * once) with p's parameters and write it to 'fd' at p->hash_offset: the
  * superblock unless p->no_superblock, then the levels, every byte of the
