@@ -122,6 +122,28 @@ static void update_access(struct qm_catalog *c, struct qc_node *dir, struct qc_n
  * is free for a changed image, it keeps its old version (counted in
  * c->slots_short) and the rest of the listing still merges.
  */
+/*
+ * The directory a listed key goes in, its own name in *comp (inside key,
+ * the extension dropped): NULL with *err, 0 when the name is none an image
+ * may take.
+ */
+static struct qc_node *key_place(struct qm_catalog *c, const char *listed, char key[QC_KEY_MAX + 1], char **comp,
+				 int *err, const struct items *all)
+{
+	struct qc_node *dir;
+
+	snprintf(key, QC_KEY_MAX + 1, "%s", listed);
+	dir = key_dir(c, key, comp, err, all);
+	if (!dir)
+		return NULL;
+	qc_strip_ext(*comp);
+	if (!qc_image_name_ok(*comp)) {
+		*err = 0;
+		return NULL;
+	}
+	return dir;
+}
+
 int qc_merge_item(struct qm_catalog *c, const struct item *x, const struct items *all)
 {
 	char key[QC_KEY_MAX + 1], *comp = NULL, *root_hash = NULL;
@@ -131,13 +153,9 @@ int qc_merge_item(struct qm_catalog *c, const struct item *x, const struct items
 
 	if (x->is_link)
 		return 0;               /* merge_alias(), once every image has its name */
-	snprintf(key, sizeof(key), "%s", x->key);
-	dir = key_dir(c, key, &comp, &err, all);
+	dir = key_place(c, x->key, key, &comp, &err, all);
 	if (!dir)
 		return err;
-	qc_strip_ext(comp);
-	if (!qc_image_name_ok(comp))
-		return 0;
 	n = qc_find_kid(dir, comp);
 	if (n && n->is_alias) {
 		qc_remove_kid(c, n);       /* an image wins over an alias of its name */
@@ -298,13 +316,9 @@ static int merge_alias(struct qm_catalog *c, const struct item *x, const struct 
 		unserved(c, x->key, "its target's name is too long");
 		return 0;
 	}
-	snprintf(key, sizeof(key), "%s", x->key);
-	dir = key_dir(c, key, &comp, &err, all);
+	dir = key_place(c, x->key, key, &comp, &err, all);
 	if (!dir)
 		return err;
-	qc_strip_ext(comp);
-	if (!qc_image_name_ok(comp))
-		return 0;
 	n = qc_find_kid(dir, comp);
 	if (n && (!n->is_alias || n->seen)) {
 		shadow(c, x->key, n->is_dir ? "a directory of the same name" :
