@@ -372,19 +372,43 @@ static int scan_root(struct dir_scan *s, const char *source, char *path, size_t 
 	return scan_tree(s, d, top, dir, path, len, len + 1, 0);
 }
 
-int scan_dir(struct pack_tree *t, const char *source, const struct scan_options *o)
+/* A scan into t, its pool of threads started, and a PATH_MAX buffer; NULL after saying why. */
+static struct dir_scan *scan_new(struct pack_tree *t, const struct scan_options *o, char **path)
 {
 	struct dir_scan *s = calloc(1, sizeof(*s));
-	char *path = malloc(PATH_MAX);
-	size_t len = strlen(source);
-	int err = -ENOMEM;
 
-	if (!path || !s || scan_pool_start(&s->pool, o) < 0) {
+	*path = malloc(PATH_MAX);
+	if (!*path || !s || scan_pool_start(&s->pool, o) < 0) {
 		pack_error("out of memory");
-		goto out;
+		free(s);
+		free(*path);
+		*path = NULL;
+		return NULL;
 	}
 	s->tree = t;
 	s->opt = o;
+	return s;
+}
+
+static void scan_free(struct dir_scan *s, char *path)
+{
+	if (s) {
+		scan_pool_stop(s->pool);
+		free(s->links.links);
+	}
+	free(s);
+	free(path);
+}
+
+int scan_dir(struct pack_tree *t, const char *source, const struct scan_options *o)
+{
+	char *path;
+	struct dir_scan *s = scan_new(t, o, &path);
+	size_t len = strlen(source);
+	int err = -ENOMEM;
+
+	if (!s)
+		return err;
 	while (len > 1 && source[len - 1] == '/')
 		len--;
 	if (len >= PATH_MAX) {
@@ -396,31 +420,22 @@ int scan_dir(struct pack_tree *t, const char *source, const struct scan_options 
 	path[len] = '\0';
 	err = scan_root(s, source, path, len);
 out:
-	if (s) {
-		scan_pool_stop(s->pool);
-		free(s->links.links);
-	}
-	free(s);
-	free(path);
+	scan_free(s, path);
 	return err;
 }
 
 int scan_file(struct pack_tree *t, const char *source, const struct scan_options *o)
 {
-	struct dir_scan *s = calloc(1, sizeof(*s));
-	char *path = malloc(PATH_MAX);
+	char *path;
+	struct dir_scan *s = scan_new(t, o, &path);
 	const char *slash = strrchr(source, '/'), *name = slash ? slash + 1 : source;
 	size_t dlen = !slash ? 1 : slash == source ? 1 : (size_t)(slash - source);
 	struct pack_srcdir *sd;
 	struct stat st;
-	int err = -ENOMEM;
+	int err;
 
-	if (!path || !s || scan_pool_start(&s->pool, o) < 0) {
-		pack_error("out of memory");
-		goto out;
-	}
-	s->tree = t;
-	s->opt = o;
+	if (!s)
+		return -ENOMEM;
 	s->no_recurse = true;
 	if (dlen >= PATH_MAX || strlen(name) > SQFS_NAME_MAX || !*name) {
 		pack_error("%s: %s", source, *name ? "path too long" : "not a file name");
@@ -434,12 +449,7 @@ int scan_file(struct pack_tree *t, const char *source, const struct scan_options
 	if (!err)
 		err = scan_entry(s, sd->root_fd, sd, t->root, name, path, dlen, dlen + 1, 0);
 out:
-	if (s) {
-		scan_pool_stop(s->pool);
-		free(s->links.links);
-	}
-	free(s);
-	free(path);
+	scan_free(s, path);
 	return err;
 }
 
@@ -749,18 +759,10 @@ static int scan_one_path(struct path_scan *ps, const char *given, bool recurse, 
 int scan_paths(struct pack_tree *t, const char *const *paths, size_t count, bool recurse,
 	       const struct scan_options *o)
 {
-	struct path_scan ps = { .s = calloc(1, sizeof(*ps.s)) };
-	char *path = malloc(PATH_MAX);
-	int err = ps.s && path ? 0 : -ENOMEM;
+	char *path;
+	struct path_scan ps = { .s = scan_new(t, o, &path) };
+	int err = ps.s ? 0 : -ENOMEM;
 
-	if (!err)
-		err = scan_pool_start(&ps.s->pool, o);
-	if (!err) {
-		ps.s->tree = t;
-		ps.s->opt = o;
-	} else {
-		pack_error("out of memory");
-	}
 	for (size_t i = 0; !err && i < count; i++)
 		err = scan_one_path(&ps, paths[i], recurse, path);
 	if (!err && ps.have_root && ps.same_root) {
@@ -775,11 +777,6 @@ int scan_paths(struct pack_tree *t, const char *const *paths, size_t count, bool
 		free(ps.prefixes[i].name);
 	free(ps.dirs);
 	free(ps.dir_sd);
-	if (ps.s) {
-		scan_pool_stop(ps.s->pool);
-		free(ps.s->links.links);
-	}
-	free(ps.s);
-	free(path);
+	scan_free(ps.s, path);
 	return err;
 }
