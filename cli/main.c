@@ -10,6 +10,7 @@
  */
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -133,6 +134,8 @@ int main(int argc, char **argv)
 	const char *name;
 
 	base = base ? base + 1 : argv[0];
+	if (getenv("QUASH_SERVER_FD"))
+		return mount_server_main();
 	cli_hide_secrets(argc, argv);
 	qs_source_set_retry_notice(retry_notice);
 	if (strcmp(base, "squashfuse_ll") == 0 || strcmp(base, "squashfuse") == 0)

@@ -10,6 +10,12 @@
  * squashfuse_compat: invoked as squashfuse_ll, accept its command line. */
 int mount_main(int argc, char **argv, bool squashfuse_compat);
 
+/*
+ * A held mount's server, started by its holder with QUASH_SERVER_FD in
+ * the environment (mount/holder.h): its command line comes from the holder.
+ */
+int mount_server_main(void);
+
 /* quash umount MOUNTPOINT */
 int umount_main(int argc, char **argv);
 

@@ -10,6 +10,8 @@
  *   session.c   the session: the /dev/fuse loop, signals, idle timeout, unmount
  *   uring.c     the other transport: FUSE over io_uring, one queue per CPU
  *   log.c       the daemon's messages
+ *   holder.c    the process that holds a mount while servers come and go (holder.h)
+ *   server.c    a server's side of that: its arguments, the descriptor, INIT replayed
  *   mount_main.c  entry points, daemonizing, readiness; picks the plain
  *               mount's operations or the catalog's (catalog/, README.md)
  */
@@ -95,6 +97,7 @@ struct qm_options {
 	unsigned threads;           /* 0: qm_default_threads() */
 	bool notify_store;          /* push whole blocks into the page cache */
 	bool uring;                 /* serve over FUSE io_uring where offered (uring.h: not yet faster here) */
+	bool holder;                /* a holder process keeps the mount while servers come and go (holder.h) */
 	size_t cache_bytes;         /* 0: the library's default */
 	uint64_t offset;
 	bool offset_given;
@@ -186,6 +189,18 @@ struct qm_fs {
 	bool init_error;
 	struct qm_uring *uring;     /* NULL: /dev/fuse only */
 	struct qm_counters counters;
+
+	/* a held mount's server (holder.h): -1 when the mount is not held */
+	int holder_fd;
+	dev_t held_dev;
+	uint8_t init_req[256];      /* the kernel's INIT as this server read it, for the holder */
+	uint32_t init_req_len;
+	uint8_t replay_init[256];   /* the first server's INIT, replayed by a later one */
+	uint32_t replay_init_len;
+	_Atomic uint64_t replay_unique;     /* the replayed INIT's: its answer goes nowhere */
+	atomic_bool draining;       /* an upgrade's new server serves: stop reading */
+	atomic_int workers_done;
+	uint64_t fh_tag;            /* a restartable server's file handles (ops.c) */
 };
 
 extern const struct fuse_lowlevel_ops qm_ops;
@@ -235,6 +250,8 @@ struct qm_fill *qm_fill_start(struct fuse_session *se);
  * detached, 0 if there was none, or -errno.
  */
 int qm_detach_dead(const char *path);
+/* The device of what is mounted at the absolute path 'abs' (mountinfo: no request to it); 0 or -ENOENT. */
+int qm_mounted_dev(const char *abs, dev_t *dev);
 
 /* Stop and free; report: one line of counters on stderr. */
 void qm_fill_stop(struct qm_fill *fill, bool report);
@@ -264,6 +281,18 @@ struct qm_serve {
  */
 int qm_session_run(struct qm_fs *fs, const struct qm_serve *serve, int ready_fd);
 void qm_request_unmount(struct qm_fs *fs);
+/* Detach the mount at 'mountpoint' lazily (umount2 as root, else fusermount3 -u -z); 0 or -errno. */
+int qm_lazy_unmount(const char *mountpoint);
+/* The holder's mount: fs->se made (it serves nothing) and mounted; 0, or -errno said in one line. */
+int qm_session_mount(struct qm_fs *fs);
+
+/* server.c (holder.h): a held mount's server. */
+/* Ask the holder for the mounted descriptor (into *fuse_fd), the mount point and its INIT; 0 or -EIO. */
+int qm_server_attach(struct qm_fs *fs, int *fuse_fd);
+/* A later server: feed the session the first server's INIT; 0 or -EPROTO. */
+int qm_server_replay_init(struct qm_fs *fs);
+/* Serving: tell the holder (with the INIT this server read, if any) and listen to it from now on. */
+int qm_server_ready(struct qm_fs *fs);
 
 /* The worker threads a session starts when -o threads= is not given. */
 unsigned qm_default_threads(void);

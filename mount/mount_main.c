@@ -17,11 +17,13 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <syslog.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <inttypes.h>
 
 #include "catalog/catalog.h"
+#include "holder.h"
 #include "log.h"
 #include "mount.h"
 #include "format/squashfs_fs.h"
@@ -227,7 +229,17 @@ static void cache_report(struct qm_fs *fs)
 		" blocks decompressed ahead of their reads\n", cs.hits, cs.misses, cs.ahead);
 }
 
-static int serve(const struct qm_options *opt, int ready_fd)
+/*
+ * The holder for a plain mount unless -o noholder; a catalog's node ids
+ * and handles live in its server's memory (catalog_int.h), which a new
+ * server could not rebuild, so a catalog is served in one process.
+ */
+static bool held(const struct qm_options *opt)
+{
+	return opt->holder && !opt->catalog;
+}
+
+static int serve(const struct qm_options *opt, int argc, char **argv, int ready_fd, int holder_fd)
 {
 	struct qm_fs *fs = calloc(1, sizeof(*fs));
 	struct qm_serve how = opt->catalog ? qc_serve : (struct qm_serve){ .ops = &qm_ops, .stopping = cache_report };
@@ -236,6 +248,9 @@ static int serve(const struct qm_options *opt, int ready_fd)
 	if (!fs)
 		return -ENOMEM;
 	fs->opt = opt;
+	fs->holder_fd = holder_fd;
+	/* odd, and another from each server: ops.c */
+	fs->fh_tag = holder_fd >= 0 ? ((uint64_t)getpid() << 32 | (uint64_t)time(NULL) << 1 | 1) : 0;
 	/* Messages and the mount table (fsname) show the image without its secrets. */
 	fs->name = display_name(opt->image);
 	if (!fs->name) {
@@ -245,15 +260,25 @@ static int serve(const struct qm_options *opt, int ready_fd)
 	pthread_mutex_init(&fs->ready_lock, NULL);
 	pthread_cond_init(&fs->ready_cond, NULL);
 	err = open_log(opt, fs);
-	if (!err)
+	if (!err && holder_fd < 0)
 		err = check_fuse_access(opt);
-	if (!err)
+	if (!err && holder_fd < 0)
 		err = check_mountpoint(opt, fs);
+	if (!err && holder_fd < 0 && held(opt)) {
+		int status = qm_holder_run(fs, argc, argv, ready_fd, ready_fd >= 0 ? detach_stdio : NULL);
+
+		if (fs->log_fd >= 0)
+			close(fs->log_fd);
+		free(fs->name);
+		free(fs);
+		return status;
+	}
 	if (!err)
 		err = opt->catalog ? qc_create(fs, &fs->catalog) : open_image(opt, fs);
 	if (!err && !(fs->nodes = qm_nodes_create()))
 		err = -ENOMEM;
-	how.ready = ready_fd >= 0 ? detach_stdio : NULL;
+	/* a held mount's later servers start without a terminal: the holder let it go */
+	how.ready = ready_fd >= 0 || (holder_fd >= 0 && !opt->foreground) ? detach_stdio : NULL;
 	if (!err)
 		err = qm_session_run(fs, &how, ready_fd);
 	if (err)
@@ -268,7 +293,7 @@ static int serve(const struct qm_options *opt, int ready_fd)
 		close(fs->log_fd);
 	free(fs->name);
 	free(fs);
-	return err;
+	return err ? 1 : 0;
 }
 
 /* Is there a syslog to hear a daemon (a socket at /dev/log, as glibc's syslog() needs)? */
@@ -318,6 +343,8 @@ int mount_main(int argc, char **argv, bool squashfuse_compat)
 	struct qm_options opt;
 	int ready_fd = -1;
 
+	if (!squashfuse_compat && argc == 3 && strcmp(argv[1], "--upgrade") == 0)
+		return qm_holder_upgrade(argv[2]);
 	switch (qm_parse_args(argc, argv, squashfuse_compat, &opt)) {
 	case QM_PARSE_HELP:
 		qm_usage(&opt);
@@ -340,5 +367,19 @@ int mount_main(int argc, char **argv, bool squashfuse_compat)
 		if (status >= 0)
 			return status;
 	}
-	return serve(&opt, ready_fd) ? 1 : 0;
+	return serve(&opt, argc, argv, ready_fd, -1);
+}
+
+int mount_server_main(void)
+{
+	struct qm_options opt;
+	bool compat;
+	char **argv;
+	int argc, sock = qm_server_args(&argc, &argv, &compat);
+
+	if (sock < 0)
+		return 2;
+	if (qm_parse_args(argc, argv, compat, &opt) != QM_PARSE_OK)
+		return 2;
+	return serve(&opt, argc, argv, -1, sock);
 }

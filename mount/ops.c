@@ -66,6 +66,23 @@ static void count_open(struct qm_fs *fs, const struct qm_view *v, int delta)
 	}
 }
 
+/*
+ * A held mount's server (holder.h) gives the kernel no pointer as a file
+ * handle, since a later server could not follow it: the handle is its tag
+ * (odd, so never a pointer), and reads find the file by node id (nodes.c).
+ * Only a release of its own tag uncounts an open.
+ */
+static bool handle_is_held(uint64_t fh)
+{
+	return fh & 1;
+}
+
+/* The file handle's object (NULL: find it by node id). */
+static void *handle_obj(uint64_t fh)
+{
+	return handle_is_held(fh) ? NULL : (void *)(uintptr_t)fh;
+}
+
 /* Answer a failed request; corruption and I/O errors get a line in the log. */
 static void reply_failure(struct qm_fs *fs, const struct qm_view *v, fuse_req_t req, int err, const char *what,
 			  fuse_ino_t nodeid)
@@ -272,6 +289,15 @@ void qm_img_open(struct qm_fs *fs, const struct qm_view *v, fuse_req_t req, fuse
 		return;
 	}
 	err = read_node(v, nodeid, &in);
+	if (!err && fs->fh_tag) {
+		fi->fh = fs->fh_tag;
+		fi->keep_cache = 1;
+		fi->noflush = 1;
+		count_open(fs, v, 1);
+		if (fuse_reply_open(req, fi) != 0)
+			count_open(fs, v, -1);
+		return;
+	}
 	if (!err)
 		err = qs_file_open(v->img, &in, &file);
 	if (err) {
@@ -290,10 +316,10 @@ void qm_img_open(struct qm_fs *fs, const struct qm_view *v, fuse_req_t req, fuse
 
 void qm_img_release(struct qm_fs *fs, const struct qm_view *v, fuse_req_t req, struct fuse_file_info *fi)
 {
-	if (fi->fh) {
+	if (fi->fh && !handle_is_held(fi->fh))
 		qs_file_close((struct qs_file *)(uintptr_t)fi->fh);
+	if (fi->fh && (!handle_is_held(fi->fh) || fi->fh == fs->fh_tag))
 		count_open(fs, v, -1);
-	}
 	fuse_reply_err(req, 0);
 }
 
@@ -381,7 +407,7 @@ static void on_interrupt(fuse_req_t req, void *flag)
 void qm_img_read(struct qm_fs *fs, const struct qm_view *v, fuse_req_t req, fuse_ino_t nodeid, size_t size,
 		 off_t off, struct fuse_file_info *fi)
 {
-	struct qs_file *file = (struct qs_file *)(uintptr_t)fi->fh;
+	struct qs_file *file = handle_obj(fi->fh);
 	struct qm_node *node = NULL;
 	int err;
 
@@ -420,6 +446,15 @@ void qm_img_opendir(struct qm_fs *fs, const struct qm_view *v, fuse_req_t req, f
 	err = read_node(v, nodeid, &in);
 	if (!err && in.type != QS_DIR)
 		err = -ENOTDIR;
+	if (!err && fs->fh_tag) {
+		fi->fh = fs->fh_tag;
+		fi->keep_cache = 1;
+		fi->cache_readdir = 1;
+		count_open(fs, v, 1);
+		if (fuse_reply_open(req, fi) != 0)
+			count_open(fs, v, -1);
+		return;
+	}
 	if (!err)
 		err = qm_dir_load(v->img, &in, &d);
 	if (err) {
@@ -438,10 +473,10 @@ void qm_img_opendir(struct qm_fs *fs, const struct qm_view *v, fuse_req_t req, f
 
 void qm_img_releasedir(struct qm_fs *fs, const struct qm_view *v, fuse_req_t req, struct fuse_file_info *fi)
 {
-	if (fi->fh) {
+	if (fi->fh && !handle_is_held(fi->fh))
 		qm_dir_free((struct qm_dir *)(uintptr_t)fi->fh);
+	if (fi->fh && (!handle_is_held(fi->fh) || fi->fh == fs->fh_tag))
 		count_open(fs, v, -1);
-	}
 	fuse_reply_err(req, 0);
 }
 
@@ -489,7 +524,7 @@ static size_t add_entry(fuse_req_t req, struct qm_fs *fs, const struct qm_view *
 void qm_img_readdir(struct qm_fs *fs, const struct qm_view *v, fuse_req_t req, fuse_ino_t nodeid, size_t size,
 		    off_t off, struct fuse_file_info *fi, bool plus)
 {
-	const struct qm_dir *d = (const struct qm_dir *)(uintptr_t)fi->fh;
+	const struct qm_dir *d = handle_obj(fi->fh);
 	struct qm_node *node = NULL;
 	size_t used = 0, total;
 	uint64_t handed = 0;

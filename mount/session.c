@@ -50,14 +50,14 @@ static void *worker(void *arg)
 	struct qm_fs *fs = arg;
 	struct fuse_buf buf = { 0 };
 
-	while (!fuse_session_exited(fs->se)) {
+	while (!fuse_session_exited(fs->se) && !atomic_load(&fs->draining)) {
 		int r, idle;
 
 		atomic_fetch_add(&fs->idle_workers, 1);
 		r = fuse_session_receive_buf(fs->se, &buf);
 		idle = atomic_fetch_sub(&fs->idle_workers, 1) - 1;
 		if (r == -EINTR)
-			continue;
+			continue;       /* a drain (server.c) ends the loop above */
 		if (r <= 0)
 			break;
 		if (idle == 0 && fs->grow_workers)
@@ -65,6 +65,7 @@ static void *worker(void *arg)
 		fuse_session_process_buf(fs->se, &buf);
 	}
 	free(buf.mem);
+	atomic_fetch_add(&fs->workers_done, 1);
 
 	pthread_mutex_lock(&fs->ready_lock);
 	fs->ended = true;
@@ -82,7 +83,7 @@ static void unblock_signals(void)
 }
 
 /* Detach the mount; the kernel ends the connection once nobody uses it. */
-static int lazy_unmount(const char *mountpoint)
+int qm_lazy_unmount(const char *mountpoint)
 {
 	int status;
 	pid_t pid;
@@ -104,11 +105,27 @@ void qm_request_unmount(struct qm_fs *fs)
 {
 	if (atomic_exchange(&fs->unmounting, true))
 		return;
-	if (lazy_unmount(fs->mountpoint) != 0) {
+	if (qm_lazy_unmount(fs->mountpoint) != 0) {
 		qm_log(fs, "cannot unmount %s; exiting", fs->mountpoint);
 		fuse_session_exit(fs->se);
 		_exit(1);
 	}
+}
+
+/*
+ * The signals signal_waiter takes.  A held mount's server leaves SIGTERM,
+ * SIGINT and SIGHUP at their default: they end the server, and its holder
+ * starts another; the mount ends by the holder's signals.
+ */
+static void waited_signals(const struct qm_fs *fs, sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGUSR1);
+	if (fs->holder_fd >= 0)
+		return;
+	sigaddset(set, SIGTERM);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGHUP);
 }
 
 static void *signal_waiter(void *arg)
@@ -117,11 +134,7 @@ static void *signal_waiter(void *arg)
 	sigset_t set;
 	int sig;
 
-	sigemptyset(&set);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGHUP);
-	sigaddset(&set, SIGUSR1);
+	waited_signals(fs, &set);
 	while (sigwait(&set, &sig) == 0) {
 		if (sig == SIGUSR1)
 			qm_counters_report(fs);     /* one line: requests by transport and opcode */
@@ -304,6 +317,43 @@ static int mount_quietly(struct qm_fs *fs)
 	return rc;
 }
 
+int qm_session_mount(struct qm_fs *fs)
+{
+	static const struct fuse_lowlevel_ops none;
+	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
+
+	if (session_args(fs, &args))
+		return -ENOMEM;
+	fs->se = fuse_session_new(&args, &none, sizeof(none), fs);
+	fuse_opt_free_args(&args);
+	if (!fs->se) {
+		fprintf(stderr, "%s: cannot start a FUSE session\n", fs->opt->msgname);
+		return -EIO;
+	}
+	if (mount_quietly(fs) != 0) {
+		fuse_session_destroy(fs->se);
+		fs->se = NULL;
+		return -EIO;
+	}
+	return 0;
+}
+
+/* A held mount's server: the holder mounts, and libfuse takes its descriptor as "/dev/fd/N". */
+static int attach_to_holder(struct qm_fs *fs)
+{
+	char path[32];
+	int fd;
+
+	if (qm_server_attach(fs, &fd) != 0)
+		return -EIO;
+	snprintf(path, sizeof(path), "/dev/fd/%d", fd);
+	if (fuse_session_mount(fs->se, path) != 0) {
+		close(fd);
+		return -EIO;
+	}
+	return 0;
+}
+
 int qm_session_run(struct qm_fs *fs, const struct qm_serve *serve, int ready_fd)
 {
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
@@ -320,21 +370,22 @@ int qm_session_run(struct qm_fs *fs, const struct qm_serve *serve, int ready_fd)
 		fprintf(stderr, "%s: cannot start a FUSE session\n", fs->opt->msgname);
 		return -EIO;
 	}
-	if (mount_quietly(fs) != 0) {
+	if (fs->holder_fd >= 0 ? attach_to_holder(fs) != 0 : mount_quietly(fs) != 0) {
 		fuse_session_destroy(fs->se);
 		return -EIO;
 	}
 
 	/* every thread from here on leaves these signals to signal_waiter */
-	sigemptyset(&set);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGHUP);
-	sigaddset(&set, SIGUSR1);
+	waited_signals(fs, &set);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
 	err = qm_transport_install(fs);
+	/* a later server of a held mount: the kernel sent INIT to the first; replay it before any worker reads */
+	if (!err && qm_server_replay_init(fs) != 0) {
+		fprintf(stderr, "%s: %s: the mount's INIT could not be replayed\n", fs->opt->msgname, fs->mountpoint);
+		err = -EPROTO;
+	}
 
 	if (!err && fs->opt->notify_store && !(fs->fill = qm_fill_start(fs->se)))
 		err = -ENOMEM;
@@ -348,6 +399,8 @@ int qm_session_run(struct qm_fs *fs, const struct qm_serve *serve, int ready_fd)
 		err = start_detached(signal_waiter, fs);
 	if (err) {
 		fprintf(stderr, "%s: cannot start threads: %s\n", fs->opt->msgname, strerror(-err));
+		if (fs->holder_fd >= 0)
+			_exit(1);       /* the holder, not this server, decides the mount's fate */
 		qm_request_unmount(fs);
 	} else if (!wait_ready(fs)) {
 		fprintf(stderr, "%s: %s: the kernel ended the mount before it was ready\n",
@@ -361,7 +414,9 @@ int qm_session_run(struct qm_fs *fs, const struct qm_serve *serve, int ready_fd)
 		set_readahead(fs);
 		if (serve->started)
 			serve->started(fs);
-		if (fs->opt->notify_pipe)
+		if (fs->holder_fd >= 0 && qm_server_ready(fs) != 0)
+			qm_log(fs, "cannot report readiness to the mount's holder: %s", strerror(errno));
+		if (fs->opt->notify_pipe && !fs->replay_init_len)    /* said once, by a held mount's first server */
 			start_detached(pipe_notifier, fs);
 		if (ready_fd >= 0) {
 			if (write(ready_fd, "", 1) != 1)

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -107,10 +108,11 @@ static int absolute_mountpoint(const char *path, char out[PATH_MAX])
 }
 
 /*
- * The filesystem type mounted at 'abs' ("fuse.quash", "squashfs", ...), the
- * topmost when mounts are stacked; 0, or -ENOENT if nothing is mounted there.
+ * The filesystem type mounted at 'abs' ("fuse.quash", "squashfs", ...) and
+ * its device, the topmost when mounts are stacked; 0, or -ENOENT if nothing
+ * is mounted there.  Nothing is asked of the filesystem itself.
  */
-static int mounted_type(const char *abs, char *type, size_t type_len)
+static int mount_entry(const char *abs, char *type, size_t type_len, dev_t *dev)
 {
 	FILE *f = fopen("/proc/self/mountinfo", "re");
 	char *line = NULL;
@@ -135,11 +137,29 @@ static int mounted_type(const char *abs, char *type, size_t type_len)
 			;
 		sep = sep ? strtok_r(NULL, " ", &save) : NULL;
 		snprintf(type, type_len, "%s", sep ? sep : "?");
+		if (dev) {
+			unsigned maj = 0, min = 0;
+
+			sscanf(fields[2], "%u:%u", &maj, &min);
+			*dev = makedev(maj, min);
+		}
 		found = 0;
 	}
 	free(line);
 	fclose(f);
 	return found;
+}
+
+static int mounted_type(const char *abs, char *type, size_t type_len)
+{
+	return mount_entry(abs, type, type_len, NULL);
+}
+
+int qm_mounted_dev(const char *abs, dev_t *dev)
+{
+	char type[64];
+
+	return mount_entry(abs, type, sizeof(type), dev);
 }
 
 /* Run fusermount3 -u [-z] -- MP; its stderr into msg.  Returns its exit status, or -errno. */

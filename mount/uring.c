@@ -506,6 +506,9 @@ static void uring_free(struct qm_uring *u) { (void)u; }
 static void uring_start(struct qm_fs *fs) { (void)fs; }
 #endif
 
+/* A ring's requests die with its server and the kernel resends only /dev/fuse's (holder.h). */
+#define QM_URING_HELD "a held mount's requests must outlive its server; -o noholder for io_uring"
+
 /* Why io_uring is off, for the one line the fallback logs. */
 static const char *why_not(uint32_t in_flags)
 {
@@ -537,14 +540,15 @@ static ssize_t answer_init(struct qm_fs *fs, int fd, const struct iovec *iov, in
 		goto plain;
 	memcpy(out, iov[1].iov_base, iov[1].iov_len);
 	offered = (fs->init_in_flags & QM_FUSE_INIT_EXT) && (fs->init_in_flags2 & QM_FUSE_OVER_IO_URING_HI);
-	if (fs->opt->uring && offered) {
+	if (fs->opt->uring && offered && fs->holder_fd < 0) {
 		fs->uring = uring_new(fs, fd, payload_size(out, iov[1].iov_len));
 		on = fs->uring != NULL;
 	}
 	if (!on) {
 		if (fs->opt->uring)
 			qm_info(fs, "FUSE over io_uring: not used (%s); serving /dev/fuse",
-			     offered ? QM_URING_NO_QUEUES : why_not(fs->init_in_flags));
+			     fs->holder_fd >= 0 ? QM_URING_HELD : offered ? QM_URING_NO_QUEUES :
+			     why_not(fs->init_in_flags));
 		goto plain;
 	}
 	memcpy(&flags, out + INIT_OUT_FLAGS, 4);
@@ -563,6 +567,22 @@ plain:
 	return writev(fd, iov, count);
 }
 
+/* The answer to a replayed INIT (server.c): the kernel had its answer from the first server. */
+static bool replayed_init_answer(struct qm_fs *fs, const struct iovec *iov, int count, ssize_t *res)
+{
+	uint64_t unique = atomic_load(&fs->replay_unique);
+	size_t total = 0;
+
+	if (!unique || count < 1 || iov[0].iov_len < sizeof(struct qm_fuse_out_header) ||
+	    ((const struct qm_fuse_out_header *)iov[0].iov_base)->unique != unique ||
+	    !atomic_compare_exchange_strong(&fs->replay_unique, &unique, 0))
+		return false;
+	for (int i = 0; i < count; i++)
+		total += iov[i].iov_len;
+	*res = (ssize_t)total;
+	return true;
+}
+
 static ssize_t hook_writev(int fd, struct iovec *iov, int count, void *userdata)
 {
 	struct qm_fs *fs = userdata;
@@ -570,6 +590,8 @@ static ssize_t hook_writev(int fd, struct iovec *iov, int count, void *userdata)
 	ssize_t res;
 
 	if (t && reply_to_ring(t, iov, count, &res))
+		return res;
+	if (replayed_init_answer(fs, iov, count, &res))
 		return res;
 	if (count >= 1 && iov[0].iov_len >= 16 && fs->init_unique &&
 	    ((const struct qm_fuse_out_header *)iov[0].iov_base)->unique == fs->init_unique) {
@@ -596,6 +618,10 @@ static ssize_t hook_read(int fd, void *buf, size_t len, void *userdata)
 		if (!(fs->init_in_flags & QM_FUSE_INIT_EXT))
 			fs->init_in_flags2 = 0;
 		fs->init_unique = in.unique;
+		if ((size_t)n <= sizeof(fs->init_req)) {       /* a held mount's holder keeps it (holder.h) */
+			memcpy(fs->init_req, buf, (size_t)n);
+			fs->init_req_len = (uint32_t)n;
+		}
 	}
 	return n;
 }

@@ -1,0 +1,100 @@
+/*
+ * holder.h - a mount that outlives its server.
+ *
+ * Two processes make a mount.  The holder (holder.c) mounts, keeps the
+ * mount's /dev/fuse descriptor and the mount's identity, and does nothing
+ * else: it parses no image, talks to no network and reads no request, so
+ * it has little that can fail.  The server (server.c, with session.c and
+ * the operations) is this program run again: it gets its command line and
+ * the descriptor from the holder over a socket (SCM_RIGHTS), opens the
+ * image and answers requests.
+ *
+ * When a server dies (any signal, an abort, an OOM kill) the holder writes
+ * FUSE_NOTIFY_RESEND (Linux 6.9+), which puts every request the dead server
+ * had read and not answered back in the kernel's queue, and starts another
+ * server.  The kernel does not send INIT twice, so the holder keeps the
+ * first INIT request's bytes (opaque to it) and each later server replays
+ * them into its libfuse session, whose answer it drops: the session then
+ * agrees with the kernel on what was negotiated.  Node ids derive from the
+ * image (view.h) and a restartable server's file handles name no memory of
+ * its own (ops.c), so a new server answers for whatever the kernel holds.
+ *
+ * Kernels without FUSE_NOTIFY_RESEND refuse it (EINVAL): new requests are
+ * served, but those the dead server held are never answered; the holder
+ * says so once.  FUSE over io_uring keeps requests in ring entries that die
+ * with the server and are not resent, so a held mount serves /dev/fuse.
+ *
+ * The holder gives up (detaches the mount lazily and closes the descriptor,
+ * so every reader gets ENOTCONN rather than a hang) when servers keep dying:
+ * more than QM_HOLDER_CRASH_MAX deaths in QM_HOLDER_CRASH_WINDOW seconds.
+ * A server whose holder is gone detaches the mount lazily and serves until
+ * the last user leaves.
+ *
+ * `quash mount --upgrade MNT` (or SIGUSR2 to the holder) starts a server from
+ * the binary installed where the holder's came from; once it serves, the
+ * old one stops reading, answers what it holds and exits.
+ */
+#ifndef QUASH_MOUNT_HOLDER_H
+#define QUASH_MOUNT_HOLDER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct qm_fs;
+
+#define QM_HOLDER_CRASH_MAX 5           /* deaths ... */
+#define QM_HOLDER_CRASH_WINDOW 30       /* ... in this many seconds make a crash loop */
+#define QM_HOLDER_ENV "QUASH_SERVER_FD" /* a server's environment: its socket to the holder */
+#define QM_HOLDER_INIT_MAX 256          /* the INIT request kept (header and fuse_init_in) */
+#define QM_HOLDER_ARGS_MAX 65536        /* a server's command line, NUL-separated */
+#define QM_HOLDER_UPGRADE_WAIT 30       /* s --upgrade waits for the new server */
+
+/* Messages on the socket between the holder and a server (SOCK_SEQPACKET). */
+enum qm_hmsg_type {
+	QM_H_ARGS = 1,      /* holder → server: the command line (data, NUL-separated; arg = squashfuse_compat) */
+	QM_H_MOUNT,         /* server → holder: the image is open; mount (if not yet) and send the descriptor */
+	QM_H_FD,            /* holder → server: the descriptor (SCM_RIGHTS), the mount point, the INIT kept */
+	QM_H_INIT,          /* server → holder: the kernel's INIT request as read */
+	QM_H_READY,         /* server → holder: serving */
+	QM_H_DRAIN,         /* holder → server: another server serves now; answer what you hold and exit */
+	QM_H_FAIL,          /* holder → server: the mount failed; exit */
+	QM_H_UPGRADE,       /* client → holder: upgrade; holder → client: the result (data: one line) */
+};
+
+struct qm_hmsg_hdr {               /* each message: this, then 'len' bytes of data */
+	uint32_t type;
+	uint32_t arg;
+	uint32_t len;
+};
+
+struct qm_hmsg_fd {                 /* QM_H_FD's data */
+	uint32_t dev_major, dev_minor;  /* the mount's, to tell it from whatever is mounted there later */
+	uint32_t init_len;              /* 0: no INIT yet (the first server reads it from the kernel) */
+	uint8_t init[QM_HOLDER_INIT_MAX];
+	char mountpoint[4096];
+};
+
+/*
+ * holder.c.  Hold the mount described by fs (its options, absolute mount
+ * point and log; checked, not mounted) for the command line argc, argv
+ * (kept as given, so that each server parses it again): mount once the
+ * first server has opened its image, then keep servers running until the
+ * mount ends.  ready_fd (if >= 0) gets one byte once the first server
+ * serves, and detach (if not NULL) is called then.  Returns the exit
+ * status for the command.
+ */
+int qm_holder_run(struct qm_fs *fs, int argc, char **argv, int ready_fd, void (*detach)(struct qm_fs *fs));
+
+/* `quash mount --upgrade MOUNTPOINT`: ask its holder to upgrade; the exit status. */
+int qm_holder_upgrade(const char *mountpoint);
+
+/*
+ * server.c.  If this process is a server (QM_HOLDER_ENV set), read the
+ * command line from the holder into *argc, *argv and return the socket
+ * (>= 0); -1 if not a server; exits if the holder cannot be heard.
+ */
+int qm_server_args(int *argc, char ***argv, bool *squashfuse_compat);
+
+#endif
