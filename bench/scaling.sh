@@ -83,7 +83,7 @@ daemon_pid() {
 	case $1 in
 	kernel) echo "" ;;
 	squashfuse_ll) pgrep -n -x squashfuse_ll ;;
-	quash) pgrep -n -f "^$QUASH mount " ;;
+	quash) pgrep -P "$(pgrep -n -f "^$QUASH mount ")" -f mount-server ;;    # the server, not its holder
 	esac
 }
 

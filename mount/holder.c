@@ -30,6 +30,8 @@
 #include "mount_int.h"
 
 #define QM_FUSE_NOTIFY_RESEND 7     /* include/uapi/linux/fuse.h, 7.40 (Linux 6.9) */
+#define QM_HOLDER_LISTEN_TRIES 50   /* binding the --upgrade socket ... */
+#define QM_HOLDER_LISTEN_RETRY_MS 200       /* ... this often, while its name is taken */
 
 enum role { NONE, ACTIVE, INCOMING, DRAINING };
 
@@ -37,8 +39,10 @@ struct server {
 	enum role role;
 	pid_t pid;
 	int sock;
+	bool hup;                   /* its end is closed: the death follows as SIGCHLD */
 	bool ready;
 	struct timespec started;    /* a restart's: when its predecessor's death was seen */
+	struct timespec ready_at;
 };
 
 struct holder {
@@ -53,11 +57,13 @@ struct holder {
 	uint32_t init_len;
 	struct server srv[3];
 	int sigfd, listen_fd, client_fd;
+	bool client_asked;          /* client_fd's request is read: it waits for the answer */
 	int ready_fd;
 	void (*detach)(struct qm_fs *fs);
 	time_t deaths[QM_HOLDER_CRASH_MAX + 1];
 	unsigned ndeaths;
 	bool served;                /* a server has served: the mount is up */
+	unsigned listen_tries;      /* binding the --upgrade socket again, every QM_HOLDER_LISTEN_RETRY_MS */
 	bool unmounting, resend_refused;
 	int status;                 /* the exit status once done; -1 while running */
 };
@@ -198,10 +204,18 @@ static void resend(struct holder *h)
 		"held stay unanswered", h->fs->mountpoint, strerror(errno));
 }
 
-/* More than QM_HOLDER_CRASH_MAX deaths in the window? */
-static bool crash_loop(struct holder *h, time_t now)
+/*
+ * More than QM_HOLDER_CRASH_MAX young deaths in the window?  A server that
+ * served for QM_HOLDER_CRASH_YOUNG seconds was not crashing at start (an
+ * image that cannot open, a resent request that kills every server):
+ * something killed it, and its death does not count.
+ */
+static bool crash_loop(struct holder *h, const struct server *dead, time_t now)
 {
 	unsigned kept = 0;
+
+	if (dead->ready && ms_since(&dead->ready_at) >= QM_HOLDER_CRASH_YOUNG * 1e3)
+		return false;
 
 	for (unsigned i = 0; i < h->ndeaths; i++)
 		if (now - h->deaths[i] < QM_HOLDER_CRASH_WINDOW)
@@ -231,6 +245,7 @@ static void reply_client(struct holder *h, bool ok, const char *line)
 	send_msg(h->client_fd, QM_H_UPGRADE, !ok, line, strlen(line) + 1, -1);
 	close(h->client_fd);
 	h->client_fd = -1;
+	h->client_asked = false;
 }
 
 /* The active server is gone, not by the mount's end: start another, or give up. */
@@ -242,7 +257,7 @@ static void replace_active(struct holder *h, struct server *dead, int status)
 
 	clock_gettime(CLOCK_MONOTONIC, &seen);
 	describe(status, what, sizeof(what));
-	if (crash_loop(h, time(NULL))) {
+	if (crash_loop(h, dead, time(NULL))) {
 		char why[160];
 
 		snprintf(why, sizeof(why), "servers keep dying (the last %s; more than %d in %d s)", what,
@@ -333,6 +348,7 @@ static void on_ready(struct holder *h, struct server *s)
 	char line[128];
 
 	s->ready = true;
+	clock_gettime(CLOCK_MONOTONIC, &s->ready_at);
 	if (!h->served) {
 		h->served = true;
 		if (h->ready_fd >= 0 && write(h->ready_fd, "", 1) != 1)
@@ -365,8 +381,10 @@ static void on_server_msg(struct holder *h, struct server *s)
 	struct qm_hmsg_hdr hdr;
 	ssize_t n = recv(s->sock, buf, sizeof(buf), MSG_DONTWAIT);
 
-	if (n < (ssize_t)sizeof(hdr))
-		return;             /* its end closed: the death comes as SIGCHLD */
+	if (n < (ssize_t)sizeof(hdr)) {
+		s->hup = n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR);
+		return;
+	}
 	memcpy(&hdr, buf, sizeof(hdr));
 	if (hdr.type == QM_H_MOUNT) {
 		on_mount(h, s);
@@ -399,14 +417,22 @@ static void listen_for_upgrades(struct holder *h)
 {
 	struct sockaddr_un a;
 	socklen_t len = holder_addr(h->dev, &a);
+	int err;
 
 	h->listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (h->listen_fd >= 0 && (bind(h->listen_fd, (struct sockaddr *)&a, len) != 0 || listen(h->listen_fd, 4) != 0)) {
-		qm_info(h->fs, "%s: no --upgrade for this mount (its socket: %s); SIGUSR2 to %d upgrades it",
-			h->fs->mountpoint, strerror(errno), (int)getpid());
-		close(h->listen_fd);
-		h->listen_fd = -1;
+	if (h->listen_fd < 0 || (bind(h->listen_fd, (struct sockaddr *)&a, len) == 0 && listen(h->listen_fd, 4) == 0)) {
+		h->listen_tries = 0;
+		return;
 	}
+	err = errno;
+	close(h->listen_fd);
+	h->listen_fd = -1;
+	/* a mount that just ended may have had this device number: its holder is on its way out */
+	if (err == EADDRINUSE && ++h->listen_tries < QM_HOLDER_LISTEN_TRIES)
+		return;
+	h->listen_tries = 0;
+	qm_info(h->fs, "%s: no --upgrade for this mount (its socket: %s); SIGUSR2 to %d upgrades it",
+		h->fs->mountpoint, strerror(err), (int)getpid());
 }
 
 /* Start an upgrade: a server from the installed binary, which takes over once it serves. */
@@ -426,27 +452,38 @@ static const char *upgrade(struct holder *h)
 	return NULL;
 }
 
+/* A caller of --upgrade: only root and the mount's owner, one at a time; its request is read when it comes. */
 static void on_client(struct holder *h)
 {
-	struct qm_hmsg_hdr hdr;
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
-	const char *err;
-	int fd = accept4(h->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+	int fd = accept4(h->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 
 	if (fd < 0)
 		return;
-	/* only root and the mount's owner; the request is one header, or nothing happens */
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || (cred.uid != 0 && cred.uid != geteuid()) ||
-	    h->client_fd >= 0 || recv(fd, &hdr, sizeof(hdr), MSG_DONTWAIT) != (ssize_t)sizeof(hdr) ||
-	    hdr.type != QM_H_UPGRADE) {
-		const char *why = h->client_fd >= 0 ? "an upgrade is under way" : "refused";
+	    h->client_fd >= 0) {
+		const char *why = h->client_fd >= 0 ? "an upgrade is under way" : "refused: not root or the mount's owner";
 
 		send_msg(fd, QM_H_UPGRADE, 1, why, strlen(why) + 1, -1);
 		close(fd);
 		return;
 	}
 	h->client_fd = fd;
+	h->client_asked = false;
+}
+
+static void on_client_msg(struct holder *h)
+{
+	struct qm_hmsg_hdr hdr;
+	const char *err;
+
+	if (recv(h->client_fd, &hdr, sizeof(hdr), MSG_DONTWAIT) != (ssize_t)sizeof(hdr) || hdr.type != QM_H_UPGRADE) {
+		close(h->client_fd);            /* hung up, or not our protocol */
+		h->client_fd = -1;
+		return;
+	}
+	h->client_asked = true;
 	err = upgrade(h);
 	if (err)
 		reply_client(h, false, err);
@@ -485,24 +522,27 @@ static void on_signal(struct holder *h)
 static void loop(struct holder *h)
 {
 	while (h->status < 0) {
-		struct pollfd p[6];
-		struct server *who[6] = { NULL };
+		struct pollfd p[7];
+		struct server *who[7] = { NULL };
 		unsigned n = 0;
 
 		p[n++] = (struct pollfd){ .fd = h->sigfd, .events = POLLIN };
 		p[n++] = (struct pollfd){ .fd = h->listen_fd, .events = POLLIN };
+		p[n++] = (struct pollfd){ .fd = h->client_asked ? -1 : h->client_fd, .events = POLLIN };
 		for (unsigned i = 0; i < 3; i++)
-			if (h->srv[i].role != NONE) {
+			if (h->srv[i].role != NONE && !h->srv[i].hup) {
 				who[n] = &h->srv[i];
 				p[n++] = (struct pollfd){ .fd = h->srv[i].sock, .events = POLLIN };
 			}
-		if (poll(p, n, -1) < 0)
-			continue;
+		if (poll(p, n, h->listen_tries ? QM_HOLDER_LISTEN_RETRY_MS : -1) == 0 && h->listen_tries)
+			listen_for_upgrades(h);
 		if (p[0].revents)
 			on_signal(h);
 		if (h->status < 0 && p[1].revents)
 			on_client(h);
-		for (unsigned i = 2; i < n && h->status < 0; i++)
+		if (h->status < 0 && p[2].revents)
+			on_client_msg(h);
+		for (unsigned i = 3; i < n && h->status < 0; i++)
 			if (p[i].revents & POLLIN && who[i]->role != NONE)
 				on_server_msg(h, who[i]);
 	}

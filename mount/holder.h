@@ -25,8 +25,9 @@
  * with the server and are not resent, so a held mount serves /dev/fuse.
  *
  * The holder gives up (detaches the mount lazily and closes the descriptor,
- * so every reader gets ENOTCONN rather than a hang) when servers keep dying:
- * more than QM_HOLDER_CRASH_MAX deaths in QM_HOLDER_CRASH_WINDOW seconds.
+ * so every reader gets ENOTCONN rather than a hang) when servers keep dying
+ * young: more than QM_HOLDER_CRASH_MAX deaths in QM_HOLDER_CRASH_WINDOW
+ * seconds of servers that had served less than QM_HOLDER_CRASH_YOUNG.
  * A server whose holder is gone detaches the mount lazily and serves until
  * the last user leaves.
  *
@@ -45,7 +46,8 @@
 struct qm_fs;
 
 #define QM_HOLDER_CRASH_MAX 5           /* deaths ... */
-#define QM_HOLDER_CRASH_WINDOW 30       /* ... in this many seconds make a crash loop */
+#define QM_HOLDER_CRASH_WINDOW 30       /* ... in this many seconds make a crash loop, */
+#define QM_HOLDER_CRASH_YOUNG 1         /* counting servers that had served less than this (s) */
 #define QM_HOLDER_ENV "QUASH_SERVER_FD" /* a server's environment: its socket to the holder */
 #define QM_HOLDER_INIT_MAX 256          /* the INIT request kept (header and fuse_init_in) */
 #define QM_HOLDER_ARGS_MAX 65536        /* a server's command line, NUL-separated */

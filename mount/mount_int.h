@@ -199,6 +199,9 @@ struct qm_fs {
 	uint32_t replay_init_len;
 	_Atomic uint64_t replay_unique;     /* the replayed INIT's: its answer goes nowhere */
 	atomic_bool draining;       /* an upgrade's new server serves: stop reading */
+	pthread_t holder_listener;  /* server.c: hears the holder */
+	bool holder_listening;
+	atomic_bool holder_closing;
 	atomic_int workers_done;
 	uint64_t fh_tag;            /* a restartable server's file handles (ops.c) */
 };
@@ -293,6 +296,8 @@ int qm_server_attach(struct qm_fs *fs, int *fuse_fd);
 int qm_server_replay_init(struct qm_fs *fs);
 /* Serving: tell the holder (with the INIT this server read, if any) and listen to it from now on. */
 int qm_server_ready(struct qm_fs *fs);
+/* The session is over: stop listening to the holder (joins the listener). */
+void qm_server_stop(struct qm_fs *fs);
 
 /* The worker threads a session starts when -o threads= is not given. */
 unsigned qm_default_threads(void);

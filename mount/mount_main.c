@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <syslog.h>
@@ -379,6 +380,7 @@ int mount_server_main(void)
 
 	if (sock < 0)
 		return 2;
+	prctl(PR_SET_NAME, compat ? "squashfuse_ll" : "quash");    /* not "exe", from /proc/self/exe */
 	if (qm_parse_args(argc, argv, compat, &opt) != QM_PARSE_OK)
 		return 2;
 	return serve(&opt, argc, argv, -1, sock);

@@ -163,11 +163,13 @@ static void *listen_holder(void *arg)
 	for (;;) {
 		ssize_t n = recv_msg(fs->holder_fd, &hdr, data, sizeof(data), NULL);
 
+		if (atomic_load(&fs->holder_closing))
+			return NULL;            /* qm_server_stop(): the session is over */
 		if (n >= 0 && hdr.type == QM_H_DRAIN) {
 			drain(fs);
 			return NULL;
 		}
-		if (n == 0 || n == -EPROTO || n == -ECONNRESET) {
+		if (n < 0) {                    /* end of file (-EPROTO) or a socket error: the holder is gone */
 			orphaned(fs);
 			return NULL;
 		}
@@ -177,8 +179,6 @@ static void *listen_holder(void *arg)
 int qm_server_ready(struct qm_fs *fs)
 {
 	struct sigaction sa = { .sa_handler = on_usr2 };
-	pthread_attr_t attr;
-	pthread_t tid;
 	int err;
 
 	sigemptyset(&sa.sa_mask);
@@ -187,9 +187,17 @@ int qm_server_ready(struct qm_fs *fs)
 		return -EIO;
 	if (send_hdr(fs->holder_fd, QM_H_READY, NULL, 0) != 0)
 		return -EIO;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	err = pthread_create(&tid, &attr, listen_holder, fs);
-	pthread_attr_destroy(&attr);
+	err = pthread_create(&fs->holder_listener, NULL, listen_holder, fs);
+	fs->holder_listening = err == 0;
 	return -err;
+}
+
+void qm_server_stop(struct qm_fs *fs)
+{
+	if (!fs->holder_listening)
+		return;
+	atomic_store(&fs->holder_closing, true);
+	shutdown(fs->holder_fd, SHUT_RD);       /* ends the listener's read, not the holder's */
+	pthread_join(fs->holder_listener, NULL);
+	fs->holder_listening = false;
 }

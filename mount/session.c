@@ -436,6 +436,7 @@ int qm_session_run(struct qm_fs *fs, const struct qm_serve *serve, int ready_fd)
 			break;
 		pthread_join(fs->workers[i], NULL);
 	}
+	qm_server_stop(fs);     /* a drain in progress uses workers_lock */
 	pthread_mutex_destroy(&fs->workers_lock);
 	qm_transport_stop(fs);
 	qm_fill_stop(fs->fill, fs->opt->debug || getenv("QUASH_FILL_STATS"));

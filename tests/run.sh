@@ -49,6 +49,7 @@ SKIP_REASONS=(
 	"man is not installed"
 	"quash is not installed on mount's PATH"
 	"no FUSE over io_uring in this kernel"
+	"no memory cgroup can be made here"
 )
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
