@@ -177,6 +177,14 @@ mkdir -p "$W/kmnt"
 mount -t fuse.quash -o cache_size=16M "$W/qs-root/tree.sqfs" "$W/kmnt" 2>"$W/kmount.err"
 check "mount -t fuse.quash IMAGE DIR mounts through the helper" bash -c \
 	"grep -q ' $W/kmnt fuse.quash ' /proc/mounts && cmp -s '$W/kmnt/etc/motd' '$W/qs-root/tree/etc/motd'"
+# dpkg -i over the installed package (an upgrade: postinst's $2 is the old
+# version) moves the running mount to a server from the new /usr/bin/quash.
+holder=$(pgrep -f "mount.fuse.quash .*$W/kmnt|quash .*$W/kmnt" | head -1)
+before=$(pgrep -P "$holder" -f mount-server)
+dpkg_do -i "$deb" >"$W/dpkg-up.log" 2>&1
+after=$(pgrep -P "$holder" -f mount-server)
+check "dpkg -i over it: postinst upgrades the running mount (server $before, now ${after:-none}), which reads on" \
+	bash -c "[ -n '$before' ] && [ -n '$after' ] && [ '$before' != '$after' ] && cmp -s '$W/kmnt/etc/motd' '$W/qs-root/tree/etc/motd'"
 umount "$W/kmnt" 2>/dev/null
 
 # ---- a catalog at boot: the systemd unit and an fstab line ---------------------

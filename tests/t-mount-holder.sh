@@ -9,6 +9,9 @@
 #     Python imports from the image) run while the server is killed with
 #     SIGKILL, SIGSEGV and SIGABRT: every byte and listing right, zero
 #     reader errors, no reader hung, each death followed by a takeover;
+#   - a remote image over nginx behind a proxy that holds each fetch 300 ms:
+#     three servers killed while they hold reads, the file still reads right
+#     (only FUSE_NOTIFY_RESEND answers those reads);
 #   - a file opened (with a handle: timeout= keeps OPEN) before a restart
 #     reads right after it;
 #   - --upgrade to another build (the ASan one, renamed over the binary the
@@ -23,9 +26,10 @@
 # The timing of takeovers is bench/holder.sh's, not a check here.
 . "$(dirname "$0")/lib/tap.sh"
 . "$(dirname "$0")/lib/mount.sh"
+. "$(dirname "$0")/lib/remote.sh"
 
 H=$WORK/t-mount-holder
-trap 'kill $(jobs -p) 2>/dev/null; unmount_all; for m in "$H"/m*; do umount -l "$m" 2>/dev/null; done' EXIT
+trap 'kill $(jobs -p) 2>/dev/null; unmount_all; for m in "$H"/m*; do umount -l "$m" 2>/dev/null; done; remote_cleanup' EXIT
 rm -rf "$H" && mkdir -p "$H/src/py" "$H/k" "$H/m" "$H/bin"
 for f in /usr/bin/bash /usr/bin/python3.11 /usr/lib/x86_64-linux-gnu/libcrypto.so.3; do
 	cp "$(readlink -f "$f")" "$H/src/"
@@ -42,13 +46,15 @@ alive() {   # alive PID: running (a zombie nobody reaped is gone)
 	[ -n "$st" ] && [ "${st#Z}" = "$st" ]
 }
 server_of() {   # server_of HOLDER_PID: its server child, or nothing
+	[ -n "$1" ] || return 0
 	pgrep -P "$1" -f 'mount-server' | head -1
 }
 holder_of() {   # holder_of LOG: the pid of the holder whose mount logs to $H/LOG
-	pgrep -f -- "mount -o log=$H/$1 " | head -1
+	pgrep -f -- "mount -o log=$H/$1[ ,]" | head -1
 }
 
 # Readers for $1 seconds against mount $2; each writes its error count to $H/err.NAME.
+READER_PIDS=()
 readers() {
 	local secs=$1 mnt=$2
 	python3 - "$mnt" "$H/k" "$secs" >"$H/err.read" 2>"$H/err.read.log" <<-'EOF' &
@@ -74,6 +80,7 @@ readers() {
 	    reads += 1
 	print(errors, reads)
 	EOF
+	READER_PIDS=($!)
 	(
 		errors=0 runs=0
 		(cd "$H/k" && ls -lR) >"$H/ls.k"
@@ -87,6 +94,7 @@ readers() {
 		done
 		echo $errors $runs
 	) >"$H/err.ls" 2>>"$H/err.ls.log" &
+	READER_PIDS+=($!)
 	(
 		errors=0 runs=0
 		end=$((SECONDS + secs))
@@ -98,16 +106,21 @@ readers() {
 		done
 		echo $errors $runs
 	) >"$H/err.py" 2>>"$H/err.py.log" &
+	READER_PIDS+=($!)
+}
+running() {   # running: the readers still at work
+	local p
+	for p in "${READER_PIDS[@]}"; do kill -0 "$p" 2>/dev/null && echo "$p"; done
 }
 
 # Wait (bounded) for the readers; then check each reported zero errors over some runs.
 readers_done() {   # readers_done WHAT
 	local what=$1 t name
 	for t in $(seq 1 60); do
-		[ -z "$(jobs -pr)" ] && break
+		[ -z "$(running)" ] && break
 		sleep 1
 	done
-	check "$what: no reader hung" [ -z "$(jobs -pr)" ]
+	check "$what: no reader hung" [ -z "$(running)" ]
 	for name in read ls py; do
 		read -r e n <"$H/err.$name" 2>/dev/null
 		check "$what: $name readers: 0 errors (${e:-?} in ${n:-?} runs)" [ "${e:-1}" = 0 -a "${n:-0}" -gt 0 ]
@@ -135,6 +148,29 @@ taken=$(grep -c 'took over' "$H/log.1")
 check "a takeover logged for each death ($taken of $kills)" [ "$taken" = "$kills" ]
 grep -o 'took over [0-9.]* ms' "$H/log.1" | awk '{ printf "# takeover %s ms\n", $3 }'
 check "after the kills the mount reads like the kernel's" compare_trees "$H/k" "$H/m"
+
+# ---- a remote image: requests the dead server held are resent ----------------
+# Each fetch waits 300 ms in the proxy, so a kill finds reads in the server's
+# hands: only FUSE_NOTIFY_RESEND gets them answered.
+np=$(free_port) pp=$(free_port)
+mkdir -p "$H/www" && ln -f "$H/img.sqfs" "$H/www/img.sqfs"
+if start_nginx "$H/nginx" "$H/www" "$np" && start_faultproxy "$pp" "http://127.0.0.1:$np" pass --skip 0 --delay-ms 300; then
+	qmount "$H/m5" "$QUASH" mount -o log="$H/log.remote",chunk_size=512K "http://127.0.0.1:$pp/img.sqfs" "$H/m5"
+	rh=$(holder_of log.remote)
+	(timeout 60 cmp "$H/k/random" "$H/m5/random"; echo $? >"$H/remote.cmp") &
+	for i in 1 2 3; do
+		sleep 0.7
+		kill -KILL "$(server_of "$rh")"
+	done
+	wait $!
+	check "remote: a file read while three servers are killed mid-fetch reads right, no hang (status $(cat "$H/remote.cmp"))" \
+		[ "$(cat "$H/remote.cmp")" = 0 ]
+	check "remote: each death followed by a takeover" [ "$(grep -c 'took over' "$H/log.remote")" = 3 ]
+	"$QUASH" umount "$H/m5"
+else
+	not_ok "remote: nginx and the delaying proxy start"
+	not_ok "remote: each death followed by a takeover"
+fi
 
 # ---- file handles across a restart (timeout= keeps OPEN: the kernel holds a handle) ----
 qmount "$H/m4" "$QUASH" mount -o timeout=600,log="$H/log.fh" "$H/img.sqfs" "$H/m4"
