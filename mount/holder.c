@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "handoff.h"
 #include "holder.h"
 #include "log.h"
 #include "mount_int.h"
@@ -32,14 +33,18 @@
 #define QM_FUSE_NOTIFY_RESEND 7     /* include/uapi/linux/fuse.h, 7.40 (Linux 6.9) */
 #define QM_HOLDER_LISTEN_TRIES 50   /* binding the --upgrade socket ... */
 #define QM_HOLDER_LISTEN_RETRY_MS 200       /* ... this often, while its name is taken */
+#define QM_HOLDER_SERVERS 8         /* at once: active, incoming, draining, and dying ones not yet reaped */
+#define QM_HOLDER_WATCH_MS 20       /* how often a server is looked at for a death not yet reported */
 
-enum role { NONE, ACTIVE, INCOMING, DRAINING };
+/* DYING: its death is handled (a replacement started) and it is not reaped yet. */
+enum role { NONE, ACTIVE, INCOMING, DRAINING, DYING };
 
 struct server {
 	enum role role;
 	pid_t pid;
 	int sock;
 	bool hup;                   /* its end is closed: the death follows as SIGCHLD */
+	bool ending;                /* it said its session is over: its exit is no death */
 	bool ready;
 	struct timespec started;    /* a restart's: when its predecessor's death was seen */
 	struct timespec ready_at;
@@ -55,7 +60,7 @@ struct holder {
 	dev_t dev;
 	uint8_t init[QM_HOLDER_INIT_MAX];
 	uint32_t init_len;
-	struct server srv[3];
+	struct server srv[QM_HOLDER_SERVERS];
 	int sigfd, listen_fd, client_fd;
 	bool client_asked;          /* client_fd's request is read: it waits for the answer */
 	int ready_fd;
@@ -163,7 +168,7 @@ static int start_server(struct holder *h, unsigned i, enum role role, const char
 
 static struct server *find_role(struct holder *h, enum role role)
 {
-	for (unsigned i = 0; i < 3; i++)
+	for (unsigned i = 0; i < QM_HOLDER_SERVERS; i++)
 		if (h->srv[i].role == role)
 			return &h->srv[i];
 	return NULL;
@@ -171,7 +176,7 @@ static struct server *find_role(struct holder *h, enum role role)
 
 static int free_slot(struct holder *h)
 {
-	for (unsigned i = 0; i < 3; i++)
+	for (unsigned i = 0; i < QM_HOLDER_SERVERS; i++)
 		if (h->srv[i].role == NONE)
 			return (int)i;
 	return -1;
@@ -181,7 +186,7 @@ static int free_slot(struct holder *h)
 static void give_up(struct holder *h, const char *why)
 {
 	qm_info(h->fs, "%s: %s; detaching the mount", h->fs->mountpoint, why);
-	for (unsigned i = 0; i < 3; i++)
+	for (unsigned i = 0; i < QM_HOLDER_SERVERS; i++)
 		if (h->srv[i].role != NONE)
 			kill(h->srv[i].pid, SIGKILL);
 	if (h->fs->se) {
@@ -248,15 +253,13 @@ static void reply_client(struct holder *h, bool ok, const char *line)
 	h->client_asked = false;
 }
 
-/* The active server is gone, not by the mount's end: start another, or give up. */
-static void replace_active(struct holder *h, struct server *dead, int status)
+/* The active server is gone ('what' says how), not by the mount's end: start another, or give up. */
+static void replace_active(struct holder *h, struct server *dead, const char *what)
 {
 	struct timespec seen;
-	char what[96];
 	int i;
 
 	clock_gettime(CLOCK_MONOTONIC, &seen);
-	describe(status, what, sizeof(what));
 	if (crash_loop(h, dead, time(NULL))) {
 		char why[160];
 
@@ -282,6 +285,8 @@ static void reaped(struct holder *h, struct server *s, int status)
 
 	close(s->sock);
 	s->role = NONE;
+	if (role == DYING)
+		return;
 	if (role == DRAINING) {
 		if (!WIFEXITED(status))
 			resend(h);      /* it died holding requests: the new server answers them */
@@ -304,16 +309,61 @@ static void reaped(struct holder *h, struct server *s, int status)
 		h->status = WIFEXITED(status) && WEXITSTATUS(status) ? WEXITSTATUS(status) : 1;
 		return;
 	}
-	replace_active(h, s, status);
+	describe(status, what, sizeof(what));
+	replace_active(h, s, what);
 }
 
 static void reap(struct holder *h)
 {
-	for (unsigned i = 0; i < 3; i++) {
+	for (unsigned i = 0; i < QM_HOLDER_SERVERS; i++) {
 		int status;
 
 		if (h->srv[i].role != NONE && waitpid(h->srv[i].pid, &status, WNOHANG) == h->srv[i].pid)
 			reaped(h, &h->srv[i], status);
+	}
+}
+
+/*
+ * Is the process dying (a zombie leader, or SIGKILL pending) though not
+ * yet reaped?  Its last thread may wait in the kernel for a request that
+ * only a server can answer: a page-cache store waits on a page a reader
+ * holds locked while its READ sits unanswered with the dead workers.
+ */
+static bool dying(pid_t pid)
+{
+	char path[64], line[256];
+	bool gone = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (!gone && fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "State:", 6) == 0)
+			gone = strchr(line, 'Z') != NULL;
+		else if (strncmp(line, "SigPnd:", 7) == 0 || strncmp(line, "ShdPnd:", 7) == 0)
+			gone = strtoull(line + 7, NULL, 16) & (1ull << (SIGKILL - 1));
+	}
+	fclose(f);
+	return gone;
+}
+
+/* A death the kernel has not reported (SIGCHLD waits for the last thread): act on it now. */
+static void watch(struct holder *h)
+{
+	for (unsigned i = 0; i < QM_HOLDER_SERVERS && h->status < 0; i++) {
+		struct server *s = &h->srv[i];
+
+		if ((s->role != ACTIVE && s->role != DRAINING) || !s->ready || s->ending || !dying(s->pid))
+			continue;
+		if (s->role == DRAINING) {
+			s->role = DYING;
+			resend(h);
+		} else {
+			s->role = DYING;
+			replace_active(h, s, "died");
+		}
 	}
 }
 
@@ -386,7 +436,11 @@ static void on_server_msg(struct holder *h, struct server *s)
 		return;
 	}
 	memcpy(&hdr, buf, sizeof(hdr));
-	if (hdr.type == QM_H_MOUNT) {
+	if (s->role == DYING)
+		return;
+	if (hdr.type == QM_H_BYE) {
+		s->ending = true;
+	} else if (hdr.type == QM_H_MOUNT) {
 		on_mount(h, s);
 	} else if (hdr.type == QM_H_INIT && h->init_len == 0 && hdr.len <= QM_HOLDER_INIT_MAX &&
 		   (size_t)n == sizeof(hdr) + hdr.len) {
@@ -522,20 +576,22 @@ static void on_signal(struct holder *h)
 static void loop(struct holder *h)
 {
 	while (h->status < 0) {
-		struct pollfd p[7];
-		struct server *who[7] = { NULL };
+		struct pollfd p[3 + QM_HOLDER_SERVERS];
+		struct server *who[3 + QM_HOLDER_SERVERS] = { NULL };
+		int timeout = h->listen_tries ? QM_HOLDER_LISTEN_RETRY_MS : QM_HOLDER_WATCH_MS;
 		unsigned n = 0;
 
 		p[n++] = (struct pollfd){ .fd = h->sigfd, .events = POLLIN };
 		p[n++] = (struct pollfd){ .fd = h->listen_fd, .events = POLLIN };
 		p[n++] = (struct pollfd){ .fd = h->client_asked ? -1 : h->client_fd, .events = POLLIN };
-		for (unsigned i = 0; i < 3; i++)
+		for (unsigned i = 0; i < QM_HOLDER_SERVERS; i++)
 			if (h->srv[i].role != NONE && !h->srv[i].hup) {
 				who[n] = &h->srv[i];
 				p[n++] = (struct pollfd){ .fd = h->srv[i].sock, .events = POLLIN };
 			}
-		if (poll(p, n, h->listen_tries ? QM_HOLDER_LISTEN_RETRY_MS : -1) == 0 && h->listen_tries)
+		if (poll(p, n, timeout) == 0 && h->listen_tries)
 			listen_for_upgrades(h);
+		watch(h);
 		if (p[0].revents)
 			on_signal(h);
 		if (h->status < 0 && p[1].revents)
@@ -578,7 +634,7 @@ int qm_holder_run(struct qm_fs *fs, int argc, char **argv, int ready_fd, void (*
 		return 1;
 	}
 	loop(&h);
-	for (unsigned i = 0; i < 3; i++)
+	for (unsigned i = 0; i < QM_HOLDER_SERVERS; i++)
 		if (h.srv[i].role != NONE)
 			close(h.srv[i].sock);
 	if (h.listen_fd >= 0)

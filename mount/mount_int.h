@@ -255,6 +255,8 @@ struct qm_fill *qm_fill_start(struct fuse_session *se);
 int qm_detach_dead(const char *path);
 /* The device of what is mounted at the absolute path 'abs' (mountinfo: no request to it); 0 or -ENOENT. */
 int qm_mounted_dev(const char *abs, dev_t *dev);
+/* Detach the mount at 'mountpoint' lazily (umount2 as root, else fusermount3 -u -z); 0 or -errno. */
+int qm_lazy_unmount(const char *mountpoint);
 
 /* Stop and free; report: one line of counters on stderr. */
 void qm_fill_stop(struct qm_fill *fill, bool report);
@@ -284,12 +286,17 @@ struct qm_serve {
  */
 int qm_session_run(struct qm_fs *fs, const struct qm_serve *serve, int ready_fd);
 void qm_request_unmount(struct qm_fs *fs);
-/* Detach the mount at 'mountpoint' lazily (umount2 as root, else fusermount3 -u -z); 0 or -errno. */
-int qm_lazy_unmount(const char *mountpoint);
 /* The holder's mount: fs->se made (it serves nothing) and mounted; 0, or -errno said in one line. */
 int qm_session_mount(struct qm_fs *fs);
 
 /* server.c (holder.h): a held mount's server. */
+/*
+ * If this process is a server (QUASH_SERVER_FD set: handoff.h), read the
+ * command line from the holder into *argc, *argv and return the socket
+ * (>= 0); -1 if not a server; exits if the holder cannot be heard.
+ */
+int qm_server_args(int *argc, char ***argv, bool *squashfuse_compat);
+
 /* Ask the holder for the mounted descriptor (into *fuse_fd), the mount point and its INIT; 0 or -EIO. */
 int qm_server_attach(struct qm_fs *fs, int *fuse_fd);
 /* A later server: feed the session the first server's INIT; 0 or -EPROTO. */

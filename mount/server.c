@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "holder.h"
+#include "handoff.h"
 #include "log.h"
 #include "mount_int.h"
 
@@ -151,7 +151,8 @@ static void orphaned(struct qm_fs *fs)
 	if (qm_mounted_dev(fs->mountpoint, &dev) != 0 || dev != fs->held_dev)
 		return;
 	qm_info(fs, "%s: the mount's holder is gone; detaching the mount (its users finish first)", fs->mountpoint);
-	qm_request_unmount(fs);
+	if (qm_lazy_unmount(fs->mountpoint) != 0)
+		qm_log(fs, "cannot detach %s: %s", fs->mountpoint, strerror(errno));
 }
 
 static void *listen_holder(void *arg)
@@ -196,6 +197,7 @@ void qm_server_stop(struct qm_fs *fs)
 {
 	if (!fs->holder_listening)
 		return;
+	send_hdr(fs->holder_fd, QM_H_BYE, NULL, 0);     /* an exit to come, not a death to act on */
 	atomic_store(&fs->holder_closing, true);
 	shutdown(fs->holder_fd, SHUT_RD);       /* ends the listener's read, not the holder's */
 	pthread_join(fs->holder_listener, NULL);

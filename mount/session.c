@@ -74,33 +74,6 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-static void unblock_signals(void)
-{
-	sigset_t none;
-
-	sigemptyset(&none);
-	pthread_sigmask(SIG_SETMASK, &none, NULL);
-}
-
-/* Detach the mount; the kernel ends the connection once nobody uses it. */
-int qm_lazy_unmount(const char *mountpoint)
-{
-	int status;
-	pid_t pid;
-
-	if (geteuid() == 0 && umount2(mountpoint, MNT_DETACH) == 0)
-		return 0;
-	pid = fork();
-	if (pid == 0) {
-		unblock_signals();
-		execlp("fusermount3", "fusermount3", "-u", "-q", "-z", "--", mountpoint, (char *)NULL);
-		_exit(127);
-	}
-	if (pid < 0 || waitpid(pid, &status, 0) < 0)
-		return -errno;
-	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EIO;
-}
-
 void qm_request_unmount(struct qm_fs *fs)
 {
 	if (atomic_exchange(&fs->unmounting, true))

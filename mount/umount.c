@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <signal.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -160,6 +161,28 @@ int qm_mounted_dev(const char *abs, dev_t *dev)
 	char type[64];
 
 	return mount_entry(abs, type, sizeof(type), dev);
+}
+
+/* Detach the mount; the kernel ends the connection once nobody uses it. */
+int qm_lazy_unmount(const char *mountpoint)
+{
+	int status;
+	pid_t pid;
+
+	if (geteuid() == 0 && umount2(mountpoint, MNT_DETACH) == 0)
+		return 0;
+	pid = fork();
+	if (pid == 0) {
+		sigset_t none;
+
+		sigemptyset(&none);     /* the daemon's threads block its signals: not fusermount3's */
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		execlp("fusermount3", "fusermount3", "-u", "-q", "-z", "--", mountpoint, (char *)NULL);
+		_exit(127);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) < 0)
+		return -errno;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EIO;
 }
 
 /* Run fusermount3 -u [-z] -- MP; its stderr into msg.  Returns its exit status, or -errno. */
