@@ -376,12 +376,12 @@ int mount_server_main(void)
 	struct qm_options opt;
 	bool compat;
 	char **argv;
-	int argc, sock = qm_server_args(&argc, &argv, &compat);
+	int argc, status, sock = qm_server_args(&argc, &argv, &compat);
 
 	if (sock < 0)
 		return 2;
 	prctl(PR_SET_NAME, compat ? "squashfuse_ll" : "quash");    /* not "exe", from /proc/self/exe */
-	if (qm_parse_args(argc, argv, compat, &opt) != QM_PARSE_OK)
-		return 2;
-	return serve(&opt, argc, argv, -1, sock);
+	status = qm_parse_args(argc, argv, compat, &opt) == QM_PARSE_OK ? serve(&opt, argc, argv, -1, sock) : 2;
+	free(argv);
+	return status;
 }

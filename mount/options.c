@@ -474,8 +474,10 @@ void qm_usage(const struct qm_options *opt)
 	else
 		fprintf(out, "Usage: quash mount [-f] [-d] [-s] [-o OPTIONS] IMAGE MOUNTPOINT\n"
 			"       quash mount --catalog [-f] [-o OPTIONS] SOURCE MOUNTPOINT\n"
+			"       quash mount --upgrade MOUNTPOINT\n"
 			"\nWith --catalog, every image in SOURCE (a directory, an http(s):// index or an\n"
-			"s3://BUCKET/PREFIX/) is a directory of MOUNTPOINT, opened on first use.\n");
+			"s3://BUCKET/PREFIX/) is a directory of MOUNTPOINT, opened on first use.\n"
+			"--upgrade moves a running mount to a server from the quash now installed.\n");
 	fprintf(out, "\nOptions:\n");
 	for (size_t i = 0; i < sizeof(mount_opts) / sizeof(mount_opts[0]); i++)
 		print_help(out, &mount_opts[i]);
