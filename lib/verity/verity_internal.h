@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #include <openssl/evp.h>
 
@@ -21,5 +22,9 @@ const EVP_MD *verity_md(const char *name);
  */
 int verity_hash(const EVP_MD *md, const uint8_t *salt, size_t salt_size, const void *data, size_t len,
 		uint8_t *out);
+
+/* The same over data in pieces: H(salt || iov[0] || ... || iov[n-1]). */
+int verity_hashv(const EVP_MD *md, const uint8_t *salt, size_t salt_size, const struct iovec *iov, int n,
+		 uint8_t *out);
 
 #endif
