@@ -254,6 +254,8 @@ bench_fio() {
 				cat "$img" >/dev/null
 				v=$(fio_value "$MNT/file" "$rw" "$bs")
 				unmount_as "$who" "$MNT"
+				# a fio that failed gives no figure: said, and left out of the table
+				[ -n "$v" ] || { echo "  fio $rw $bs, $data, $who: no result" >&2; continue; }
 				if [ "$rw" = randread ]; then
 					record "fio randread 4k, $data" "$who" "$v" IOPS higher
 				elif [ "$rw" = coldread ]; then
@@ -459,13 +461,22 @@ for m in others:
         base = ",".join(o for o in opts if o != "verity")
         if base in mounters:
             pairs.append((m, base))
+def pair_cell(test, m, b):
+    # the ratio of the medians, and the range of each round's ratio (the two ran one after the other)
+    r, sp = rows[test], spans[test]
+    if r.get(m) is None or not r.get(b):
+        return "-"
+    each = [x / y for x, y in zip(sp[m], sp[b]) if y]
+    if len(each) < 2:
+        return f"{r[m] / r[b]:.2f}x"
+    return f"{r[m] / r[b]:.2f}x ({min(each):.2f}-{max(each):.2f})"
 if pairs:
-    print("\nwith verity against without (throughput: verity's over the other's; time: the same, lower is better):\n")
+    print("\nwith verity against without (throughput: verity's over the other's; time: the same, lower is")
+    print("better), the ratio of the medians and the range of the rounds' own ratios:\n")
     print("| test | " + " | ".join(f"{m} / {b}" for m, b in pairs) + " |")
     print("|" + "---|" * (1 + len(pairs)))
     for test in order:
-        r = rows[test]
-        cells = [f"{r[m] / r[b]:.2f}x" if r.get(m) is not None and r.get(b) else "-" for m, b in pairs]
+        cells = [pair_cell(test, m, b) for m, b in pairs]
         if any(c != "-" for c in cells):
             print(f"| {test} | " + " | ".join(cells) + " |")
 ranges = [f"{test}: " + ", ".join(f"{m} {min(v):g}-{max(v):g}" for m, v in spans[test].items())

@@ -10,6 +10,13 @@
  * clock hand, upper levels given more chances (each covers many blocks
  * below).  The lock guards only the table and the copying of digests out
  * of it; reading, hashing and comparing happen outside it.
+ *
+ * Nothing is remembered of data blocks once verified: a block read again
+ * from the source is hashed again, because a source, a local file too,
+ * can change between two reads (a writer, an NFS server, a cache
+ * directory).  What is read once stays verified in the caller's keeping:
+ * the block cache above this source holds decompressed verified blocks,
+ * so a block is hashed once per cache miss, not once per read.
  */
 #include <errno.h>
 #include <pthread.h>
