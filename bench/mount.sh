@@ -39,6 +39,7 @@
 #                                       /PATH/TO/quash another build of it
 #   bench/mount.sh fio cycle            only the fio rows and the cycle
 #   bench/mount.sh latency              only the latency rows (about 3 minutes)
+#   REPEAT=7 bench/mount.sh startup     only the latency rows' Python start-up
 #   REPEAT=7 bench/mount.sh xattr       only the xattr rows (about 2 minutes)
 #   bench/mount.sh compiler             only the compiler rows (about 1 minute)
 #   MOUNTERS="kernel quash quash,verity" LAT_MOUNTERS="kernel quash quash,verity" \
@@ -366,18 +367,31 @@ print(f"{(time.perf_counter() - t) / n * 1e6:.1f}")
 PY
 }
 
+startup_rows() {   # startup_rows MOUNTER: Python from a fresh mount of the tree, cold then warm; stays mounted
+	local v
+	mount_as "$1" "$B/tree.sqfs" "$MNT" || die "$1: mount failed"
+	drop_caches
+	record "Python start-up cold" "$1" "$(timed python_startup)" s lower
+	# the daemon's CPU: steadier than the time on a loaded machine
+	case $1 in quash|quash,*) record "Python start-up cold: daemon CPU" "$1" "$(daemon_cpu)" s lower ;; esac
+	v=$(for _ in 1 2 3 4 5; do timed python_startup; done | sort -n | sed -n 3p)
+	record "Python start-up warm (median of 5)" "$1" "$v" s lower
+}
+
 bench_latency() {
-	local who v
+	local who
 	for who in $(turns "$LAT_MOUNTERS"); do
 		ls_rows "$who" "latency: "
-		mount_as "$who" "$B/tree.sqfs" "$MNT" || die "$who: mount failed"
-		drop_caches
-		record "Python start-up cold" "$who" "$(timed python_startup)" s lower
-		# the daemon's CPU: steadier than the time on a loaded machine
-		case $who in quash|quash,*) record "Python start-up cold: daemon CPU" "$who" "$(daemon_cpu)" s lower ;; esac
-		v=$(for _ in 1 2 3 4 5; do timed python_startup; done | sort -n | sed -n 3p)
-		record "Python start-up warm (median of 5)" "$who" "$v" s lower
+		startup_rows "$who"
 		record "one round trip: stat of a missing name" "$who" "$(stat_round_trip)" us lower
+		unmount_as "$who" "$MNT"
+	done
+}
+
+bench_startup() {
+	local who
+	for who in $(turns "$LAT_MOUNTERS"); do
+		startup_rows "$who"
 		unmount_as "$who" "$MNT"
 	done
 }
@@ -508,7 +522,8 @@ for what in $WHAT; do
 	tree) bench_tree ;;
 	cycle) bench_cycle ;;
 	latency) bench_latency ;;
-	*) die "what to run: all, or some of fio, tree, cycle, latency, compiler and xattr" ;;
+	startup) bench_startup ;;
+	*) die "what to run: all, or some of fio, tree, cycle, latency, startup, compiler and xattr" ;;
 	esac
 done
 echo
