@@ -19,7 +19,8 @@
 #       every entry (a root file system from an SELinux host), -no-xattrs
 #   latency (LAT_MOUNTERS, default with quash over io_uring as well): ls -lR
 #       cold and warm; Python started from the tree image with a heavy
-#       import set, cold (one run) and warm (median of 5); and one FUSE
+#       import set, cold (one run; for quash also its daemon's CPU from the
+#       mount to the end of that run) and warm (median of 5); and one FUSE
 #       round trip: the mean time of a stat() of a name not in the image,
 #       20,000 different names (each one LOOKUP; the kernel answers in VFS)
 #
@@ -38,19 +39,29 @@
 #                                       /PATH/TO/quash another build of it
 #   bench/mount.sh fio cycle            only the fio rows and the cycle
 #   bench/mount.sh latency              only the latency rows (about 3 minutes)
+#   REPEAT=7 bench/mount.sh startup     only the latency rows' Python start-up
 #   REPEAT=7 bench/mount.sh xattr       only the xattr rows (about 2 minutes)
 #   bench/mount.sh compiler             only the compiler rows (about 1 minute)
+#   MOUNTERS="kernel quash quash,verity" LAT_MOUNTERS="kernel quash quash,verity" \
+#   RUNTIME=10 FIO_REPEAT=2 RWS="randread:4k read:64k" bench/mount.sh fio latency
+#                                       quash with verity: quash,verity is quash
+#                                       on a copy of each image with its dm-verity
+#                                       tree appended (quash verity format), mounted
+#                                       with -o verity=ROOT; the table adds each
+#                                       verity mounter's ratio to the same mounter
+#                                       without it
 # Why 30 s: each fio job reads every 4 KiB of the file once per pass and
 # drops the file's cached pages when a pass ends (fio's invalidate=1), so a
 # time-based run alternates cold warm-ups, bound by decompression, with warm
 # passes at page-cache speed.  A run of a few seconds holds about one pass
 # of the kernel's, and its result depends on where in the next warm-up it
 # stops.  The cold row measures the warm-up alone.
+# FIO_REPEAT (1) runs the fio rows that many rounds, the mounters taking turns.
 # The tree and cycle rows are short and swing with the disk and the host,
 # so they run REPEAT times, the mounters taking turns, and the table shows
 # medians.
 # Repeated rows show the median, and below the table each one's range.
-#   env: RUNTIME (30) COLD_IO (64M) CYCLES (20) REPEAT (3) TREE XTREE BENCH_DIR (/var/tmp/quash-bench) QUASH
+#   env: RUNTIME (30) FIO_REPEAT (1) COLD_IO (64M) CYCLES (20) REPEAT (3) TREE XTREE BENCH_DIR (/var/tmp/quash-bench) QUASH
 #        DATA ("random compressible") RWS ("randread:4k read:64k coldread:4k") CSV
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -61,6 +72,7 @@ RUNTIME=${RUNTIME:-30}
 COLD_IO=${COLD_IO:-64M}
 CYCLES=${CYCLES:-20}
 REPEAT=${REPEAT:-3}
+FIO_REPEAT=${FIO_REPEAT:-1}
 MOUNTERS=${MOUNTERS:-kernel squashfuse_ll quash}
 LAT_MOUNTERS=${LAT_MOUNTERS:-kernel squashfuse_ll quash quash,uring}
 DATA=${DATA:-random compressible}
@@ -131,10 +143,42 @@ make_images() {
 	fi
 }
 
+# IMAGE.verity.sqfs: IMAGE with its dm-verity tree appended, and its root
+# hash in IMAGE.verity.root; the squashfs part is IMAGE's, byte for byte.
+verity_image() {   # verity_image IMAGE: the copy's path, made if missing
+	local img=$1 v=${1%.sqfs}.verity.sqfs
+	if [ ! -f "$v" ] || [ ! -s "${v%.sqfs}.root" ] || [ "$img" -nt "$v" ]; then
+		cp "$img" "$v.tmp" || die "cannot copy $img"
+		"$QUASH" verity format "$v.tmp" | awk '/^Root hash:/ { print $3 }' >"${v%.sqfs}.root"
+		[ -s "${v%.sqfs}.root" ] || die "quash verity format $v.tmp failed"
+		mv "$v.tmp" "$v"
+	fi
+	echo "$v"
+}
+
+# Verity copies of the images the run reads, made before any timing.
+make_verity_images() {
+	local img
+	case " $MOUNTERS $LAT_MOUNTERS " in *verity*) ;; *) return ;; esac
+	for img in "$B"/random.sqfs "$B"/compressible.sqfs "$B"/tree.sqfs "$B"/true.sqfs "$B"/include.sqfs \
+		"$B"/xattr-*.sqfs; do
+		case $img in *.verity.sqfs) continue ;; esac
+		[ -f "$img" ] && verity_image "$img" >/dev/null
+	done
+}
+
 # ---- mounting ----------------------------------------------------------
 
 mount_as() {   # mount_as MOUNTER IMAGE DIR
-	local who=$1 img=$2 dir=$3
+	local who=$1 img=$2 dir=$3 opts
+	case ,$who, in
+	,quash,*verity*)
+		# the verity token of the options becomes verity=ROOT, on the image's verity copy
+		img=$(verity_image "$img")
+		opts=$(echo ",${who#quash,}," | sed "s/,verity,/,verity=$(cat "${img%.sqfs}.root"),/; s/^,//; s/,\$//")
+		"$QUASH" mount -o "$opts" "$img" "$dir"
+		return ;;
+	esac
 	case $who in
 	kernel) mount -t squashfs -o loop,ro "$img" "$dir" ;;
 	squashfuse_ll) squashfuse_ll "$img" "$dir" ;;
@@ -200,16 +244,20 @@ print(round(r["iops"]) if sys.argv[1] != "read" else round(r["bw_bytes"] / 2**20
 }
 
 bench_fio() {
-	local data who rw bs v
+	local data who rw bs v img
 	for data in $DATA; do
 		for rw in $RWS; do
 			bs=${rw#*:} rw=${rw%:*}
-			for who in $MOUNTERS; do
+			for who in $(REPEAT=$FIO_REPEAT turns); do
 				mount_as "$who" "$B/$data.sqfs" "$MNT" || die "$who: mount failed"
 				drop_caches
-				cat "$B/$data.sqfs" >/dev/null
+				img=$B/$data.sqfs
+				case $who in quash,*verity*) img=$(verity_image "$img") ;; esac
+				cat "$img" >/dev/null
 				v=$(fio_value "$MNT/file" "$rw" "$bs")
 				unmount_as "$who" "$MNT"
+				# a fio that failed gives no figure: said, and left out of the table
+				[ -n "$v" ] || { echo "  fio $rw $bs, $data, $who: no result" >&2; continue; }
 				if [ "$rw" = randread ]; then
 					record "fio randread 4k, $data" "$who" "$v" IOPS higher
 				elif [ "$rw" = coldread ]; then
@@ -300,6 +348,11 @@ python_startup() {
 	fi
 }
 
+daemon_cpu() {   # seconds of CPU (user and system) the quash daemon serving $MNT has used
+	awk -v hz="$(getconf CLK_TCK)" '{ printf "%.3f\n", ($14 + $15) / hz }' \
+		"/proc/$(pgrep -n -f "^$QUASH mount .*$MNT")/stat"
+}
+
 stat_round_trip() {   # microseconds per stat() of a name that is not there
 	python3 - "$MNT" <<'PY'
 import os, sys, time
@@ -314,16 +367,31 @@ print(f"{(time.perf_counter() - t) / n * 1e6:.1f}")
 PY
 }
 
+startup_rows() {   # startup_rows MOUNTER: Python from a fresh mount of the tree, cold then warm; stays mounted
+	local v
+	mount_as "$1" "$B/tree.sqfs" "$MNT" || die "$1: mount failed"
+	drop_caches
+	record "Python start-up cold" "$1" "$(timed python_startup)" s lower
+	# the daemon's CPU: steadier than the time on a loaded machine
+	case $1 in quash|quash,*) record "Python start-up cold: daemon CPU" "$1" "$(daemon_cpu)" s lower ;; esac
+	v=$(for _ in 1 2 3 4 5; do timed python_startup; done | sort -n | sed -n 3p)
+	record "Python start-up warm (median of 5)" "$1" "$v" s lower
+}
+
 bench_latency() {
-	local who v
+	local who
 	for who in $(turns "$LAT_MOUNTERS"); do
 		ls_rows "$who" "latency: "
-		mount_as "$who" "$B/tree.sqfs" "$MNT" || die "$who: mount failed"
-		drop_caches
-		record "Python start-up cold" "$who" "$(timed python_startup)" s lower
-		v=$(for _ in 1 2 3 4 5; do timed python_startup; done | sort -n | sed -n 3p)
-		record "Python start-up warm (median of 5)" "$who" "$v" s lower
+		startup_rows "$who"
 		record "one round trip: stat of a missing name" "$who" "$(stat_round_trip)" us lower
+		unmount_as "$who" "$MNT"
+	done
+}
+
+bench_startup() {
+	local who
+	for who in $(turns "$LAT_MOUNTERS"); do
+		startup_rows "$who"
 		unmount_as "$who" "$MNT"
 	done
 }
@@ -407,6 +475,32 @@ for test in order:
         else:
             cells.append(f"{v:g}")
     print(f"| {test} | " + " | ".join(cells) + " |")
+# Each verity mounter against the same mounter without verity, in the same run.
+pairs = []
+for m in others:
+    opts = m.split(",")
+    if "verity" in opts:
+        base = ",".join(o for o in opts if o != "verity")
+        if base in mounters:
+            pairs.append((m, base))
+def pair_cell(test, m, b):
+    # the ratio of the medians, and the range of each round's ratio (the two ran one after the other)
+    r, sp = rows[test], spans[test]
+    if r.get(m) is None or not r.get(b):
+        return "-"
+    each = [x / y for x, y in zip(sp[m], sp[b]) if y]
+    if len(each) < 2:
+        return f"{r[m] / r[b]:.2f}x"
+    return f"{r[m] / r[b]:.2f}x ({min(each):.2f}-{max(each):.2f})"
+if pairs:
+    print("\nwith verity against without (throughput: verity's over the other's; time: the same, lower is")
+    print("better), the ratio of the medians and the range of the rounds' own ratios:\n")
+    print("| test | " + " | ".join(f"{m} / {b}" for m, b in pairs) + " |")
+    print("|" + "---|" * (1 + len(pairs)))
+    for test in order:
+        cells = [pair_cell(test, m, b) for m, b in pairs]
+        if any(c != "-" for c in cells):
+            print(f"| {test} | " + " | ".join(cells) + " |")
 ranges = [f"{test}: " + ", ".join(f"{m} {min(v):g}-{max(v):g}" for m, v in spans[test].items())
           for test in order if any(len(v) > 1 for v in spans[test].values())]
 if ranges:
@@ -416,6 +510,7 @@ PY
 }
 
 make_images
+make_verity_images
 : >"$RESULTS"
 echo "kernel $(uname -r), $(nproc) cores; quash $("$QUASH" --version); $(dpkg-query -W -f '${Package} ${Version}' squashfuse 2>/dev/null)"
 for what in $WHAT; do
@@ -427,7 +522,8 @@ for what in $WHAT; do
 	tree) bench_tree ;;
 	cycle) bench_cycle ;;
 	latency) bench_latency ;;
-	*) die "what to run: all, or some of fio, tree, cycle, latency, compiler and xattr" ;;
+	startup) bench_startup ;;
+	*) die "what to run: all, or some of fio, tree, cycle, latency, startup, compiler and xattr" ;;
 	esac
 done
 echo

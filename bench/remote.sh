@@ -8,7 +8,9 @@
 #     straight to S3;
 #  3. a large tree (the Python installation's lib/python3.X): `ls -lR` and md5
 #     of every file from the kernel's mount of a local image, and quash
-#     mounts of the local image, of the image over HTTP (nginx) and over S3;
+#     mounts of the local image, of the image over HTTP (nginx) and over S3,
+#     and over HTTP and S3 again with verity (the same tree packed with
+#     --verity, mounted with -o verity=ROOT), beside the ones without;
 #  4. what a user can stack today for an image on an HTTP server: an rclone
 #     HTTP mount with squashfuse_ll on the image file inside it, against
 #     quash over HTTP, both against the kernel's loop mount of the local
@@ -33,7 +35,11 @@ want() { case " $ONLY " in *" $1 "*) return 0;; esac; return 1; }
 TREE_IMG=${TREE_IMG:-/var/tmp/quash-bench/tree.sqfs}
 TREE_SRC=${TREE:-/root/.pyenv/versions/3.11.7}
 RCLONE_TIMEOUT=${RCLONE_TIMEOUT:-900}  # seconds a cold md5 through rclone may take
-for tool in s3fs nginx aws rclone squashfuse_ll; do
+# Each section's peers only: a run of some sections needs no others'.
+tools="nginx aws"
+want read && tools="$tools s3fs"
+want rclone && tools="$tools rclone squashfuse_ll"
+for tool in $tools; do
 	command -v $tool >/dev/null || { echo "bench/remote.sh: $tool is missing (make test-deps)" >&2; exit 1; }
 done
 rm -rf "$W" && mkdir -p "$W"/{mnt,www,out}
@@ -146,6 +152,11 @@ if want large; then
 echo "-- large tree: $LARGE ($(find "$LARGE" -type f | wc -l) files, $(du -sh "$LARGE" | cut -f1))"
 "$QUASH" pack --no-progress -q "$LARGE" "$W/www/large.sqfs"
 "$QUASH" pack --no-progress -q "$LARGE" s3://bench/large.sqfs
+# The same image with its dm-verity tree appended; the squashfs part is byte-identical.
+vroot=$("$QUASH" pack --no-progress -q --verity "$LARGE" "$W/www/large.verity.sqfs" | awk '/^Root hash:/ { print $3 }')
+cmp -s -n "$(stat -c %s "$W/www/large.sqfs")" "$W/www/large.sqfs" "$W/www/large.verity.sqfs" ||
+	echo "bench/remote.sh: the --verity image's squashfs part differs from the image without" >&2
+aws --endpoint-url "$EP" s3 cp --quiet "$W/www/large.verity.sqfs" s3://bench/large.verity.sqfs
 mkdir -p "$W/mnt/kernel" "$W/mnt/local" "$W/mnt/http" "$W/mnt/s3"
 (cd "$W/www" && mount -t squashfs -o loop,ro large.sqfs "$W/mnt/kernel")
 tree_md5 "$W/mnt/kernel" "$W/large.md5"
@@ -155,10 +166,17 @@ REF=$W/large REF_MNT=$W/mnt/kernel
 bench_mount kernel "$W/mnt/kernel" mount -t squashfs -o loop,ro "$W/www/large.sqfs" "$W/mnt/kernel"
 bench_mount local "$W/mnt/local" "$QUASH" mount "$W/www/large.sqfs" "$W/mnt/local"
 bench_mount http "$W/mnt/http" "$QUASH" mount "http://127.0.0.1:$HTTP/large.sqfs" "$W/mnt/http"
+bench_mount http_verity "$W/mnt/http" "$QUASH" mount -o verity="$vroot" \
+	"http://127.0.0.1:$HTTP/large.verity.sqfs" "$W/mnt/http"
 bench_mount s3 "$W/mnt/s3" "$QUASH" mount s3://bench/large.sqfs "$W/mnt/s3"
-for n in local http s3; do
+bench_mount s3_verity "$W/mnt/s3" "$QUASH" mount -o verity="$vroot" s3://bench/large.verity.sqfs "$W/mnt/s3"
+for n in local http http_verity s3 s3_verity; do
 	eval "l=\$ls_$n m=\$md5_$n"
 	row "$n / kernel-local: ls -lR, md5" "" "$(ratio "$l" "$ls_kernel")x, $(ratio "$m" "$md5_kernel")x"
+done
+for n in http s3; do
+	eval "l=\$ls_$n m=\$md5_$n lv=\$ls_${n}_verity mv=\$md5_${n}_verity"
+	row "${n}_verity / $n: ls -lR, md5" "" "$(echo "scale=2; $lv / $l" | bc)x, $(echo "scale=2; $mv / $m" | bc)x"
 done
 fi
 

@@ -10,6 +10,13 @@
  * clock hand, upper levels given more chances (each covers many blocks
  * below).  The lock guards only the table and the copying of digests out
  * of it; reading, hashing and comparing happen outside it.
+ *
+ * Nothing is remembered of data blocks once verified: a block read again
+ * from the source is hashed again, because a source, a local file too,
+ * can change between two reads (a writer, an NFS server, a cache
+ * directory).  What is read once stays verified in the caller's keeping:
+ * the block cache above this source holds decompressed verified blocks,
+ * so a block is hashed once per cache miss, not once per read.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -195,27 +202,65 @@ out:
 	return ret;
 }
 
-/* Bytes of block b that the data holds (the last block may be short). */
-static size_t block_bytes(const struct qs_verity *v, uint64_t b)
-{
-	uint64_t left = v->data_size - b * v->p.data_block_size;
+/*
+ * The bytes of data blocks b0 .. b0+nblocks-1 in up to three pieces laid
+ * end to end: the bytes of the first block before a read's start, the
+ * caller's buffer, and the bytes of the last block after the read's end
+ * (zero-padded where the data ends inside it).  Hashing the pieces where
+ * they lie spares copying every read through a buffer of whole blocks.
+ */
+struct span {
+	uint8_t *part[3];
+	size_t len[3];
+};
 
-	return left < v->p.data_block_size ? (size_t)left : v->p.data_block_size;
+/* The pieces that hold the span's bytes from..from+dbs-1 (one block), in order: their count. */
+static int block_pieces(const struct span *sp, uint64_t from, uint32_t dbs, struct iovec iov[3])
+{
+	uint64_t at = 0;
+	int n = 0;
+
+	for (int k = 0; k < 3; at += sp->len[k], k++) {
+		uint64_t lo = from > at ? from : at;
+		uint64_t hi = from + dbs < at + sp->len[k] ? from + dbs : at + sp->len[k];
+
+		if (lo < hi)
+			iov[n++] = (struct iovec){ .iov_base = sp->part[k] + (lo - at), .iov_len = (size_t)(hi - lo) };
+	}
+	return n;
+}
+
+/* Data block b read again from src into the pieces that hold it; past the data's end, zeros. */
+static int reread_block(const struct qs_verity *v, struct qs_source *src, const struct iovec *iov, int n,
+			uint64_t b)
+{
+	uint64_t at = b * v->p.data_block_size;
+
+	for (int i = 0; i < n; at += iov[i].iov_len, i++) {
+		uint64_t left = at < v->data_size ? v->data_size - at : 0;
+		size_t have = left < iov[i].iov_len ? (size_t)left : iov[i].iov_len;
+		int ret = have ? qs_source_pread(src, iov[i].iov_base, have, at) : 0;
+
+		if (ret < 0)
+			return ret;
+		memset((uint8_t *)iov[i].iov_base + have, 0, iov[i].iov_len - have);
+	}
+	return 0;
 }
 
 /*
- * Check data blocks b0 .. b0+nblocks-1, whose bytes start at buf and run
- * for buflen (a last block cut short by the data's end is hashed
- * zero-padded).  With 'reread', a block that does not match is read again
- * from it once, into buf (which is then writable and holds whole blocks).
+ * Check data blocks b0 .. b0+nblocks-1, whose bytes the span holds.  With
+ * 'reread', a block that does not match is read again from it once, into
+ * the span (which is then writable).
  */
-static int verify_blocks(struct qs_verity *v, const uint8_t *buf, size_t buflen, uint64_t b0, uint64_t nblocks,
+static int verify_blocks(struct qs_verity *v, const struct span *sp, uint64_t b0, uint64_t nblocks,
 			 struct qs_source *reread)
 {
 	uint32_t dbs = v->p.data_block_size;
 	size_t ds = v->g.digest_size;
-	uint8_t *want = NULL, *tmp = NULL, got[QS_VERITY_MAX_DIGEST];
-	uint64_t done = 0;
+	uint8_t *want = NULL, got[QS_VERITY_MAX_DIGEST];
+	uint64_t done = 0, hashed = 0;
+	struct iovec iov[3];
 	int ret = 0;
 
 	if (v->g.levels) {
@@ -239,21 +284,11 @@ static int verify_blocks(struct qs_verity *v, const uint8_t *buf, size_t buflen,
 			digests = want;
 		}
 		for (unsigned i = 0; i < count; i++) {
-			const uint8_t *blk = buf + (done + i) * dbs;
-			size_t have = buflen - (done + i) * dbs;
+			int n = block_pieces(sp, (done + i) * dbs, dbs, iov);
 
-			if (have < dbs) {
-				if (!tmp && !(tmp = malloc(dbs))) {
-					ret = qs_set_error(-ENOMEM, "out of memory");
-					goto out;
-				}
-				memcpy(tmp, blk, have);
-				memset(tmp + have, 0, dbs - have);
-				blk = tmp;
-			}
 			for (int attempt = 0;; attempt++) {
-				count_stat(&v->stat_data);
-				ret = verity_hash(v->md, v->p.salt, v->p.salt_size, blk, dbs, got);
+				hashed++;
+				ret = verity_hashv(v->md, v->p.salt, v->p.salt_size, iov, n, got);
 				if (ret < 0)
 					goto out;
 				if (memcmp(got, digests + i * ds, ds) == 0)
@@ -266,18 +301,16 @@ static int verify_blocks(struct qs_verity *v, const uint8_t *buf, size_t buflen,
 					goto out;
 				}
 				count_stat(&v->stat_rereads);
-				uint8_t *again = (uint8_t *)blk;
-
-				ret = qs_source_pread(reread, again, block_bytes(v, b + i), (b + i) * dbs);
+				ret = reread_block(v, reread, iov, n, b + i);
 				if (ret < 0)
 					goto out;
-				memset(again + block_bytes(v, b + i), 0, dbs - block_bytes(v, b + i));
 			}
 		}
 		done += count;
 	}
 out:
-	free(tmp);
+	/* One shared add per call rather than one per block: the counter is every thread's. */
+	__atomic_fetch_add(&v->stat_data, hashed, __ATOMIC_RELAXED);
 	free(want);
 	return ret;
 }
@@ -285,7 +318,9 @@ out:
 int qs_verity_check(struct qs_verity *v, uint64_t off, const void *buf, size_t len)
 {
 	uint32_t dbs = v->p.data_block_size;
-	uint64_t end;
+	struct span sp = { { NULL } };
+	uint64_t end, nblocks;
+	int ret;
 
 	if (off % dbs)
 		return qs_set_error(-EINVAL, "verity: check at offset %llu, not at a data block's start",
@@ -296,7 +331,16 @@ int qs_verity_check(struct qs_verity *v, uint64_t off, const void *buf, size_t l
 	if (end < v->data_size && (end - off) % dbs)
 		return qs_set_error(-EINVAL, "verity: check of %zu bytes at %llu ends inside a data block", len,
 				    (unsigned long long)off);
-	return verify_blocks(v, buf, (size_t)(end - off), off / dbs, (end - off + dbs - 1) / dbs, NULL);
+	nblocks = (end - off + dbs - 1) / dbs;
+	sp.part[1] = (uint8_t *)buf;
+	sp.len[1] = (size_t)(end - off);
+	sp.len[2] = nblocks * dbs - sp.len[1];
+	/* A last block cut short by the data's end is hashed zero-padded. */
+	if (sp.len[2] && !(sp.part[2] = calloc(1, sp.len[2])))
+		return qs_set_error(-ENOMEM, "out of memory");
+	ret = verify_blocks(v, &sp, off / dbs, nblocks, NULL);
+	free(sp.part[2]);
+	return ret;
 }
 
 int qs_verity_open(struct qs_source *hash, const struct qs_verity_params *p, uint64_t data_size,
@@ -405,9 +449,9 @@ static int verity_pread(struct qs_source *src, void *out, size_t len, uint64_t o
 	struct vsrc *vs = src->priv;
 	struct qs_verity *v = vs->tree;
 	uint32_t dbs = v->p.data_block_size;
-	uint64_t b0, b1, start, have, whole;
-	uint8_t *buf;
-	bool direct;
+	struct span sp = { .part = { NULL, out, NULL }, .len = { 0, len, 0 } };
+	uint64_t b0, b1, end, stop;
+	uint8_t *edges = NULL;
 	int ret;
 
 	if (len == 0)
@@ -417,25 +461,29 @@ static int verity_pread(struct qs_source *src, void *out, size_t len, uint64_t o
 				    (unsigned long long)off, (unsigned long long)src->size);
 	b0 = off / dbs;
 	b1 = (off + len - 1) / dbs;
-	start = b0 * dbs;
-	whole = (b1 - b0 + 1) * dbs;
-	have = start + whole <= v->data_size ? whole : v->data_size - start;
-	/* Whole blocks go straight into the caller's buffer; others through one of our own. */
-	direct = off == start && len == whole && have == len;
-	buf = direct ? out : malloc(whole);
-	if (!buf)
-		return qs_set_error(-ENOMEM, "out of memory");
-	ret = qs_source_pread(vs->data, buf, have, start);
-	if (ret == 0) {
-		memset(buf + have, 0, whole - have);
-		ret = verify_blocks(v, buf, whole, b0, b1 - b0 + 1, vs->data);
+	end = (b1 + 1) * dbs;
+	stop = end < v->data_size ? end : v->data_size;
+	/* The read goes straight into the caller's buffer; only the blocks' bytes around it into ours. */
+	sp.len[0] = off - b0 * dbs;
+	sp.len[2] = end - (off + len);
+	if (sp.len[0] + sp.len[2]) {
+		edges = malloc(sp.len[0] + sp.len[2]);
+		if (!edges)
+			return qs_set_error(-ENOMEM, "out of memory");
+		sp.part[0] = edges;
+		sp.part[2] = edges + sp.len[0];
+		memset(sp.part[2] + (stop - (off + len)), 0, end - stop);
 	}
-	if (ret == 0 && !direct)
-		memcpy(out, buf + (off - start), len);
-	else if (ret < 0)
+	ret = sp.len[0] ? qs_source_pread(vs->data, sp.part[0], sp.len[0], b0 * dbs) : 0;
+	if (ret == 0)
+		ret = qs_source_pread(vs->data, out, len, off);
+	if (ret == 0 && stop > off + len)
+		ret = qs_source_pread(vs->data, sp.part[2], stop - (off + len), off + len);
+	if (ret == 0)
+		ret = verify_blocks(v, &sp, b0, b1 - b0 + 1, vs->data);
+	if (ret < 0)
 		memset(out, 0, len);    /* nothing unverified reaches the caller */
-	if (!direct)
-		free(buf);
+	free(edges);
 	return ret;
 }
 

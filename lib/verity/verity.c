@@ -54,7 +54,16 @@ const EVP_MD *verity_md(const char *name)
 int verity_hash(const EVP_MD *md, const uint8_t *salt, size_t salt_size, const void *data, size_t len,
 		uint8_t *out)
 {
+	struct iovec one = { .iov_base = (void *)data, .iov_len = len };
+
+	return verity_hashv(md, salt, salt_size, &one, 1, out);
+}
+
+int verity_hashv(const EVP_MD *md, const uint8_t *salt, size_t salt_size, const struct iovec *iov, int n,
+		 uint8_t *out)
+{
 	EVP_MD_CTX *ctx;
+	bool ok;
 
 	pthread_once(&hash_once, hash_init);
 	ctx = pthread_getspecific(ctx_key);
@@ -65,8 +74,10 @@ int verity_hash(const EVP_MD *md, const uint8_t *salt, size_t salt_size, const v
 			return qs_set_error(-ENOMEM, "out of memory");
 		}
 	}
-	if (!EVP_DigestInit_ex2(ctx, md, NULL) || (salt_size && !EVP_DigestUpdate(ctx, salt, salt_size)) ||
-	    !EVP_DigestUpdate(ctx, data, len) || !EVP_DigestFinal_ex(ctx, out, NULL))
+	ok = EVP_DigestInit_ex2(ctx, md, NULL) && (!salt_size || EVP_DigestUpdate(ctx, salt, salt_size));
+	for (int i = 0; ok && i < n; i++)
+		ok = EVP_DigestUpdate(ctx, iov[i].iov_base, iov[i].iov_len);
+	if (!ok || !EVP_DigestFinal_ex(ctx, out, NULL))
 		return qs_set_error(-EIO, "verity: hashing failed in libcrypto");
 	return 0;
 }

@@ -430,6 +430,53 @@ static void test_transient(void **state)
 	fixture_free(&f);
 }
 
+/*
+ * The bytes of a read's first and last blocks outside the read are checked
+ * too: a flip there once heals on the re-read, a lasting one fails the read
+ * and returns none of it.
+ */
+static void test_edges(void **state)
+{
+	struct fixture f;
+	struct qs_source *v;
+	struct qs_verity_stats st;
+	uint8_t buf[2 * 4096];
+
+	(void)state;
+	fixture_make(&f, "sha256", 4096, 4096, 300 * 4096 + 1000, 23);
+	v = fixture_open(&f, 0);
+	f.dm.flip_at = 10 * 4096 + 7;                   /* before the read's start */
+	f.dm.flips_left = 1;
+	assert_int_equal(qs_source_pread(v, buf, 5000, 10 * 4096 + 100), 0);
+	assert_memory_equal(buf, f.data + 10 * 4096 + 100, 5000);
+	f.dm.flip_at = 20 * 4096 + 4000;                /* after its end */
+	f.dm.flips_left = 1;
+	assert_int_equal(qs_source_pread(v, buf, 3000, 20 * 4096 + 50), 0);
+	assert_memory_equal(buf, f.data + 20 * 4096 + 50, 3000);
+	f.dm.flip_at = f.size - 2;                      /* after its end in the last, partial block */
+	f.dm.flips_left = 1;
+	assert_int_equal(qs_source_pread(v, buf, 500, 300 * 4096 + 100), 0);
+	assert_memory_equal(buf, f.data + 300 * 4096 + 100, 500);
+	assert_int_equal(qs_verity_source_stats(v, &st), 0);
+	assert_int_equal(st.rereads, 3);
+	assert_int_equal(st.failures, 0);
+	f.dm.flip_at = 30 * 4096 + 1;
+	f.dm.flips_left = -1;
+	memset(buf, 0xaa, sizeof(buf));
+	assert_int_equal(qs_source_pread(v, buf, 4096, 30 * 4096 + 10), -EIO);
+	assert_true(all_zero(buf, 4096));
+	f.dm.flip_at = 40 * 4096 + 4000;
+	memset(buf, 0xaa, sizeof(buf));
+	assert_int_equal(qs_source_pread(v, buf, 100, 40 * 4096), -EIO);
+	assert_true(all_zero(buf, 100));
+	assert_int_equal(qs_source_pread(v, buf, 4096, 29 * 4096), 0);
+	assert_memory_equal(buf, f.data + 29 * 4096, 4096);
+	assert_int_equal(qs_source_pread(v, buf, 100, 41 * 4096), 0);
+	assert_memory_equal(buf, f.data + 41 * 4096, 100);
+	qs_source_close(v);
+	fixture_free(&f);
+}
+
 /* The cache of tree blocks holds at most its slots, and a big one reads each tree block once. */
 static void test_cache_bound(void **state)
 {
@@ -593,6 +640,7 @@ int main(void)
 		cmocka_unit_test(test_flip_data),
 		cmocka_unit_test(test_flip_tree),
 		cmocka_unit_test(test_transient),
+		cmocka_unit_test(test_edges),
 		cmocka_unit_test(test_cache_bound),
 		cmocka_unit_test(test_concurrent),
 		cmocka_unit_test(test_open_errors),
