@@ -114,9 +114,9 @@ enum {
 	"                        format's hash device), not appended to the image\n" \
 	"      --verity-offset N  the tree's superblock is N bytes into FILE, or into\n" \
 	"                        the image (default: appended after the image)\n" \
-	"      --verity-sig FILE  FILE is a PKCS#7 signature of ROOTHASH (veritysetup's\n" \
-	"                        --root-hash-signature); nothing is read unless it\n" \
-	"                        is signed by a certificate in --verity-cert\n" \
+	"      --verity-sig FILE  FILE is a PKCS#7 signature of ROOTHASH, as veritysetup\n" \
+	"                        open takes one; nothing is read unless it is signed\n" \
+	"                        by a certificate in --verity-cert\n" \
 	"      --verity-cert FILE  the certificates (PEM, or one DER) a signature must\n" \
 	"                        come from or chain to\n" \
 	"  -h, --help            show this help and exit\n" \

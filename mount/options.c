@@ -191,8 +191,8 @@ static const struct mount_opt mount_opts[] = {
 	REMOTE("verity_file", "PATH|URL", "the verity tree is in this file, not appended to IMAGE"),
 	REMOTE("verity_offset", "N", "the verity tree's superblock is N bytes into its file"),
 	REMOTE("verity_sig", "FILE",
-	  "FILE is a PKCS#7 signature of the root hash (veritysetup's\n--root-hash-signature): refused unless "
-	  "signed by\na certificate in verity_cert="),
+	  "FILE is a PKCS#7 signature of the root hash, as\nveritysetup open takes one: refused unless signed "
+	  "by\na certificate in verity_cert="),
 	REMOTE("verity_cert", "FILE",
 	  "the certificates (PEM) a signature must come from or\nchain to; with --catalog, every image "
 	  "needs\nNAME.roothash and a NAME.roothash.p7s signed by one"),
