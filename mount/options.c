@@ -349,6 +349,25 @@ static int add_path(struct qm_options *opt, const char *arg)
 	return 0;
 }
 
+/* -o verity_sig= and verity_cert= where they cannot work: said in one line, true. */
+static bool signature_options_wrong(const struct qm_options *opt)
+{
+	/* A signature is checked against certificates, or it checks nothing: both, or neither. */
+	if (!opt->catalog && !opt->source.verity_sig != !opt->source.verity_cert) {
+		fprintf(stderr, "%s: -o %s\n", opt->msgname, opt->source.verity_sig
+			? "verity_sig= needs -o verity_cert= to check the signature against"
+			: "verity_cert= is given without -o verity_sig= (or --catalog)");
+		return true;
+	}
+	/* A remote catalog's index carries root hashes but no signatures: nothing to check them against. */
+	if (opt->catalog && opt->source.verity_cert && qs_source_spec_is_remote(opt->image)) {
+		fprintf(stderr, "%s: -o verity_cert= is for a local catalog, whose images' root hashes are signed "
+			"in NAME.roothash.p7s files\n", opt->msgname);
+		return true;
+	}
+	return false;
+}
+
 enum qm_parse_result qm_parse_args(int argc, char **argv, bool squashfuse_compat, struct qm_options *opt)
 {
 	bool options_done = false;
@@ -417,19 +436,8 @@ enum qm_parse_result qm_parse_args(int argc, char **argv, bool squashfuse_compat
 			opt->source.verity_sig ? " (its images' signatures are NAME.roothash.p7s)" : "");
 		return QM_PARSE_ERROR;
 	}
-	/* A signature is checked against certificates, or it checks nothing: both, or neither. */
-	if (!opt->catalog && !opt->source.verity_sig != !opt->source.verity_cert) {
-		fprintf(stderr, "%s: -o %s\n", opt->msgname, opt->source.verity_sig
-			? "verity_sig= needs -o verity_cert= to check the signature against"
-			: "verity_cert= is given without -o verity_sig= (or --catalog)");
+	if (signature_options_wrong(opt))
 		return QM_PARSE_ERROR;
-	}
-	/* A remote catalog's index carries root hashes but no signatures: nothing to check them against. */
-	if (opt->catalog && opt->source.verity_cert && qs_source_spec_is_remote(opt->image)) {
-		fprintf(stderr, "%s: -o verity_cert= is for a local catalog, whose images' root hashes are signed "
-			"in NAME.roothash.p7s files\n", opt->msgname);
-		return QM_PARSE_ERROR;
-	}
 	if (opt->source.fallback && !qs_source_spec_is_remote(opt->image)) {
 		fprintf(stderr, "%s: -o fallback= is for an image at a URL, not a file\n", opt->msgname);
 		return QM_PARSE_ERROR;

@@ -12,10 +12,11 @@
 # its CA, a signer for TLS servers only and an expired one (the kernel
 # checks neither), an unrelated signer, a signature of another root hash,
 # and truncated or garbage bytes; each refusal is one line naming the file
-# and the problem.  The signed content is the root
-# hash in lower-case hex (an upper-case operand still matches); an
-# embedded (not detached) signature, a FIFO, and one option without the
-# other are refused.  The same through the offline tools (--verity-sig,
+# and the problem.  A DER certificate file works too.  The signed content
+# is the root hash in lower-case hex (an upper-case operand still
+# matches); an embedded (not detached) signature, a FIFO, a certificate
+# file without a certificate, and one option without the other are
+# refused.  The same through the offline tools (--verity-sig,
 # --verity-cert) and the mount (-o verity_sig=,verity_cert=), whose mount
 # table shows neither path.  A local catalog with -o verity_cert= serves
 # only images whose NAME.roothash has a good NAME.roothash.p7s beside it,
@@ -131,6 +132,9 @@ done
 check "verity verify: the signed content is the root hash in lower case, as libcryptsetup gives the kernel (an upper-case operand matches)" \
 	qa "$V/v.out" $QUASH_ASAN verity verify --root-hash-signature "$S/good.p7s" --cert "$S/c1.pem" \
 	"$V/i.sqfs" "${R^^}"
+openssl x509 -in "$S/c1.pem" -outform DER -out "$S/c1.der"
+check "verity verify: a certificate file in DER (as loaded into a kernel keyring) works too" \
+	qa "$V/v.out" $QUASH_ASAN verity verify --root-hash-signature "$S/good.p7s" --cert "$S/c1.der" "$V/i.sqfs" "$R"
 check_fails "verity verify: a signature that carries its content is refused, as the kernel refuses it" 1 \
 	"^quash: verity: root hash signature $(ere "$S/attached.p7s"): not a detached signature of data " \
 	one_line $QUASH_ASAN verity verify --root-hash-signature "$S/attached.p7s" --cert "$S/c1.pem" "$V/i.sqfs" "$R"
