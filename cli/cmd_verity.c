@@ -59,6 +59,12 @@ const struct cli_command cmd_verity = {
 		"      --format 1        the hash type (only 1, the normal one)\n"
 		"      --root-hash-file FILE  format writes the root hash to FILE; verify reads it\n"
 		"                        from there instead of ROOTHASH\n"
+		"      --root-hash-signature FILE  verify: FILE is a PKCS#7 signature (DER) of\n"
+		"                        the root hash, as veritysetup open takes it; it must\n"
+		"                        be signed by a certificate in --cert before any block\n"
+		"                        is read\n"
+		"      --cert FILE       the certificates (PEM, or one DER) the signature must\n"
+		"                        come from or chain to (where the kernel uses its keyring)\n"
 		"  -j, --json            print the parameters and root hash as JSON\n"
 		"      --endpoint URL    S3 endpoint for s3:// images (else AWS_ENDPOINT_URL)\n"
 		"      --region NAME     S3 region (else AWS_REGION or AWS_DEFAULT_REGION)\n"
@@ -73,8 +79,9 @@ const struct cli_command cmd_verity = {
 		"\n"
 		"Exit status:\n"
 		"  0  success: the tree is written, or every block matches ROOTHASH\n"
-		"  1  a block or tree block does not match, or the image or tree is\n"
-		"     unreadable, too short or has an unsupported superblock, or output failed\n"
+		"  1  a block or tree block does not match, the root hash signature does not\n"
+		"     check out, or the image or tree is unreadable, too short or has an\n"
+		"     unsupported superblock, or output failed\n"
 		"  2  the command line is wrong (a root hash that is not hex of the right\n"
 		"     length, an unsupported --hash, a bad size)\n",
 	.run = verity_run,
@@ -82,7 +89,7 @@ const struct cli_command cmd_verity = {
 
 enum {
 	OPT_HASH = 512, OPT_DATA_BLOCK_SIZE, OPT_HASH_BLOCK_SIZE, OPT_DATA_BLOCKS, OPT_HASH_OFFSET,
-	OPT_NO_SUPERBLOCK, OPT_UUID, OPT_FORMAT, OPT_ROOT_HASH_FILE,
+	OPT_NO_SUPERBLOCK, OPT_UUID, OPT_FORMAT, OPT_ROOT_HASH_FILE, OPT_ROOT_HASH_SIGNATURE, OPT_CERT,
 };
 
 struct verity_cli {
@@ -91,6 +98,7 @@ struct verity_cli {
 	bool json, salt_given, uuid_given, offset_given, blocks_given;
 	bool verified;          /* verify read every block: --json says so */
 	const char *root_hash_file;
+	const char *signature, *cert;   /* --root-hash-signature, --cert */
 	const char *image, *hashfile, *roothash;
 };
 
@@ -117,6 +125,8 @@ static int parse_options(struct verity_cli *c, int argc, char **argv)
 		{ "uuid", required_argument, NULL, OPT_UUID },
 		{ "format", required_argument, NULL, OPT_FORMAT },
 		{ "root-hash-file", required_argument, NULL, OPT_ROOT_HASH_FILE },
+		{ "root-hash-signature", required_argument, NULL, OPT_ROOT_HASH_SIGNATURE },
+		{ "cert", required_argument, NULL, OPT_CERT },
 		{ "json", no_argument, NULL, 'j' },
 		{ "endpoint", required_argument, NULL, CLI_OPT_ENDPOINT },
 		{ "region", required_argument, NULL, CLI_OPT_REGION },
@@ -175,6 +185,12 @@ static int parse_options(struct verity_cli *c, int argc, char **argv)
 		case OPT_ROOT_HASH_FILE:
 			c->root_hash_file = optarg;
 			break;
+		case OPT_ROOT_HASH_SIGNATURE:
+			c->signature = optarg;
+			break;
+		case OPT_CERT:
+			c->cert = optarg;
+			break;
 		case 'j':
 			c->json = true;
 			break;
@@ -185,6 +201,9 @@ static int parse_options(struct verity_cli *c, int argc, char **argv)
 	}
 	if (st != CLI_CONTINUE)
 		return st;
+	if (!c->signature != !c->cert)
+		return cli_usage(&cmd_verity, c->signature ? "--root-hash-signature needs --cert to check it against"
+							   : "--cert is given without --root-hash-signature");
 	/* The block sizes and offset on their own, before any file is touched. */
 	if (qs_verity_check_params(&c->p) < 0)
 		return cli_usage(&cmd_verity, "%s", qs_last_error());
@@ -509,6 +528,11 @@ static int do_verify(struct verity_cli *c)
 	if (st != CLI_CONTINUE)
 		goto out;
 	st = CLI_EXIT_ERROR;
+	/* A signed root hash: the signature is checked before a block is hashed. */
+	if (c->signature && qs_verity_check_signature_files(c->signature, c->cert, root, g.digest_size) < 0) {
+		fprintf(stderr, "quash: %s\n", qs_last_error());
+		goto out;
+	}
 	if (qs_source_open_verity(data, hash, &c->p, root, g.digest_size, &v) < 0) {
 		data = hash = NULL;
 		cli_error(c->image, NULL, "verity: %s", qs_last_error());
@@ -565,6 +589,8 @@ static int verity_run(int argc, char **argv)
 	if (format) {
 		if (n < 1 || n > 2)
 			return cli_usage(&cmd_verity, n < 1 ? "format: missing IMAGE" : "format: too many arguments");
+		if (c.signature)
+			return cli_usage(&cmd_verity, "format: --root-hash-signature and --cert are for verify");
 		c.image = argv[optind];
 		c.hashfile = n == 2 ? argv[optind + 1] : NULL;
 		return do_format(&c);

@@ -85,6 +85,8 @@ static int source_option(struct cli_common *co, int opt, const char *arg)
 		{ CLI_OPT_VERITY, "verity", "root hash" },
 		{ CLI_OPT_VERITY_FILE, "verity-file", "verity tree file" },
 		{ CLI_OPT_VERITY_OFFSET, "verity-offset", "verity offset" },
+		{ CLI_OPT_VERITY_SIG, "verity-sig", "root hash signature file" },
+		{ CLI_OPT_VERITY_CERT, "verity-cert", "certificate file" },
 	};
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
@@ -120,6 +122,8 @@ int cli_common_option(struct cli_common *co, int opt, const char *arg)
 	case CLI_OPT_VERITY:
 	case CLI_OPT_VERITY_FILE:
 	case CLI_OPT_VERITY_OFFSET:
+	case CLI_OPT_VERITY_SIG:
+	case CLI_OPT_VERITY_CERT:
 		return source_option(co, opt, arg);
 	case 'h':
 		cli_help(co->cmd);
@@ -178,6 +182,10 @@ int cli_open_image(const struct cli_common *co, const char *image, struct qs_ima
 	struct qs_image_options iopt = { 0 };
 	struct qs_source *src;
 
+	/* A signature is checked against certificates, or it checks nothing: both, or neither. */
+	if (!co->source.verity_sig != !co->source.verity_cert)
+		return cli_usage(co->cmd, co->source.verity_sig ? "--verity-sig needs --verity-cert to check it against"
+								: "--verity-cert is given without --verity-sig");
 	if (qs_source_open(image, &co->source, &src) < 0) {
 		cli_error(image, NULL, "%s", qs_last_error());
 		return CLI_EXIT_ERROR;

@@ -67,6 +67,8 @@ enum {
 	CLI_OPT_VERITY,
 	CLI_OPT_VERITY_FILE,
 	CLI_OPT_VERITY_OFFSET,
+	CLI_OPT_VERITY_SIG,
+	CLI_OPT_VERITY_CERT,
 };
 
 #define CLI_COMMON_SHORTOPTS "hVo:"
@@ -82,6 +84,8 @@ enum {
 	{ "verity", required_argument, NULL, CLI_OPT_VERITY }, \
 	{ "verity-file", required_argument, NULL, CLI_OPT_VERITY_FILE }, \
 	{ "verity-offset", required_argument, NULL, CLI_OPT_VERITY_OFFSET }, \
+	{ "verity-sig", required_argument, NULL, CLI_OPT_VERITY_SIG }, \
+	{ "verity-cert", required_argument, NULL, CLI_OPT_VERITY_CERT }, \
 	{ "help", no_argument, NULL, 'h' }, \
 	{ "version", no_argument, NULL, 'V' }
 
@@ -110,6 +114,11 @@ enum {
 	"                        format's hash device), not appended to the image\n" \
 	"      --verity-offset N  the tree's superblock is N bytes into FILE, or into\n" \
 	"                        the image (default: appended after the image)\n" \
+	"      --verity-sig FILE  FILE is a PKCS#7 signature of ROOTHASH, as veritysetup\n" \
+	"                        open takes one; nothing is read unless it is signed\n" \
+	"                        by a certificate in --verity-cert\n" \
+	"      --verity-cert FILE  the certificates (PEM, or one DER) a signature must\n" \
+	"                        come from or chain to\n" \
 	"  -h, --help            show this help and exit\n" \
 	"  -V, --version         show the version and exit\n"
 
@@ -139,7 +148,8 @@ void cli_error(const char *image, const char *path, const char *fmt, ...) __attr
 /* Overwrite secrets in URL arguments in place (the process list shows them); argv[i] points at copies. */
 void cli_hide_secrets(int argc, char **argv);
 
-/* Open IMAGE as the common options say; on failure report it and return CLI_EXIT_ERROR. */
+/* Open IMAGE as the common options say; on failure report it and return CLI_EXIT_ERROR
+ * (CLI_EXIT_USAGE for a --verity-sig without --verity-cert, or the reverse). */
 int cli_open_image(const struct cli_common *co, const char *image, struct qs_image **out);
 
 /* Resolve PATH in the image; on failure report it and return CLI_EXIT_ERROR. */

@@ -32,6 +32,8 @@ static const struct {
 	{ "verity",          HEX,     F(verity_root) },
 	{ "verity_file",     PATH,    F(verity_file) },
 	{ "verity_offset",   VERITY_OFFSET, F(verity_offset) },
+	{ "verity_sig",      PATH,    F(verity_sig) },
+	{ "verity_cert",     PATH,    F(verity_cert) },
 #undef F
 };
 

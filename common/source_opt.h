@@ -13,7 +13,8 @@
  * "cache-dir") to VALUE in *o; VALUE is kept by pointer, not copied.
  * Returns 0, -EINVAL when VALUE is not valid for KEY (a size, a count of
  * seconds from 1, an http://, https:// or s3:// URL for fallback, a
- * non-empty path for record, prefetch and verity_file, hex digits for
+ * non-empty path for record, prefetch, verity_file, verity_sig and
+ * verity_cert, hex digits for
  * verity, a size for verity_offset), or -ENOENT when KEY is not a
  * source option, for the caller's own table to try.
  */

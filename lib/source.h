@@ -141,12 +141,17 @@ struct qs_source_options {
 	 * appended after the squashfs image found at image_offset (its
 	 * bytes_used, as qs_verity_find_appended looks).  The tree covers the
 	 * file from its first byte, so an image at an offset (a SIF
-	 * partition) is verified with the bytes before it.
+	 * partition) is verified with the bytes before it.  'verity_sig', a
+	 * local file, is a PKCS#7 signature of the root hash, checked against
+	 * the certificates in the local file 'verity_cert' before anything is
+	 * read (lib/verity/verity.h); one without the other is refused.
 	 */
 	const char *verity_root;
 	const char *verity_file;
 	uint64_t verity_offset;
 	bool verity_offset_given;
+	const char *verity_sig;
+	const char *verity_cert;
 };
 
 /*

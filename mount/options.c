@@ -192,6 +192,12 @@ static const struct mount_opt mount_opts[] = {
 	  "check every byte read against the image's dm-verity tree\nand this root hash (hex): a mismatch is EIO"),
 	REMOTE("verity_file", "PATH|URL", "the verity tree is in this file, not appended to IMAGE"),
 	REMOTE("verity_offset", "N", "the verity tree's superblock is N bytes into its file"),
+	REMOTE("verity_sig", "FILE",
+	  "FILE is a PKCS#7 signature of the root hash, as\nveritysetup open takes one: refused unless signed "
+	  "by\na certificate in verity_cert="),
+	REMOTE("verity_cert", "FILE",
+	  "the certificates (PEM) a signature must come from or\nchain to; with --catalog, every image "
+	  "needs\nNAME.roothash and a NAME.roothash.p7s signed by one"),
 	{ "prefetch", OPT_SET, F(prefetch_beside), QM_BESIDE_YES, 0, NULL, NULL, NULL,
 	  "look for URL.profile beside a remote image too" },
 	{ "noprefetch", OPT_SET, F(prefetch_beside), QM_BESIDE_NO, 0, NULL, NULL, NULL, "do not look for IMAGE.profile" },
@@ -346,6 +352,25 @@ static int add_path(struct qm_options *opt, const char *arg)
 	return 0;
 }
 
+/* -o verity_sig= and verity_cert= where they cannot work: said in one line, true. */
+static bool signature_options_wrong(const struct qm_options *opt)
+{
+	/* A signature is checked against certificates, or it checks nothing: both, or neither. */
+	if (!opt->catalog && !opt->source.verity_sig != !opt->source.verity_cert) {
+		fprintf(stderr, "%s: -o %s\n", opt->msgname, opt->source.verity_sig
+			? "verity_sig= needs -o verity_cert= to check the signature against"
+			: "verity_cert= is given without -o verity_sig= (or --catalog)");
+		return true;
+	}
+	/* A remote catalog's index carries root hashes but no signatures: nothing to check them against. */
+	if (opt->catalog && opt->source.verity_cert && qs_source_spec_is_remote(opt->image)) {
+		fprintf(stderr, "%s: -o verity_cert= is for a local catalog, whose images' root hashes are signed "
+			"in NAME.roothash.p7s files\n", opt->msgname);
+		return true;
+	}
+	return false;
+}
+
 enum qm_parse_result qm_parse_args(int argc, char **argv, bool squashfuse_compat, struct qm_options *opt)
 {
 	bool options_done = false;
@@ -406,14 +431,17 @@ enum qm_parse_result qm_parse_args(int argc, char **argv, bool squashfuse_compat
 	}
 	if (opt->catalog && (opt->subdir || opt->offset_given || opt->source.record || opt->source.prefetch ||
 			     opt->source.fallback || opt->source.verity_root || opt->source.verity_file ||
-			     opt->source.verity_offset_given)) {
-		fprintf(stderr, "%s: -o %s is for one image, not a catalog\n", opt->msgname,
+			     opt->source.verity_offset_given || opt->source.verity_sig)) {
+		fprintf(stderr, "%s: -o %s is for one image, not a catalog%s\n", opt->msgname,
 			opt->subdir ? "subdir=" : opt->offset_given ? "offset=" : opt->source.record ? "record=" :
 			opt->source.prefetch ? "prefetch=" : opt->source.fallback ? "fallback=" :
 			opt->source.verity_root ? "verity=" : opt->source.verity_file ? "verity_file=" :
-			"verity_offset=");
+			opt->source.verity_offset_given ? "verity_offset=" : "verity_sig=",
+			opt->source.verity_sig ? " (its images' signatures are NAME.roothash.p7s)" : "");
 		return QM_PARSE_ERROR;
 	}
+	if (signature_options_wrong(opt))
+		return QM_PARSE_ERROR;
 	if (opt->source.fallback && !qs_source_spec_is_remote(opt->image)) {
 		fprintf(stderr, "%s: -o fallback= is for an image at a URL, not a file\n", opt->msgname);
 		return QM_PARSE_ERROR;

@@ -6,7 +6,8 @@
 # replaced while mounted (a reader holding a file open finishes on the old
 # bytes), 50 readers across 20 images at once, a corrupt image failing only
 # its own directory with one log line, the command-line errors, and the
-# memory of 10,000 entries before any is opened.
+# memory of 10,000 entries before any is opened; an empty directory is a
+# catalog of no images.
 . "$(dirname "$0")/lib/tap.sh"
 . "$(dirname "$0")/lib/mount.sh"
 
@@ -374,3 +375,14 @@ fusermount3 -u "$A/mp"
 wait "$ADAEMON"
 check "aliases: the daemon exits cleanly after unmount (no sanitizer report)" clean_exit $? "$A/daemon.log"
 umount "$A/k13" "$A/k14" "$A/k14new" 2>/dev/null
+
+# An empty directory is a catalog of no images (an empty listing sorts nothing).
+mkdir -p "$C/empty" "$C/mpe"
+"$QUASH_ASAN" mount --catalog -f "$C/empty" "$C/mpe" 2>"$C/empty.log" &
+EDAEMON=$!
+QM_MOUNTS+=("f:$C/mpe")
+empty_catalog() { wait_mounted "$C/mpe" && [ -z "$(ls "$C/mpe")" ]; }
+check "an empty directory mounts as a catalog of no images" empty_catalog
+fusermount3 -u "$C/mpe"
+wait "$EDAEMON"
+check "... and its daemon exits cleanly after unmount (no sanitizer report)" clean_exit $? "$C/empty.log"

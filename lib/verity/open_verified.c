@@ -1,7 +1,8 @@
 /*
  * open_verified.c - the verity options of struct qs_source_options turned
  * into a verifying source: where the tree is, its parameters from its
- * superblock, the root hash from the command line.
+ * superblock, the root hash from the command line and, when one is given,
+ * its signature checked against the admin's certificates.
  */
 #include <errno.h>
 #include <string.h>
@@ -40,7 +41,9 @@ int qs_source_open_verified(struct qs_source *src, struct qs_source *tree, const
 	int len, ret;
 
 	if (!opt->verity_root) {
-		ret = qs_set_error(-EINVAL, "verity: a tree file or offset is given without the root hash");
+		ret = qs_set_error(-EINVAL, "verity: a %s is given without the root hash",
+				   opt->verity_sig || opt->verity_cert ? "root hash signature or certificate"
+				   : "tree file or offset");
 		goto fail;
 	}
 	len = qs_verity_parse_hex(opt->verity_root, root, sizeof(root));
@@ -48,6 +51,17 @@ int qs_source_open_verified(struct qs_source *src, struct qs_source *tree, const
 		ret = qs_set_error(-EINVAL, "verity: root hash '%.140s' is not a hash in hex", opt->verity_root);
 		goto fail;
 	}
+	/* A signed root hash is checked before any byte of the image or tree is read. */
+	if (!opt->verity_sig != !opt->verity_cert) {
+		ret = opt->verity_sig ? qs_set_error(-EINVAL, "verity: root hash signature %.200s is given without "
+						     "a certificate to check it against", opt->verity_sig)
+				      : qs_set_error(-EINVAL, "verity: certificate %.200s is given without a root "
+						     "hash signature to check", opt->verity_cert);
+		goto fail;
+	}
+	if (opt->verity_sig &&
+	    (ret = qs_verity_check_signature_files(opt->verity_sig, opt->verity_cert, root, (size_t)len)) < 0)
+		goto fail;
 	qs_verity_params_init(&p);
 	if (tree) {
 		ret = qs_verity_read_superblock(tree, opt->verity_offset_given ? opt->verity_offset : 0, &p);

@@ -251,8 +251,11 @@ int qs_source_open_verity(struct qs_source *data, struct qs_source *hash, const 
  * 'tree' is NULL, in 'src' itself at opt->verity_offset or appended after
  * the image.  Both sources are owned, also on failure.  -EINVAL with one
  * line for a root hash that is not hex or a tree file or offset without
- * one; the messages of qs_verity_read_superblock, qs_verity_find_appended
- * and qs_source_open_verity otherwise.
+ * one, or a signature (opt->verity_sig) without a certificate file
+ * (opt->verity_cert) or the reverse; a signature is checked as
+ * qs_verity_check_signature_files does before anything is read; the
+ * messages of qs_verity_read_superblock, qs_verity_find_appended and
+ * qs_source_open_verity otherwise.
  */
 int qs_source_open_verified(struct qs_source *src, struct qs_source *tree, const struct qs_source_options *opt,
 			    struct qs_source **out);
@@ -296,6 +299,55 @@ struct qs_verity_stats {
 /* -EINVAL if src is not a verifying source. */
 int qs_verity_source_stats(struct qs_source *src, struct qs_verity_stats *out);
 int qs_verity_stats(struct qs_verity *v, struct qs_verity_stats *out);
+
+/* ---- root hash signatures (lib/verity/signature.c) ---- */
+
+/*
+ * A root hash may come with a detached PKCS#7 signature (DER), as
+ * veritysetup open --root-hash-signature takes it: signed content is the
+ * root hash in lower-case hex without a newline (what libcryptsetup hands
+ * the kernel), the signature's content type pkcs7-data, not embedded.  It
+ * is checked against certificates the admin names, where the kernel uses
+ * its keyring, and by the kernel's rules: the signer is one of them or
+ * chains to one (through certificates the signature or the file carries),
+ * every one of them is a trust anchor, and no X.509 purpose, key usage or
+ * validity date is checked.
+ */
+#define QS_VERITY_MAX_SIG 32767u                /* the kernel's user keys hold no more */
+#define QS_VERITY_MAX_CERT_FILE (1u << 20)
+
+/*
+ * Read a signature file: 'path' relative to dirfd (AT_FDCWD: as given), not
+ * through a symlink when 'nofollow', a regular file of 1 to
+ * QS_VERITY_MAX_SIG bytes (a FIFO or device is refused without blocking).
+ * *sig is the caller's to free().  -errno with "verity: root hash signature
+ * PATH: PROBLEM".
+ */
+int qs_verity_read_signature(int dirfd, const char *path, bool nofollow, uint8_t **sig, size_t *len);
+
+/*
+ * The certificates of a file: every PEM certificate in it, or the one DER
+ * certificate it is; at most QS_VERITY_MAX_CERT_FILE bytes, a regular file.
+ * -errno with "verity: certificate file PATH: PROBLEM".  A loaded set is
+ * read-only and may check signatures from any number of threads.
+ */
+struct qs_verity_certs;
+int qs_verity_certs_load(const char *path, struct qs_verity_certs **out);
+void qs_verity_certs_free(struct qs_verity_certs *c);
+
+/*
+ * Check sig as a signature of the root hash root (root_len bytes) by the
+ * rules above.  0, or -EINVAL / -EKEYREJECTED with one line naming
+ * sig_name and the problem: "not a PKCS#7 signature (DER)", "not a
+ * detached signature of data ...", "not signed by a certificate in CERT
+ * (WHY)", "does not sign root hash HEX".
+ */
+int qs_verity_check_signature(const struct qs_verity_certs *c, const uint8_t *root, size_t root_len,
+			      const uint8_t *sig, size_t sig_len, const char *sig_name);
+
+/* The three above for a signature and a certificate file named by path (the command line's). */
+int qs_verity_check_signature_files(const char *sig_path, const char *cert_path, const uint8_t *root,
+				    size_t root_len);
 
 /* ---- small helpers the command line shares ---- */
 

@@ -17,6 +17,7 @@
 
 #include "catalog.h"
 #include "ctl.h"
+#include "verity/verity.h"
 
 static int open_root(struct qm_catalog *c)
 {
@@ -165,6 +166,12 @@ int qc_create(struct qm_fs *fs, struct qm_catalog **out)
 		c->root_abs = realpath(c->spec, NULL);  /* NULL: absolute alias targets are refused */
 		c->inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 	}
+	/* Loaded once: the same certificates check every image's signature (a remote catalog is refused it). */
+	if (opt->source.verity_cert && (err = qs_verity_certs_load(opt->source.verity_cert, &c->certs)) < 0) {
+		fprintf(stderr, "%s: %s\n", opt->msgname, qs_last_error());
+		qc_destroy(c);
+		return err;
+	}
 	err = qc_refresh(c);
 	if (err) {
 		fprintf(stderr, "%s: catalog %s: %s\n", opt->msgname, fs->name, c->list_error);
@@ -209,6 +216,7 @@ void qc_destroy(struct qm_catalog *c)
 	}
 	free(c->base);
 	free(c->root_abs);
+	qs_verity_certs_free(c->certs);
 	free(c->was_unserved);
 	free(c->now_unserved);
 	qc_ctl_destroy(c->ctl);

@@ -157,6 +157,8 @@ struct qm_catalog {
 	bool remote;
 	int root_fd;                /* a local catalog's directory */
 	char *root_abs;             /* its absolute path: what an absolute alias target must start with */
+	/* -o verity_cert=: every image's NAME.roothash must be signed by one of these (open.c) */
+	struct qs_verity_certs *certs;
 	char *base;                 /* a remote catalog: what keys are appended to */
 	struct qs_cache *cache;     /* the one block cache of every image */
 	struct qs_memory_budget remote_memory;  /* the one bound on remote images' chunks in memory */

@@ -439,7 +439,8 @@ int qc_refresh(struct qm_catalog *c)
 		qm_log(c->fs, "catalog: more than %u images; the rest are left out", QC_ENTRIES_MAX);
 	hash = XXH3_64bits_digest(items.hash);
 	if (hash != atomic_load(&c->last_hash) || c->slots_short) {
-		qsort(items.v, items.n, sizeof(*items.v), qc_cmp_item);     /* names do not hang on listing order */
+		if (items.n)    /* an empty listing has no array to sort */
+			qsort(items.v, items.n, sizeof(*items.v), qc_cmp_item);     /* names do not hang on listing order */
 		atomic_store(&c->last_hash, hash);      /* before the merge: a probe during it clears it */
 		err = qc_merge(c, &items);
 		if (err)

@@ -15,6 +15,7 @@
 
 #include "catalog_int.h"
 #include "mount_int.h"
+#include "verity/verity.h"
 
 /* ---- the counting source: what each image read, for the status and tests ---- */
 
@@ -124,10 +125,45 @@ static int read_roothash(int dfd, const char *file, char root[QC_ROOTHASH_MAX + 
 }
 
 /*
+ * With -o verity_cert=, the root hash of image file NAME.EXT (in dfd) must
+ * be there and be signed: NAME.roothash.p7s beside it, read as
+ * NAME.roothash is, a PKCS#7 signature of it by one of the catalog's
+ * certificates.  Otherwise an image is served unverified, or verified
+ * against a hash whoever may write the directory chose.  0, or -EINVAL
+ * with one line naming the file and the problem.
+ */
+static int check_signed_root(struct qm_catalog *c, int dfd, const char *file, const char *root)
+{
+	char name[QC_KEY_MAX + sizeof(".roothash.p7s")];
+	uint8_t digest[QS_VERITY_MAX_DIGEST], *sig = NULL;
+	size_t sig_len = 0;
+	int len, ret;
+
+	snprintf(name, sizeof(name), "%s", file);
+	qc_strip_ext(name);
+	if (!root[0])
+		return qs_set_error(-EINVAL, "no %s.roothash: with -o verity_cert= every image needs a signed "
+				    "root hash", name);
+	len = qs_verity_parse_hex(root, digest, sizeof(digest));
+	if (len <= 0)
+		return qs_set_error(-EINVAL, "%s.roothash: '%.140s' is not a root hash in hex", name, root);
+	strcat(name, ".roothash.p7s");
+	ret = qs_verity_read_signature(dfd, name, true, &sig, &sig_len);
+	if (ret == -ENOENT)
+		return qs_set_error(-EINVAL, "no %s: with -o verity_cert= every image's root hash must be signed",
+				    name);
+	if (ret == 0)
+		ret = qs_verity_check_signature(c->certs, digest, (size_t)len, sig, sig_len, name);
+	free(sig);
+	return ret < 0 ? -EINVAL : 0;
+}
+
+/*
  * A local image: its key walked from the catalog's directory one name at a
  * time with O_NOFOLLOW, and the file found checked against the listing (a
  * replaced file is another version); NAME.roothash beside it read into
- * root.  Returns a descriptor or -errno.
+ * root, and its signature checked when the catalog has certificates.
+ * Returns a descriptor or -errno.
  */
 static int open_local(struct qm_catalog *c, struct qc_image *im, char root[QC_ROOTHASH_MAX + 1])
 {
@@ -140,7 +176,8 @@ static int open_local(struct qm_catalog *c, struct qc_image *im, char root[QC_RO
 		next = strtok_r(NULL, "/", &save);
 		fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK |
 			    (next ? O_DIRECTORY : 0));
-		if (!next && fd >= 0 && read_roothash(dfd, name, root) < 0) {
+		if (!next && fd >= 0 && (read_roothash(dfd, name, root) < 0 ||
+					 (c->certs && check_signed_root(c, dfd, name, root) < 0))) {
 			close(fd);
 			fd = -EINVAL;
 		}
@@ -189,6 +226,8 @@ static int open_source(struct qm_catalog *c, struct qc_image *im, struct qs_sour
 	char path[64], root[QC_ROOTHASH_MAX + 1], *spec;
 
 	so.memory_budget = &c->remote_memory;
+	/* the catalog checks each image's signature itself (check_signed_root), before opening it */
+	so.verity_cert = NULL;
 	/* no IMAGE.profile: a remote one would cost a request at every image's first use */
 	so.prefetch_beside = false;
 	int fd, err;

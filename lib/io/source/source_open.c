@@ -33,7 +33,7 @@ static int open_verified(struct qs_source *src, const struct qs_source_options *
 
 	if (opt->verity_file) {
 		/* The tree file is fetched as the image is, but verifies nothing itself and records no profile. */
-		tree_opt.verity_root = tree_opt.verity_file = NULL;
+		tree_opt.verity_root = tree_opt.verity_file = tree_opt.verity_sig = tree_opt.verity_cert = NULL;
 		tree_opt.verity_offset_given = false;
 		tree_opt.record = tree_opt.prefetch = NULL;
 		tree_opt.prefetch_beside = false;
@@ -65,7 +65,8 @@ int qs_source_open(const char *spec, const struct qs_source_options *opt, struct
 	if (ret < 0)
 		return ret;
 	/* Verification sits above the remote chunk cache, so nothing unverified reaches a reader. */
-	if (opt && (opt->verity_root || opt->verity_file || opt->verity_offset_given) &&
+	if (opt && (opt->verity_root || opt->verity_file || opt->verity_offset_given || opt->verity_sig ||
+		    opt->verity_cert) &&
 	    (ret = open_verified(src, opt, &src)) < 0)
 		return ret;
 	/* Recording and replaying profiles wrap whatever was opened (profile.c). */
