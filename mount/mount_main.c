@@ -259,6 +259,7 @@ static int serve(const struct qm_options *opt, int ready_fd)
 	if (err)
 		notify_failure(opt);
 	qm_nodes_destroy(fs->nodes);
+	free((void *)atomic_load(&fs->parents));
 	qc_destroy(fs->catalog);
 	if (fs->view.img)
 		qs_image_close(fs->view.img);
