@@ -6,6 +6,7 @@
 #   - 40 files of one directory in one fragment block (Debian mksquashfs's
 #     defaults), listed, then read in order: one READ for all of them;
 #   - the block's later files, in the next directory: one READ for those;
+#   - with -o nonotify_store nothing is pushed: one READ a file;
 #   - every file read so equals its source, and a file with blocks of its
 #     own whose tail lies in a fragment block reads whole;
 #   - the ASan build serving the same reads draws no sanitizer report.
@@ -25,10 +26,11 @@ echo after the big file >"$M/src/c/small"
 mksquashfs "$M/src" "$M/img.sqfs" -noappend -quiet -no-progress >/dev/null
 
 pid=
-serve() {   # serve BINARY: quash mount -f of the image at $M/m, its log in $M/log
+serve() {   # serve BINARY [OPTIONS...]: quash mount -f of the image at $M/m, its log in $M/log
+	local bin=$1; shift
 	mkdir -p "$M/m"
 	: >"$M/log"
-	"$1" mount -f "$M/img.sqfs" "$M/m" 2>"$M/log" &
+	"$bin" mount -f "$@" "$M/img.sqfs" "$M/m" 2>"$M/log" &
 	pid=$!
 	QM_MOUNTS+=("f:$M/m")
 	wait_mounted "$M/m"
@@ -76,6 +78,11 @@ counted() {   # counted NAME DIR: one READ for DIR's files, on one of three fres
 
 counted "siblings: 40 files of one fragment block, listed and read in order, take one READ" a
 counted "siblings: the block's files in the next directory take one READ" b
+
+serve "$QUASH" -o nonotify_store
+got=$(read_dir a)
+stop
+check "siblings: with -o nonotify_store nothing is pushed: one READ a file ($got for 40)" test "$got" = 40
 
 serve "$QUASH"
 ls -l "$M/m/a" "$M/m/b" "$M/m/c" >/dev/null
