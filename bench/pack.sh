@@ -8,16 +8,30 @@
 #     mksquashfs, image <= 1% larger;
 #   defaults: quash's image no larger than mksquashfs's default image, and
 #     >= 5x faster.
+# and the command lines real builders give mksquashfs, each run as it is by
+# Debian's mksquashfs and by `quash mksquashfs` (the drop-in) in the same
+# round, the two images compared for equal content with Debian's unsquashfs
+# (identical bytes, or the same -lln listing and the same extracted files):
+#   live-build (an ISO's live root, as the issue's report had it):
+#     -comp xz -Xbcj x86 -b 1M
+#   snapcraft (an application snap): -noappend -comp xz -no-xattrs
+#     -no-fragments -all-root
+#   SingularityCE/Apptainer (a data container from a tar): -noappend
+#     -all-root, gzip by default
+#   Compiler Explorer (one compiler's image): -all-root -root-mode 755
+#     -comp zstd
 #
 #   bench/pack.sh [TREE]     default: a Python installation with site-packages
 # Environment: BENCH_WORK (scratch, default /tmp/quash-bench), QUASH (binary),
 # REPEAT (rounds: every measurement once per round, the tools taking turns;
-# the fastest run of each counts; default 1).
+# the fastest run of each counts; default 1), ROWS (default "base builders":
+# base, the zstd 15 and defaults rows; builders, the builders' lines).
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 QUASH=${QUASH:-$top/build/cli/quash}
 W=${BENCH_WORK:-/tmp/quash-bench}
 REPEAT=${REPEAT:-1}
+ROWS=${ROWS:-base builders}
 JOBS=$(nproc)
 
 pick_tree() {
@@ -57,10 +71,16 @@ measure() {
 }
 export TAR=$W/tree.tar      # tar2sqfs reads its tar from standard input only
 
-# every measurement once per round, REPEAT rounds: the tools take turns, so
-# a host that slows down or speeds up during the run weighs on all of them
-for round in $(seq "$REPEAT"); do
-	echo "round $round of $REPEAT; identical settings: zstd level 15, 128K blocks"
+# name|options, as each builder passes them; every run adds -noappend -quiet -no-progress
+BUILDERS=(
+	"live-build|-comp xz -Xbcj x86 -b 1M"
+	"snapcraft|-comp xz -no-xattrs -no-fragments -all-root"
+	"apptainer|-all-root"
+	"compiler-explorer|-all-root -root-mode 755 -comp zstd"
+)
+
+base_round() {
+	echo "identical settings: zstd level 15, 128K blocks"
 	measure mksquashfs-z15   mksquashfs "$SRC" "$W/mksquashfs-z15.sqfs" -noappend -quiet -no-progress \
 		-comp zstd -Xcompression-level 15 -b 128K -processors "$JOBS"
 	measure quash-z15        "$QUASH" pack -q --no-progress -c zstd -l 15 -b 128K "$SRC" "$W/quash-z15.sqfs"
@@ -73,6 +93,26 @@ for round in $(seq "$REPEAT"); do
 	measure quash-def        "$QUASH" pack -q --no-progress "$SRC" "$W/quash-def.sqfs"
 	measure tar2sqfs-def-tar sh -c 'exec tar2sqfs "$@" <"$TAR"' sh -q -f -j "$JOBS" "$W/tar2sqfs-def-tar.sqfs"
 	measure quash-def-tar    "$QUASH" pack -q --no-progress "$W/tree.tar" "$W/quash-def-tar.sqfs"
+}
+
+builders_round() {
+	local b name opts
+	echo "builders' command lines, mksquashfs then quash mksquashfs"
+	for b in "${BUILDERS[@]}"; do
+		name=${b%%|*} opts=${b#*|}
+		# shellcheck disable=SC2086  # the options are words
+		measure "mk-$name" mksquashfs "$SRC" "$W/mk-$name.sqfs" -noappend -quiet -no-progress $opts
+		# shellcheck disable=SC2086
+		measure "q-$name" "$QUASH" mksquashfs "$SRC" "$W/q-$name.sqfs" -noappend -quiet -no-progress $opts
+	done
+}
+
+# every measurement once per round, REPEAT rounds: the tools take turns, so
+# a host that slows down or speeds up during the run weighs on all of them
+for round in $(seq "$REPEAT"); do
+	echo "round $round of $REPEAT"
+	case " $ROWS " in *" base "*) base_round ;; esac
+	case " $ROWS " in *" builders "*) builders_round ;; esac
 done
 
 # ratio A B: A's time over B's (how many times faster B is), the same for CPU, B's size against A's.
@@ -85,6 +125,32 @@ ratio() {
 target() {   # target TEXT AWK-CONDITION
 	if awk "BEGIN{exit !($2)}"; then echo "  PASS $1"; else echo "  FAIL $1"; fi
 }
+# same_content A B: "identical bytes", "same content" (unsquashfs -lln and the extracted files), or what differs
+# A directory's size is its listing's encoding (where headers fall), not its content: it is left out.
+listing() {
+	unsquashfs -lln -d r "$1" | awk '/^d/ { $3 = "-" } { print }'
+}
+same_content() {
+	local a=$W/$1.sqfs b=$W/$2.sqfs
+	if cmp -s "$a" "$b"; then echo "identical bytes"; return; fi
+	if ! diff <(listing "$a") <(listing "$b") >"$W/lln.diff"; then
+		echo "DIFFERENT listings: $(head -c 200 "$W/lln.diff")"; return
+	fi
+	rm -rf "$W/xa" "$W/xb"
+	unsquashfs -q -n -d "$W/xa" "$a" >/dev/null && unsquashfs -q -n -d "$W/xb" "$b" >/dev/null &&
+		diff -r --no-dereference "$W/xa" "$W/xb" >/dev/null && echo "same content" || echo "DIFFERENT files"
+	rm -rf "$W/xa" "$W/xb"
+}
+
+case " $ROWS " in *" builders "*)
+	echo "builders' lines: quash mksquashfs against mksquashfs"
+	for b in "${BUILDERS[@]}"; do
+		name=${b%%|*}
+		ratio "mk-$name" "q-$name"
+		echo "    $(same_content "mk-$name" "q-$name")"
+	done ;;
+esac
+case " $ROWS " in *" base "*) ;; *) exit 0 ;; esac
 echo "ratios"
 ratio mksquashfs-z15 quash-z15
 ratio tar2sqfs-z15-tar quash-z15-tar

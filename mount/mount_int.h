@@ -7,6 +7,7 @@
  *   dir.c       directory listings
  *   nodes.c     open files and listings by node id, for the kernel's handle-less opens
  *   fill.c      the threads that push decompressed blocks into the page cache
+ *   siblings.c  the small files sharing a fragment block, pushed with the one read
  *   session.c   the session: the /dev/fuse loop, signals, idle timeout, unmount
  *   uring.c     the other transport: FUSE over io_uring, one queue per CPU
  *   log.c       the daemon's messages
@@ -158,6 +159,7 @@ struct qm_fs {
 	char *name;                 /* the image (or catalog) as shown to anyone: no secrets */
 	struct qm_fill *fill;       /* NULL: no page-cache fill */
 	struct qm_nodes *nodes;     /* files and listings for requests without a handle */
+	_Atomic(_Atomic uint64_t *) parents;    /* siblings.c: the directory that listed each file */
 	bool no_open;               /* the kernel opens without asking (FUSE_CAP_NO_OPEN_SUPPORT) */
 	atomic_int labels;          /* the plain mount's view.labels */
 
@@ -244,6 +246,10 @@ void qm_nodes_destroy(struct qm_nodes *nodes);
 int qm_nodes_get(struct qm_fs *fs, fuse_ino_t nodeid, bool is_dir, struct qm_node **out);
 void *qm_node_obj(const struct qm_node *node);
 void qm_nodes_put(struct qm_node *node);
+
+/* siblings.c: READDIRPLUS notes each file's directory, a READ of a fragment tail pushes the files after it */
+void qm_siblings_note(struct qm_fs *fs, const struct qm_view *v, uint64_t dir, const struct qs_inode *in);
+void qm_siblings_push(struct qm_fs *fs, const struct qm_view *v, const struct qs_inode *in);
 
 /* fill.c */
 struct qm_fill *qm_fill_start(struct fuse_session *se);

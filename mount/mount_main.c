@@ -285,6 +285,7 @@ static int serve(const struct qm_options *opt, int argc, char **argv, int ready_
 	if (err)
 		notify_failure(opt);
 	qm_nodes_destroy(fs->nodes);
+	free((void *)atomic_load(&fs->parents));
 	qc_destroy(fs->catalog);
 	if (fs->view.img)
 		qs_image_close(fs->view.img);

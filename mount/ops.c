@@ -374,6 +374,9 @@ static void read_file(struct qm_fs *fs, const struct qm_view *v, fuse_req_t req,
 		iov[i].iov_base = (char *)data[i] + from;
 		iov[i].iov_len = to - from;
 	}
+	/* the tail's fragment block is at hand: the files after it, queued before the reply that lets the reader on */
+	if (first + count - 1 == qs_file_inode(file)->u.file.block_count)
+		qm_siblings_push(fs, v, qs_file_inode(file));
 	fuse_reply_iov(req, iov, (int)count);
 
 	for (uint64_t i = 0; i < count; i++) {
@@ -484,8 +487,8 @@ void qm_img_releasedir(struct qm_fs *fs, const struct qm_view *v, fuse_req_t req
  * Entry i of the listing as the kernel's squashfs orders it: ".", "..",
  * then the directory's entries.  The offset of entry i is i + 1.
  */
-static size_t add_entry(fuse_req_t req, struct qm_fs *fs, const struct qm_view *v, const struct qm_dir *d,
-			size_t i, bool plus, char *buf, size_t room, bool *handed)
+static size_t add_entry(fuse_req_t req, struct qm_fs *fs, const struct qm_view *v, fuse_ino_t dir,
+			const struct qm_dir *d, size_t i, bool plus, char *buf, size_t room, bool *handed)
 {
 	struct fuse_entry_param e = { .attr_timeout = QM_CACHE_TIMEOUT, .entry_timeout = QM_CACHE_TIMEOUT };
 	const char *name;
@@ -512,6 +515,7 @@ static size_t add_entry(fuse_req_t req, struct qm_fs *fs, const struct qm_view *
 				e.ino = qm_nodeid_of(v, ent->ref);
 				e.generation = v->generation;
 				fill_stat(fs, v, &in, &e.attr);
+				qm_siblings_note(fs, v, dir, &in);
 			}
 		}
 	}
@@ -550,7 +554,7 @@ void qm_img_readdir(struct qm_fs *fs, const struct qm_view *v, fuse_req_t req, f
 	}
 	for (size_t i = off < 0 ? 0 : (size_t)off; i < total; i++) {
 		bool has_id;
-		size_t n = add_entry(req, fs, v, d, i, plus, buf + used, size - used, &has_id);
+		size_t n = add_entry(req, fs, v, nodeid, d, i, plus, buf + used, size - used, &has_id);
 
 		if (n > size - used)
 			break;
