@@ -166,6 +166,8 @@ static const struct mount_opt mount_opts[] = {
 	  "worker threads (default: one per CPU the daemon may use,\n" XSTR(QM_DEFAULT_THREADS_MIN) " to " XSTR(QM_DEFAULT_THREADS_MAX) ")" },
 	{ "notify_store", OPT_ON, F(notify_store), 0, 0, NULL, "-o [no]notify_store", NULL,
 	  "push whole decompressed blocks into the page cache (default on)" },
+	{ "decompress_ahead", OPT_ON, F(decompress_ahead), 0, 0, NULL, "-o [no]decompress_ahead", NULL,
+	  "decompress a sequential reader's next blocks on every core\n(default on)" },
 	{ "uring", OPT_ON, F(uring), 0, 0, NULL, "-o [no]uring", NULL,
 	  "serve over FUSE io_uring where the kernel offers it (default off)" },
 	{ "readahead", OPT_UINT, F(readahead_kb), 0, QM_MAX_READAHEAD_KB, NULL, NULL, "KB",
@@ -208,6 +210,7 @@ static const struct mount_opt mount_opts[] = {
 
 	{ "nonotify_store", OPT_OFF, F(notify_store) },
 	{ "nouring", OPT_OFF, F(uring) },
+	{ "nodecompress_ahead", OPT_OFF, F(decompress_ahead) },
 	{ "allow_root", OPT_KERNEL }, { "dev", OPT_KERNEL }, { "nodev", OPT_KERNEL }, { "suid", OPT_KERNEL },
 	{ "nosuid", OPT_KERNEL }, { "exec", OPT_KERNEL }, { "noexec", OPT_KERNEL }, { "ro", OPT_KERNEL },
 	{ "auto_unmount", OPT_KERNEL },
@@ -353,6 +356,7 @@ enum qm_parse_result qm_parse_args(int argc, char **argv, bool squashfuse_compat
 	opt->progname = squashfuse_compat ? (base ? base + 1 : argv[0]) : "quash";
 	opt->msgname = squashfuse_compat ? opt->progname : "quash: mount";
 	opt->notify_store = true;
+	opt->decompress_ahead = true;
 	opt->readahead_kb = QM_DEFAULT_READAHEAD_KB;
 
 	for (int i = 1; i < argc; i++) {
