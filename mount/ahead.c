@@ -37,8 +37,9 @@
 #define QM_AHEAD_QUEUE_LEN 512
 /*
  * How far a READ may land from where the stream's previous one ended and
- * still continue it, in blocks: the kernel sends a window's READs at once,
- * and the workers may take them in any order.
+ * still continue it, in blocks, besides two READs of its own size: the
+ * kernel sends a window's READs at once (up to 1 MiB each for a large
+ * read()), and the workers may take them in any order.
  */
 #define QM_AHEAD_SLACK 4
 /*
@@ -264,7 +265,8 @@ void qm_ahead_read(struct qm_ahead *a, struct qs_file *file, struct qm_node *nod
 	pthread_mutex_lock(&a->lock);
 	s = stream_of(a, file, now, &active);
 	if (s) {
-		bool continues = s->run && first + QM_AHEAD_SLACK >= s->next && first <= s->next + QM_AHEAD_SLACK;
+		uint64_t slack = QM_AHEAD_SLACK + 2 * count;
+		bool continues = s->run && first + slack >= s->next && first <= s->next + slack;
 
 		if (!continues) {
 			/* a new position: what was queued for the old one is not wanted */
