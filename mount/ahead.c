@@ -81,7 +81,7 @@ struct qm_ahead {
 	unsigned head, tail;            /* tail == head: empty */
 	struct job queue[QM_AHEAD_QUEUE_LEN];
 	struct stream streams[QM_AHEAD_STREAMS];
-	atomic_ulong queued, loaded, cancelled, dropped;
+	atomic_ulong queued, loaded, cancelled, dropped, close_waits;
 };
 
 static int64_t now_ms(void)
@@ -169,8 +169,8 @@ void qm_ahead_stop(struct qm_ahead *a, bool report)
 		return;
 	if (report)
 		fprintf(stderr, "quash: decompress-ahead: %lu queued, %lu loaded, %lu cancelled, %lu not queued "
-			"(queue full)\n", atomic_load(&a->queued), atomic_load(&a->loaded),
-			atomic_load(&a->cancelled), atomic_load(&a->dropped));
+			"(queue full), %lu waits at close\n", atomic_load(&a->queued), atomic_load(&a->loaded),
+			atomic_load(&a->cancelled), atomic_load(&a->dropped), atomic_load(&a->close_waits));
 	pthread_mutex_lock(&a->lock);
 	a->stop = true;
 	pthread_cond_broadcast(&a->nonempty);
@@ -298,8 +298,10 @@ void qm_ahead_forget(struct qm_ahead *a, const struct qs_file *file)
 		if (s->file != file)
 			continue;
 		cancel_queued(a, s);
-		while (s->pending)
+		while (s->pending) {
+			atomic_fetch_add_explicit(&a->close_waits, 1, memory_order_relaxed);
 			pthread_cond_wait(&a->done, &a->lock);
+		}
 		*s = (struct stream){ 0 };
 	}
 	pthread_mutex_unlock(&a->lock);
