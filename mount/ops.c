@@ -332,7 +332,13 @@ static void read_file(struct qm_fs *fs, const struct qm_view *v, fuse_req_t req,
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
-	qm_ahead_read(fs->ahead, file, node, first, count, (size_t)bs);
+	/*
+	 * Not for a remote image: its chunk cache fetches a stream ahead
+	 * itself, and a block loaded ahead that waits on a slow server would
+	 * hold up the file's close (qm_ahead_forget) without an interrupt.
+	 */
+	if (!v->remote)
+		qm_ahead_read(fs->ahead, file, node, first, count, (size_t)bs);
 	for (uint64_t i = 0; i < count; i++) {
 		uint64_t start = (first + i) * bs;
 		uint64_t from = i == 0 ? (uint64_t)off - start : 0;
