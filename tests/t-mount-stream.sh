@@ -7,11 +7,13 @@
 # stream and that a jump dropped the blocks queued.  Then the pool off;
 # and the same under the ASan build with file handles (timeout=), where a
 # file closed while its blocks are being loaded waits for them (and says so
-# in its counters).
+# in its counters).  A remote image (nginx) has none: its chunk cache
+# reads a stream ahead itself.
 . "$(dirname "$0")/lib/tap.sh"
 . "$(dirname "$0")/lib/mount.sh"
+. "$(dirname "$0")/lib/remote.sh"
 
-trap unmount_all EXIT
+trap 'unmount_all; remote_cleanup' EXIT
 M=$WORK/t-mount-stream
 rm -rf "$M" && mkdir -p "$M/src"
 # Two files of 24 MiB (192 blocks of 128 KiB: three times a stream's
@@ -102,12 +104,13 @@ sys.exit(1 if errors else 0)
 PY
 }
 
-# phase NAME CASE MOUNT-OPTIONS...: a fresh mount, the case, its counters in $M/NAME.log
+# phase NAME CASE MOUNT-OPTIONS...: a fresh mount of $IMAGE, the case, its counters in $M/NAME.log
+IMAGE=$M/img.sqfs
 phase() {
 	local name=$1 case=$2 pid st; shift 2
 	sync && echo 3 >/proc/sys/vm/drop_caches
 	mkdir -p "$M/q"
-	QUASH_FILL_STATS=1 "$QUASH" mount -f "$@" "$M/img.sqfs" "$M/q" 2>"$M/$name.log" &
+	QUASH_FILL_STATS=1 "$QUASH" mount -f "$@" "$IMAGE" "$M/q" 2>"$M/$name.log" &
 	pid=$!
 	QM_MOUNTS+=("f:$M/q")
 	if ! wait_mounted "$M/q"; then
@@ -141,6 +144,15 @@ check "two readers of two files: both streams loaded ahead (${n:-none} of 288 bl
 
 phase off one -o nodecompress_ahead
 check "nodecompress_ahead: no pool" test -z "$(counter "$M/off.log" loaded)"
+
+port=$(free_port)
+if start_nginx "$M/nginx" "$M" "$port"; then
+	IMAGE=http://127.0.0.1:$port/img.sqfs phase remote one
+	n=$(counter "$M/remote.log" loaded)
+	check "a remote image: no block loaded ahead (${n:-no counters})" test "${n:-x}" = 0
+else
+	not_ok "nginx started for the remote image" "$(tail -c 300 "$M/nginx/error.log" 2>/dev/null)"
+fi
 
 # The ASan build, reads with file handles: a release waits for its blocks being loaded.
 sync && echo 3 >/proc/sys/vm/drop_caches
