@@ -14,14 +14,14 @@
  * pushed into the page cache: the kernel would then skip the READs that
  * tell the stream where its reader is.
  *
- * Bounds: a stream has at most QM_AHEAD_STREAM_BYTES (and at least one
- * block per thread) decompressed or queued beyond its reader, less while
- * it starts (QM_AHEAD_RUN_MIN), all streams
- * together QM_AHEAD_BYTES and at most a quarter of the block cache, so
- * that blocks loaded ahead are not evicted before their READs come.  The
- * queue is first in, first out, and a stream adds to it only as its reader
- * moves on, so streams take turns on the pool.  A READ elsewhere in the
- * file ends the stream and drops its queued blocks.
+ * Bounds: all streams together have at most QM_AHEAD_BYTES, and a quarter
+ * of the block cache, decompressed or queued beyond their readers, so that
+ * blocks loaded ahead are not evicted before their READs come; each
+ * stream its share of that, at most QM_AHEAD_STREAM_BYTES (at least one
+ * block per thread), less while it starts (QM_AHEAD_RUN_MIN).  The queue
+ * is first in, first out, and a stream adds to it only as its reader moves
+ * on, so streams take turns on the pool.  A READ elsewhere in the file
+ * ends the stream and drops its queued blocks.
  */
 #include <stdio.h>
 #include <stdlib.h>
