@@ -8,6 +8,7 @@
  *   nodes.c     open files and listings by node id, for the kernel's handle-less opens
  *   fill.c      the threads that push decompressed blocks into the page cache
  *   siblings.c  the small files sharing a fragment block, pushed with the one read
+ *   ahead.c     the threads that decompress a sequential reader's next blocks
  *   session.c   the session: the /dev/fuse loop, signals, idle timeout, unmount
  *   uring.c     the other transport: FUSE over io_uring, one queue per CPU
  *   log.c       the daemon's messages
@@ -97,6 +98,7 @@ struct qm_options {
 	bool squashfuse_compat;
 	unsigned threads;           /* 0: qm_default_threads() */
 	bool notify_store;          /* push whole blocks into the page cache */
+	bool decompress_ahead;      /* decompress a sequential reader's next blocks on every core */
 	bool uring;                 /* serve over FUSE io_uring where offered (uring.h: not yet faster here) */
 	bool holder;                /* a holder process keeps the mount while servers come and go (holder.h) */
 	size_t cache_bytes;         /* 0: the library's default */
@@ -124,6 +126,7 @@ bool qm_has_kernel_opt(const struct qm_options *opt, const char *name);
 void qm_usage(const struct qm_options *opt);
 
 struct qm_fill;
+struct qm_ahead;
 struct qm_nodes;
 struct qm_node;
 
@@ -158,6 +161,7 @@ struct qm_fs {
 	const struct qm_options *opt;
 	char *name;                 /* the image (or catalog) as shown to anyone: no secrets */
 	struct qm_fill *fill;       /* NULL: no page-cache fill */
+	struct qm_ahead *ahead;     /* NULL: no decompression ahead of sequential readers */
 	struct qm_nodes *nodes;     /* files and listings for requests without a handle */
 	_Atomic(_Atomic uint64_t *) parents;    /* siblings.c: the directory that listed each file */
 	bool no_open;               /* the kernel opens without asking (FUSE_CAP_NO_OPEN_SUPPORT) */
@@ -246,6 +250,8 @@ void qm_nodes_destroy(struct qm_nodes *nodes);
 int qm_nodes_get(struct qm_fs *fs, fuse_ino_t nodeid, bool is_dir, struct qm_node **out);
 void *qm_node_obj(const struct qm_node *node);
 void qm_nodes_put(struct qm_node *node);
+/* Another reference to a node already held (a block loaded ahead of its read holds one). */
+void qm_nodes_hold(struct qm_node *node);
 
 /* siblings.c: READDIRPLUS notes each file's directory, a READ of a fragment tail pushes the files after it */
 void qm_siblings_note(struct qm_fs *fs, const struct qm_view *v, uint64_t dir, const struct qs_inode *in);
@@ -270,6 +276,23 @@ void qm_fill_stop(struct qm_fill *fill, bool report);
  * image may close meanwhile (qs_block_release needs no image). */
 void qm_fill_push(struct qm_fill *fill, fuse_ino_t nodeid, uint64_t index, off_t off,
 		  struct qs_block *block, const void *data, size_t len);
+
+/* ahead.c: the pool, with threads for the CPUs the daemon may use; blocks ahead are
+ * bounded by a quarter of cache_bytes (the block cache's limit). */
+struct qm_ahead *qm_ahead_start(size_t cache_bytes);
+/* Stop and free, after the last READ; report: one line of counters on stderr. */
+void qm_ahead_stop(struct qm_ahead *ahead, bool report);
+/*
+ * A READ of blocks [first, first + count) of 'file' (block size bs): if it
+ * continues the file's stream, queue the blocks ahead of it; elsewhere,
+ * drop what was queued.  'node': the reference the READ holds on the file,
+ * for one held by each block queued; NULL when the file has a handle,
+ * which qm_ahead_forget() before it is closed.
+ */
+void qm_ahead_read(struct qm_ahead *ahead, struct qs_file *file, struct qm_node *node, uint64_t first,
+		   uint64_t count, size_t bs);
+/* The file is closing: drop its queued blocks and wait for those being loaded. */
+void qm_ahead_forget(struct qm_ahead *ahead, const struct qs_file *file);
 
 /*
  * session.c: what a session serves and the hooks of its life, given by

@@ -187,3 +187,8 @@ void qm_nodes_put(struct qm_node *n)
 {
 	atomic_fetch_sub(&n->refs, 1);
 }
+
+void qm_nodes_hold(struct qm_node *n)
+{
+	atomic_fetch_add(&n->refs, 1);
+}

@@ -15,7 +15,8 @@
  * symlink targets, directory listings and file pages.  A read decompresses
  * whole blocks; the reply takes the bytes asked for and the block goes to
  * the page-cache filler (fill.c), so the kernel has the rest of the block
- * without asking again.  No lock is taken here: per-open state lives in
+ * without asking again; a file read sequentially has its next blocks
+ * decompressed ahead on the other cores (ahead.c).  No lock is taken here: per-open state lives in
  * fi->fh and the library locks its caches per shard.
  */
 #include <errno.h>
@@ -316,8 +317,11 @@ void qm_img_open(struct qm_fs *fs, const struct qm_view *v, fuse_req_t req, fuse
 
 void qm_img_release(struct qm_fs *fs, const struct qm_view *v, fuse_req_t req, struct fuse_file_info *fi)
 {
-	if (fi->fh && !handle_is_held(fi->fh))
+	if (fi->fh && !handle_is_held(fi->fh)) {
+		/* the blocks loaded ahead use the file (and its image) until they are done */
+		qm_ahead_forget(fs->ahead, (struct qs_file *)(uintptr_t)fi->fh);
 		qs_file_close((struct qs_file *)(uintptr_t)fi->fh);
+	}
 	if (fi->fh && (!handle_is_held(fi->fh) || fi->fh == fs->fh_tag))
 		count_open(fs, v, -1);
 	fuse_reply_err(req, 0);
@@ -334,7 +338,7 @@ static void release_blocks(struct qs_block **blocks, size_t n)
  * each block the reply did not cover whole to the page-cache filler.
  */
 static void read_file(struct qm_fs *fs, const struct qm_view *v, fuse_req_t req, fuse_ino_t nodeid,
-		      struct qs_file *file, size_t size, off_t off)
+		      struct qs_file *file, struct qm_node *node, size_t size, off_t off)
 {
 	uint64_t file_size = qs_file_inode(file)->size, bs = v->block_size, end;
 	struct qs_block *blocks[QM_READ_BLOCKS_MAX];
@@ -355,6 +359,13 @@ static void read_file(struct qm_fs *fs, const struct qm_view *v, fuse_req_t req,
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
+	/*
+	 * Not for a remote image: its chunk cache fetches a stream ahead
+	 * itself, and a block loaded ahead that waits on a slow server would
+	 * hold up the file's close (qm_ahead_forget) without an interrupt.
+	 */
+	if (!v->remote)
+		qm_ahead_read(fs->ahead, file, node, first, count, (size_t)bs);
 	for (uint64_t i = 0; i < count; i++) {
 		uint64_t start = (first + i) * bs;
 		uint64_t from = i == 0 ? (uint64_t)off - start : 0;
@@ -428,7 +439,7 @@ void qm_img_read(struct qm_fs *fs, const struct qm_view *v, fuse_req_t req, fuse
 		qs_source_set_interrupt(&read_interrupted);
 		fuse_req_interrupt_func(req, on_interrupt, &read_interrupted);
 	}
-	read_file(fs, v, req, nodeid, file, size, off);
+	read_file(fs, v, req, nodeid, file, node, size, off);
 	if (v->remote)
 		qs_source_set_interrupt(NULL);
 	if (node)

@@ -168,6 +168,8 @@ static const struct mount_opt mount_opts[] = {
 	  "push whole decompressed blocks into the page cache (default on)" },
 	{ "holder", OPT_ON, F(holder), 0, 0, NULL, "-o [no]holder", NULL,
 	  "keep the mount in a small process of its own that starts\nthe server again if it dies (default on; not\nfor a catalog)" },
+	{ "decompress_ahead", OPT_ON, F(decompress_ahead), 0, 0, NULL, "-o [no]decompress_ahead", NULL,
+	  "decompress a sequential reader's next blocks on every core\n(default on)" },
 	{ "uring", OPT_ON, F(uring), 0, 0, NULL, "-o [no]uring", NULL,
 	  "serve over FUSE io_uring where the kernel offers it (default off)" },
 	{ "readahead", OPT_UINT, F(readahead_kb), 0, QM_MAX_READAHEAD_KB, NULL, NULL, "KB",
@@ -217,6 +219,7 @@ static const struct mount_opt mount_opts[] = {
 	{ "nonotify_store", OPT_OFF, F(notify_store) },
 	{ "nouring", OPT_OFF, F(uring) },
 	{ "noholder", OPT_OFF, F(holder) },
+	{ "nodecompress_ahead", OPT_OFF, F(decompress_ahead) },
 	{ "allow_root", OPT_KERNEL }, { "dev", OPT_KERNEL }, { "nodev", OPT_KERNEL }, { "suid", OPT_KERNEL },
 	{ "nosuid", OPT_KERNEL }, { "exec", OPT_KERNEL }, { "noexec", OPT_KERNEL }, { "ro", OPT_KERNEL },
 	{ "auto_unmount", OPT_KERNEL },
@@ -382,6 +385,7 @@ enum qm_parse_result qm_parse_args(int argc, char **argv, bool squashfuse_compat
 	opt->msgname = squashfuse_compat ? opt->progname : "quash: mount";
 	opt->notify_store = true;
 	opt->holder = true;
+	opt->decompress_ahead = true;
 	opt->readahead_kb = QM_DEFAULT_READAHEAD_KB;
 
 	for (int i = 1; i < argc; i++) {

@@ -362,6 +362,9 @@ int qm_session_run(struct qm_fs *fs, const struct qm_serve *serve, int ready_fd)
 
 	if (!err && fs->opt->notify_store && !(fs->fill = qm_fill_start(fs->se)))
 		err = -ENOMEM;
+	if (!err && fs->opt->decompress_ahead &&
+	    !(fs->ahead = qm_ahead_start(fs->opt->cache_bytes ? fs->opt->cache_bytes : QS_DEFAULT_CACHE_BYTES)))
+		err = -ENOMEM;
 	pthread_mutex_init(&fs->workers_lock, NULL);
 	pthread_mutex_lock(&fs->workers_lock);
 	for (; !err && started < n; started++)
@@ -412,6 +415,8 @@ int qm_session_run(struct qm_fs *fs, const struct qm_serve *serve, int ready_fd)
 	qm_server_stop(fs);     /* a drain in progress uses workers_lock */
 	pthread_mutex_destroy(&fs->workers_lock);
 	qm_transport_stop(fs);
+	qm_ahead_stop(fs->ahead, fs->opt->debug || getenv("QUASH_FILL_STATS"));
+	fs->ahead = NULL;
 	qm_fill_stop(fs->fill, fs->opt->debug || getenv("QUASH_FILL_STATS"));
 	fs->fill = NULL;
 	/* before the session ends: a catalog's watcher tells the kernel of changed names through fs->se */
