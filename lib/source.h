@@ -262,6 +262,16 @@ bool qs_source_interrupted(void);
 typedef void (*qs_retry_notice_fn)(const char *message, unsigned seconds);
 void qs_source_set_retry_notice(qs_retry_notice_fn fn);
 
+/*
+ * fn(name, message) is called, from the thread that noticed, when a source
+ * put something right that a log should hear of although no read failed:
+ * a chunk of the cache directory that failed its check (a verifier's) and
+ * was fetched again.  'name' is the source's.  NULL (the default) calls
+ * nothing; the library never prints.
+ */
+typedef void (*qs_source_event_fn)(const char *name, const char *message);
+void qs_source_set_event_notice(qs_source_event_fn fn);
+
 /* A local file, opened read-only. */
 int qs_source_open_file(const char *path, struct qs_source **out);
 
@@ -334,6 +344,9 @@ void qs_profile_free(struct qs_profile *p);
  * -EINVAL if there is no squashfs superblock there.
  */
 int qs_profile_identity(struct qs_source *src, uint64_t sb_offset, char *buf, size_t size);
+
+/* Helpers for implementations: tell the qs_source_set_event_notice() hook, if any. */
+void qs_source_event(const char *name, const char *message);
 
 /* Helpers for implementations: allocate a source with name and identity copied. */
 struct qs_source *qs_source_alloc(const struct qs_source_ops *ops, const char *name, const char *identity,

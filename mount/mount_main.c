@@ -246,6 +246,8 @@ static int serve(const struct qm_options *opt, int ready_fd)
 	pthread_cond_init(&fs->ready_cond, NULL);
 	err = open_log(opt, fs);
 	if (!err)
+		qm_log_source_events(fs);
+	if (!err)
 		err = check_fuse_access(opt);
 	if (!err)
 		err = check_mountpoint(opt, fs);

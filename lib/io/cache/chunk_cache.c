@@ -83,7 +83,7 @@ static int chunk_cache_pread(struct qs_source *src, void *buf, size_t len, uint6
 			n = end - pos < start + cc->chunk_size - pos ? end - pos : start + cc->chunk_size - pos;
 			ret = chunk_acquire(cc, idx, &c, &hit);
 			if (ret == 0 && c->bad && check_bad_in(cc, c, pos - start, n))
-				ret = check_reread(cc, &c, hit, pos - start, n);
+				ret = chunk_reread(cc, &c, hit, pos - start, n);
 			if (ret == -EWOULDBLOCK)
 				ret = fetch_direct(cc, dst, n, pos);
 			else if (ret == 0) {
@@ -205,7 +205,8 @@ static int chunk_cache_set_check(struct qs_source *src, const struct qs_source_c
 	cc->check = *check;
 	__atomic_store_n(&cc->has_check, true, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&cc->lock);
-	check_held(cc);
+	chunk_check_held(cc);
+	piece_check_held(cc);
 	return 0;
 }
 

@@ -151,6 +151,16 @@ void chunk_wait_loaded_locked(struct chunk_cache *cc);
  */
 int chunk_acquire(struct chunk_cache *cc, uint32_t idx, struct chunk **out, bool *hit);
 void chunk_release(struct chunk_cache *cc, struct chunk *c);
+/*
+ * A read of [in, in+n) of *cp touches units its check found wrong: if the
+ * chunk was held before the read ('hit'), it is fetched again once (the
+ * server may be right by now); units still wrong give -EIO with the
+ * check's message.  0 with *cp (perhaps another chunk) to copy from, or
+ * -errno with *cp released (-EWOULDBLOCK as chunk_acquire()).
+ */
+int chunk_reread(struct chunk_cache *cc, struct chunk **cp, bool hit, size_t in, size_t n);
+/* The chunks held before the check was set, checked now: a wrong one is dropped (memory and directory). */
+void chunk_check_held(struct chunk_cache *cc);
 /* Take c out of the table, if it is still there: the next read loads it again. */
 void chunk_forget_locked(struct chunk_cache *cc, struct chunk *c);
 /* Wait for a chunk another thread loads: 0 with a reference, or its error. */
@@ -165,6 +175,8 @@ bool piece_overlaps_locked(const struct chunk_cache *cc, uint64_t off, uint64_t 
 void piece_drop_locked(struct chunk_cache *cc, uint32_t i);
 /* Copy what a piece holds of [off, off+len) from off on: the bytes copied, 0 if none holds off. */
 size_t piece_copy(struct chunk_cache *cc, void *buf, size_t len, uint64_t off);
+/* The pieces held before the check was set (the open request's), checked now: wrong ones dropped. */
+void piece_check_held(struct chunk_cache *cc);
 /* A profile's replay: fetch [off, off+len) now, as chunks held or as a piece; -E2BIG past its budget. */
 int piece_warm_range(struct chunk_cache *cc, uint64_t off, uint64_t len);
 /* The object's first bytes at open (chunk_cache_open()'s 'first'), or what an earlier open kept of them. */
@@ -179,18 +191,12 @@ bool check_active(void);
  * marked in *bad (allocated; left NULL when each alone is right).
  */
 int check_bytes(struct chunk_cache *cc, uint64_t off, char *buf, size_t len, uint8_t **bad);
+/* The check of a cache-directory file at off failed (its message is the last error): one event line. */
+void check_disk_event(struct chunk_cache *cc, const char *what, uint64_t off);
 /* Does [in, in+n) of c touch a unit its check found wrong? */
 bool check_bad_in(const struct chunk_cache *cc, const struct chunk *c, size_t in, size_t n);
-/*
- * A read of [in, in+n) of *cp touches wrong units: if the chunk was held
- * before the read ('hit'), it is fetched again once (the server may be
- * right by now); units still wrong give -EIO with the check's message.
- * 0 with *cp (perhaps another chunk) to copy from, or -errno with *cp
- * released (-EWOULDBLOCK as chunk_acquire()).
- */
-int check_reread(struct chunk_cache *cc, struct chunk **cp, bool hit, size_t in, size_t n);
-/* What was held before the check was set, checked now: a chunk or piece that is wrong is dropped. */
-void check_held(struct chunk_cache *cc);
+/* The check of c's wrong units among [in, in+n) again: 0 if none is still wrong, else its error. */
+int check_units(struct chunk_cache *cc, const struct chunk *c, size_t in, size_t n);
 
 /* readahead.c */
 /* Queue chunk 'idx' for a worker unless held or the queue is full. */

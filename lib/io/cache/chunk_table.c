@@ -10,7 +10,9 @@
  * however many readers want it.  Ready chunks sit on an LRU list bounded by
  * the memory limit, except pinned ones (the image's metadata), which stay.
  * Once the fetcher reports that the object changed (-ESTALE), every later
- * read fails the same way: bytes of two versions are never mixed.
+ * read fails the same way: bytes of two versions are never mixed.  With a
+ * check set (chunk_check.c), a load checks what it fetched or read from the
+ * cache directory before the chunk is published or written there.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -263,6 +265,7 @@ static int disk_load(struct chunk_cache *cc, struct chunk *c)
 	c->filled = true;
 	if (check_bytes(cc, (uint64_t)c->idx * cc->chunk_size, c->data, c->len, NULL) == 0)
 		return 0;
+	check_disk_event(cc, "chunk", (uint64_t)c->idx * cc->chunk_size);
 	disk_cache_drop(cc->disk, c->idx);
 	c->filled = false;
 	return -ENOENT;
@@ -538,4 +541,62 @@ bool chunk_span(const struct chunk_cache *cc, uint64_t off, uint64_t len, uint32
 	*first = off / cc->chunk_size;
 	*last = (off + len - 1) / cc->chunk_size;
 	return true;
+}
+
+/* ---- a check set late (chunk_check.c) ---------------------------------- */
+
+int chunk_reread(struct chunk_cache *cc, struct chunk **cp, bool hit, size_t in, size_t n)
+{
+	struct chunk *c = *cp;
+	uint32_t idx = c->idx;
+	int ret;
+
+	if (hit) {
+		pthread_mutex_lock(&cc->lock);
+		chunk_forget_locked(cc, c);
+		chunk_put_locked(c);
+		pthread_mutex_unlock(&cc->lock);
+		*cp = NULL;
+		ret = chunk_acquire(cc, idx, &c, NULL);
+		if (ret < 0)
+			return ret;
+		*cp = c;
+	}
+	ret = check_units(cc, c, in, n);
+	if (ret < 0) {
+		chunk_release(cc, c);
+		*cp = NULL;
+	}
+	return ret;
+}
+
+/* Chunk idx, held before the check was set: checked now, and dropped (memory and directory) if wrong. */
+static void check_held_chunk(struct chunk_cache *cc, uint32_t idx)
+{
+	struct chunk *c;
+	int wrong;
+
+	pthread_mutex_lock(&cc->lock);
+	c = cc->table[idx];
+	if (!c || c->checked || chunk_wait_locked(cc, c) < 0) {
+		pthread_mutex_unlock(&cc->lock);
+		return;
+	}
+	pthread_mutex_unlock(&cc->lock);
+	wrong = check_bytes(cc, (uint64_t)idx * cc->chunk_size, c->data, c->len, NULL);
+	pthread_mutex_lock(&cc->lock);
+	if (wrong)
+		chunk_forget_locked(cc, c);
+	else
+		c->checked = true;
+	chunk_put_locked(c);
+	pthread_mutex_unlock(&cc->lock);
+	if (wrong && cc->disk)
+		disk_cache_drop(cc->disk, idx);
+}
+
+void chunk_check_held(struct chunk_cache *cc)
+{
+	for (uint32_t idx = 0; idx < cc->nchunks; idx++)
+		check_held_chunk(cc, idx);
 }

@@ -222,6 +222,7 @@ static bool warm_kept(struct chunk_cache *cc, uint64_t off, uint64_t len)
 	}
 	/* A file is only as good as the directory: checked again, and removed if wrong. */
 	if (__atomic_load_n(&cc->has_check, __ATOMIC_ACQUIRE) && check_bytes(cc, off, p->data, p->len, NULL)) {
+		check_disk_event(cc, "range", off);
 		disk_cache_drop_range(cc->disk, off, p->len);
 		piece_free(p);
 		return false;
@@ -255,8 +256,10 @@ static int piece_fetch(struct chunk_cache *cc, struct piece *p)
 		ret = cc->fetcher.fetch(cc->fetcher.ctx, &iov, 1, p->off);
 	/* A wrong piece leaves the set unkept: the chunks' path fetches, checks and reports it. */
 	if (ret == 0 && checked && check_bytes(cc, p->off, p->data, p->len, NULL)) {
-		if (from_disk)
+		if (from_disk) {
+			check_disk_event(cc, "range", p->off);
 			disk_cache_drop_range(cc->disk, p->off, p->len);
+		}
 		ret = 1;
 	}
 	pthread_mutex_lock(&cc->lock);
@@ -431,4 +434,52 @@ int piece_seed(struct chunk_cache *cc, const void *first, size_t first_len)
 		ret = seed_first_chunk(cc, kept, len, false);
 	free(kept);
 	return ret;
+}
+
+/* Piece p is out of the set now if it is still in it; the last reader frees it. */
+static void piece_forget_locked(struct chunk_cache *cc, struct piece *p)
+{
+	for (uint32_t i = 0; i < cc->npieces; i++)
+		if (cc->pieces[i] == p) {
+			piece_drop_locked(cc, i);
+			return;
+		}
+}
+
+/*
+ * The pieces held now (the open request's bytes; no replay runs before
+ * the check is set): checked, and dropped if wrong or not whole units.
+ */
+void piece_check_held(struct chunk_cache *cc)
+{
+	uint32_t unit = cc->check.unit, n;
+	struct piece **held;
+
+	pthread_mutex_lock(&cc->lock);
+	n = cc->npieces;
+	held = calloc(n ? n : 1, sizeof(*held));
+	for (uint32_t i = 0; i < n; i++) {
+		if (held) {
+			held[i] = cc->pieces[i];
+			held[i]->refs++;
+		}
+	}
+	while (!held && cc->npieces)
+		piece_drop_locked(cc, cc->npieces - 1);
+	pthread_mutex_unlock(&cc->lock);
+	for (uint32_t i = 0; held && i < n; i++) {
+		struct piece *p = held[i];
+		bool whole = !p->loading && p->off % unit == 0 && (p->len % unit == 0 || p->off + p->len == cc->size);
+		int wrong = !whole || check_bytes(cc, p->off, p->data, p->len, NULL);
+
+		if (wrong && cc->disk)
+			disk_cache_drop_range(cc->disk, p->off, p->len);
+		pthread_mutex_lock(&cc->lock);
+		if (wrong)
+			piece_forget_locked(cc, p);
+		if (--p->refs == 0 && p->dropped)
+			piece_free(p);
+		pthread_mutex_unlock(&cc->lock);
+	}
+	free(held);
 }
