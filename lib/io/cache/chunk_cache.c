@@ -58,8 +58,12 @@ static int chunk_cache_pread(struct qs_source *src, void *buf, size_t len, uint6
 	if (off > cc->size || len > cc->size - off)
 		return qs_set_error(-EIO, "read of %zu bytes at %llu is past the end (%llu bytes)", len,
 				    (unsigned long long)off, (unsigned long long)cc->size);
-	/* Unlocked: a piece missed by a stale count only sends the read to the chunks. */
-	pieces = __atomic_load_n(&cc->npieces, __ATOMIC_RELAXED) != 0;
+	/*
+	 * Unlocked: a piece missed by a stale count only sends the read to the
+	 * chunks.  A check's read of the tree goes to the chunks too: pieces
+	 * hold only data a replay asked for, and one still loading is waited for.
+	 */
+	pieces = __atomic_load_n(&cc->npieces, __ATOMIC_RELAXED) != 0 && !check_active();
 
 	if (!pieces) {
 		uint32_t first = off / cc->chunk_size, last = (off + len - 1) / cc->chunk_size;
