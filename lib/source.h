@@ -18,6 +18,7 @@
 #ifndef QUASH_SOURCE_H
 #define QUASH_SOURCE_H
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -25,6 +26,7 @@
 #include <sys/types.h>
 
 struct qs_source;
+struct qs_source_check;
 
 struct qs_source_ops {
 	int (*pread)(struct qs_source *src, void *buf, size_t len, uint64_t off);
@@ -61,6 +63,28 @@ struct qs_source_ops {
 	 * workload is about to read before it asks (lib/format/warm.c).
 	 */
 	int (*replayed)(struct qs_source *src, size_t *next, uint64_t *off, uint64_t *len);
+	/*
+	 * Optional: check every unit of bytes with 'check' as it arrives,
+	 * before the source keeps it (in memory or its cache directory), and
+	 * check again what it reads back from there (a verifying source above
+	 * a remote image's chunk cache sets it: lib/verity/).  -EINVAL when the
+	 * source cannot check in such units; it then stays as it was.
+	 */
+	int (*set_check)(struct qs_source *src, const struct qs_source_check *check);
+};
+
+/*
+ * A check of a source's bytes as they arrive (qs_source_ops.set_check):
+ * fn(ctx, off, buf, len) with off a multiple of 'unit' and len a multiple
+ * of it, or running to the source's end: 0 when they are right, -EIO with
+ * a one-line message naming the first unit that is not, or another -errno
+ * when it cannot tell (the units then count as not right).  Called from
+ * any thread; ctx must outlive the source's use of it.
+ */
+struct qs_source_check {
+	int (*fn)(void *ctx, uint64_t off, const void *buf, size_t len);
+	void *ctx;
+	uint32_t unit;
 };
 
 struct qs_source {
@@ -71,6 +95,8 @@ struct qs_source {
 	void *priv;             /* implementation state */
 	const char *notice;     /* one line worth logging once after open (e.g. "server unreachable,
 				 * serving from the cache"), or NULL; owned by the implementation */
+	const char *verity_root;    /* a root hash in hex the object names itself (S3 object metadata
+				     * x-amz-meta-verity-roothash), or NULL; owned by the implementation */
 };
 
 /*
@@ -241,6 +267,16 @@ bool qs_source_interrupted(void);
 typedef void (*qs_retry_notice_fn)(const char *message, unsigned seconds);
 void qs_source_set_retry_notice(qs_retry_notice_fn fn);
 
+/*
+ * fn(name, message) is called, from the thread that noticed, when a source
+ * put something right that a log should hear of although no read failed:
+ * a chunk of the cache directory that failed its check (a verifier's) and
+ * was fetched again.  'name' is the source's.  NULL (the default) calls
+ * nothing; the library never prints.
+ */
+typedef void (*qs_source_event_fn)(const char *name, const char *message);
+void qs_source_set_event_notice(qs_source_event_fn fn);
+
 /* A local file, opened read-only. */
 int qs_source_open_file(const char *path, struct qs_source **out);
 
@@ -270,6 +306,11 @@ static inline int qs_source_warm(struct qs_source *src, uint64_t off, uint64_t l
 static inline int qs_source_replayed(struct qs_source *src, size_t *next, uint64_t *off, uint64_t *len)
 {
 	return src->ops->replayed ? src->ops->replayed(src, next, off, len) : 0;
+}
+
+static inline int qs_source_set_check(struct qs_source *src, const struct qs_source_check *check)
+{
+	return src->ops->set_check ? src->ops->set_check(src, check) : -EINVAL;
 }
 
 /* Close the source and free it (NULL: nothing); an image closes its own. */
@@ -308,6 +349,9 @@ void qs_profile_free(struct qs_profile *p);
  * -EINVAL if there is no squashfs superblock there.
  */
 int qs_profile_identity(struct qs_source *src, uint64_t sb_offset, char *buf, size_t size);
+
+/* Helpers for implementations: tell the qs_source_set_event_notice() hook, if any. */
+void qs_source_event(const char *name, const char *message);
 
 /* Helpers for implementations: allocate a source with name and identity copied. */
 struct qs_source *qs_source_alloc(const struct qs_source_ops *ops, const char *name, const char *identity,

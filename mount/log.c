@@ -4,12 +4,14 @@
  */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include <syslog.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "log.h"
 #include "mount_int.h"
+#include "source.h"
 
 /* One line to -o log=FILE, written whole so that lines of several threads never mix. */
 static void log_line(struct qm_fs *fs, const char *level, const char *msg)
@@ -47,6 +49,25 @@ void qm_log(struct qm_fs *fs, const char *fmt, ...)
 		syslog(LOG_ERR, "%s: %s", fs->name, msg);
 	else
 		fprintf(stderr, "%s: %s: %s\n", fs->opt->msgname, fs->name, msg);
+}
+
+static struct qm_fs *_Atomic events_fs;
+
+static void source_event(const char *name, const char *message)
+{
+	struct qm_fs *fs = events_fs;
+
+	/* A catalog's log names the catalog: the image is named in the line. */
+	if (fs && strcmp(name, fs->name))
+		qm_info(fs, "%s: %s", name, message);
+	else if (fs)
+		qm_info(fs, "%s", message);
+}
+
+void qm_log_source_events(struct qm_fs *fs)
+{
+	events_fs = fs;
+	qs_source_set_event_notice(source_event);
 }
 
 void qm_info(struct qm_fs *fs, const char *fmt, ...)

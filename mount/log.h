@@ -14,5 +14,7 @@ struct qm_fs;
 void qm_log(struct qm_fs *fs, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* One line of information (not an error, not rate-limited): to stderr in the foreground, else syslog. */
 void qm_info(struct qm_fs *fs, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* What the library's sources put right (qs_source_set_event_notice()): one info line each, to fs's log. */
+void qm_log_source_events(struct qm_fs *fs);
 
 #endif

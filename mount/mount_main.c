@@ -261,6 +261,8 @@ static int serve(const struct qm_options *opt, int argc, char **argv, int ready_
 	pthread_mutex_init(&fs->ready_lock, NULL);
 	pthread_cond_init(&fs->ready_cond, NULL);
 	err = open_log(opt, fs);
+	if (!err)
+		qm_log_source_events(fs);
 	if (!err && holder_fd < 0)
 		err = check_fuse_access(opt);
 	if (!err && holder_fd < 0)

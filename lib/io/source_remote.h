@@ -20,6 +20,7 @@ struct aws_creds;            /* remote/aws_auth.h */
 
 #define REMOTE_DEFAULT_RETRY_SECONDS 30
 #define REMOTE_VALIDATOR_MAX         256    /* longest ETag or Last-Modified accepted */
+#define REMOTE_ROOTHASH_MAX          130    /* a verity root hash in hex (sha512's 128 digits), NUL */
 
 
 int qs_source_open_remote(const char *spec, const struct qs_source_options *opt, struct qs_source **out);

@@ -437,12 +437,82 @@ int qs_verity_stats(struct qs_verity *v, struct qs_verity_stats *out)
 	return 0;
 }
 
+/*
+ * Hash block 'block' of tree level 'level', as it arrived (buf), against
+ * its parent's digest or the root: 0 or -EIO with tree_digests()'s message.
+ */
+static int check_tree_block(struct qs_verity *v, unsigned level, uint64_t block, const uint8_t *buf)
+{
+	uint8_t want[QS_VERITY_MAX_DIGEST], got[QS_VERITY_MAX_DIGEST];
+	uint64_t off = v->g.level_offset[level] + block * v->p.hash_block_size;
+	int ret;
+
+	if (level + 1 == v->g.levels)
+		memcpy(want, v->root, v->g.digest_size);
+	else if ((ret = tree_digests(v, level + 1, block / v->g.per_block, (unsigned)(block % v->g.per_block), 1,
+				     want)) < 0)
+		return ret;
+	ret = verity_hash(v->md, v->p.salt, v->p.salt_size, buf, v->p.hash_block_size, got);
+	if (ret < 0 || memcmp(got, want, v->g.digest_size) == 0)
+		return ret;
+	count_stat(&v->stat_failures);
+	if (level + 1 == v->g.levels)
+		return qs_set_error(-EIO, "verity: tree level %u block %llu (offset %llu of %s) does not match the "
+				    "root hash", level, (unsigned long long)block, (unsigned long long)off, v->hash->name);
+	return qs_set_error(-EIO, "verity: tree level %u block %llu (offset %llu of %s) does not match its hash in "
+			    "level %u", level, (unsigned long long)block, (unsigned long long)off, v->hash->name,
+			    level + 1);
+}
+
+/*
+ * The hash blocks of an appended tree among len bytes at off of the image
+ * (whole hash blocks from a block boundary), each against its parent; bytes
+ * of the hash area outside the levels (the superblock) are not checked.
+ */
+static int check_tree_bytes(struct qs_verity *v, uint64_t off, const uint8_t *buf, size_t len)
+{
+	uint32_t hbs = v->p.hash_block_size;
+
+	for (unsigned level = 0; level < v->g.levels; level++) {
+		uint64_t lo = v->g.level_offset[level], hi = lo + v->g.level_blocks[level] * hbs;
+		uint64_t from = off > lo ? off : lo, to = off + len < hi ? off + len : hi;
+
+		for (uint64_t at = from; at + hbs <= to; at += hbs) {
+			int ret = check_tree_block(v, level, (at - lo) / hbs, buf + (at - off));
+
+			if (ret < 0)
+				return ret;
+		}
+	}
+	return 0;
+}
+
 /* ---- the verifying source ------------------------------------------------ */
 
 struct vsrc {
 	struct qs_verity *tree;
 	struct qs_source *data, *hash;  /* owned; the same source when the tree is appended */
+	bool tree_units;                /* the appended tree's blocks are units of data's check too */
 };
+
+/*
+ * data's check of what arrives (qs_source_check): its data blocks against
+ * level 0, and, when the tree is appended in whole units, its tree blocks
+ * against their parents, so that a remote image's chunk cache keeps neither
+ * wrong data nor a wrong tree.
+ */
+static int verity_arrival_check(void *ctx, uint64_t off, const void *buf, size_t len)
+{
+	struct vsrc *vs = ctx;
+	struct qs_verity *v = vs->tree;
+	int ret = 0;
+
+	if (off < v->data_size)
+		ret = qs_verity_check(v, off, buf, len);
+	if (ret == 0 && vs->tree_units)
+		ret = check_tree_bytes(v, off, buf, len);
+	return ret;
+}
 
 static int verity_pread(struct qs_source *src, void *out, size_t len, uint64_t off)
 {
@@ -498,8 +568,9 @@ static void verity_close(struct qs_source *src)
 {
 	struct vsrc *vs = src->priv;
 
-	qs_verity_close(vs->tree);
+	/* data first: its fetch workers may be checking with the tree until they stop. */
 	close_inner(vs->data, vs->hash);
+	qs_verity_close(vs->tree);
 	free(vs);
 }
 
@@ -562,6 +633,15 @@ int qs_source_open_verity(struct qs_source *data, struct qs_source *hash, const 
 				   (unsigned long long)p->hash_offset);
 		goto fail;
 	}
+	/*
+	 * A chunk cache under it checks each chunk as it arrives, before it
+	 * keeps it; sources that keep nothing, or chunks that are no whole
+	 * blocks, refuse, and the reads below are all there is.
+	 */
+	vs->tree_units = hash == data && p->hash_block_size == p->data_block_size &&
+			 vs->tree->g.tree_offset % p->data_block_size == 0;
+	if (data->ops->set_check)
+		qs_source_set_check(data, &(struct qs_source_check){ verity_arrival_check, vs, p->data_block_size });
 	qs_verity_format_hex(root, root_len, roothex);
 	if (asprintf(&identity, "verity:%s:%s:%s", vs->tree->p.hash_name, roothex, data->identity) < 0) {
 		identity = NULL;

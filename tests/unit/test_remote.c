@@ -156,7 +156,7 @@ static void test_disk_cache(void **state)
 	char dir[] = "/tmp/quash-test-diskcache-XXXXXX", buf[5000], data[5000];
 	struct disk_cache *a, *b;
 	uint64_t size;
-	char *identity;
+	char *identity, *root;
 
 	(void)state;
 	assert_non_null(mkdtemp(dir));
@@ -199,12 +199,18 @@ static void test_disk_cache(void **state)
 	disk_cache_close(a);
 	disk_cache_close(b);
 
-	assert_int_equal(disk_cache_load_object(dir, "http://h/i", &size, &identity), -ENOENT);
-	assert_int_equal(disk_cache_save_object(dir, "http://h/i", 5000, "http://h/i:5000:\"e1\""), 0);
-	assert_int_equal(disk_cache_load_object(dir, "http://h/i", &size, &identity), 0);
+	assert_int_equal(disk_cache_load_object(dir, "http://h/i", &size, &identity, NULL), -ENOENT);
+	assert_int_equal(disk_cache_save_object(dir, "http://h/i", 5000, "http://h/i:5000:\"e1\"", NULL), 0);
+	assert_int_equal(disk_cache_load_object(dir, "http://h/i", &size, &identity, &root), 0);
 	assert_int_equal(size, 5000);
 	assert_string_equal(identity, "http://h/i:5000:\"e1\"");
+	assert_null(root);
 	free(identity);
+	assert_int_equal(disk_cache_save_object(dir, "http://h/i", 5000, "http://h/i:5000:\"e1\"", "ab12"), 0);
+	assert_int_equal(disk_cache_load_object(dir, "http://h/i", &size, &identity, &root), 0);
+	assert_string_equal(root, "ab12");
+	free(identity);
+	free(root);
 	assert_int_equal(system("rm -rf /tmp/quash-test-diskcache-*"), 0);
 }
 

@@ -29,6 +29,18 @@ int chunk_cache_chunk_size(const struct qs_source_options *opt, size_t *chunk_si
 }
 
 /*
+ * Inside a check, bytes of a chunk another load holds: straight from the
+ * fetcher, kept nowhere (a check reads only the tree, which is checked
+ * against its parents as it is used).
+ */
+static int fetch_direct(struct chunk_cache *cc, void *dst, size_t n, uint64_t pos)
+{
+	struct iovec iov = { dst, n };
+
+	return cc->fetcher.fetch(cc->fetcher.ctx, &iov, 1, pos);
+}
+
+/*
  * [off, off+len) from pieces where they hold it, from chunks elsewhere.  A
  * read within what a profile's replay fetched needs no guess about what
  * comes next: the profile said, and reading ahead past its ranges would
@@ -46,8 +58,12 @@ static int chunk_cache_pread(struct qs_source *src, void *buf, size_t len, uint6
 	if (off > cc->size || len > cc->size - off)
 		return qs_set_error(-EIO, "read of %zu bytes at %llu is past the end (%llu bytes)", len,
 				    (unsigned long long)off, (unsigned long long)cc->size);
-	/* Unlocked: a piece missed by a stale count only sends the read to the chunks. */
-	pieces = __atomic_load_n(&cc->npieces, __ATOMIC_RELAXED) != 0;
+	/*
+	 * Unlocked: a piece missed by a stale count only sends the read to the
+	 * chunks.  A check's read of the tree goes to the chunks too: pieces
+	 * hold only data a replay asked for, and one still loading is waited for.
+	 */
+	pieces = __atomic_load_n(&cc->npieces, __ATOMIC_RELAXED) != 0 && !check_active();
 
 	if (!pieces) {
 		uint32_t first = off / cc->chunk_size, last = (off + len - 1) / cc->chunk_size;
@@ -66,13 +82,21 @@ static int chunk_cache_pread(struct qs_source *src, void *buf, size_t len, uint6
 		int ret;
 
 		if (n == 0) {
+			bool hit;
+
 			n = end - pos < start + cc->chunk_size - pos ? end - pos : start + cc->chunk_size - pos;
-			ret = chunk_acquire(cc, idx, &c);
+			ret = chunk_acquire(cc, idx, &c, &hit);
+			if (ret == 0 && c->bad && check_bad_in(cc, c, pos - start, n))
+				ret = chunk_reread(cc, &c, hit, pos - start, n);
+			if (ret == -EWOULDBLOCK)
+				ret = fetch_direct(cc, dst, n, pos);
+			else if (ret == 0) {
+				memcpy(dst, c->data + (pos - start), n);
+				profiled = profiled && c->warmed;
+				chunk_release(cc, c);
+			}
 			if (ret < 0)
 				return ret;
-			memcpy(dst, c->data + (pos - start), n);
-			profiled = profiled && c->warmed;
-			chunk_release(cc, c);
 		}
 		dst += n;
 		pos += n;
@@ -166,12 +190,37 @@ static void chunk_cache_close(struct qs_source *src)
 	free(cc);
 }
 
+/*
+ * From now on, check what arrives before keeping it (a verifier above:
+ * lib/verity/), and what was held before.  Units must tile the chunks.
+ */
+static int chunk_cache_set_check(struct qs_source *src, const struct qs_source_check *check)
+{
+	struct chunk_cache *cc = src->priv;
+
+	if (!check->fn || !check->unit || cc->chunk_size % check->unit)
+		return qs_set_error(-EINVAL, "%zu-byte chunks cannot be checked in units of %u bytes",
+				    cc->chunk_size, check->unit);
+	pthread_mutex_lock(&cc->lock);
+	if (cc->has_check) {
+		pthread_mutex_unlock(&cc->lock);
+		return qs_set_error(-EINVAL, "the chunk cache is checked already");
+	}
+	cc->check = *check;
+	__atomic_store_n(&cc->has_check, true, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&cc->lock);
+	chunk_check_held(cc);
+	piece_check_held(cc);
+	return 0;
+}
+
 static const struct qs_source_ops chunk_cache_ops = {
 	.pread = chunk_cache_pread,
 	.close = chunk_cache_close,
 	.prefetch = chunk_cache_prefetch,
 	.willneed = chunk_cache_willneed,
 	.warm = chunk_cache_warm,
+	.set_check = chunk_cache_set_check,
 };
 
 int chunk_cache_open(const struct chunk_fetcher *fetcher, const char *name, const char *identity,

@@ -1,7 +1,9 @@
 /*
  * chunk_cache.h - a source made of aligned chunks fetched from a slower
  * one (a remote object), held in a bounded memory cache and optionally in a
- * persistent cache directory.
+ * persistent cache directory.  A verifier above may set a check
+ * (qs_source_ops.set_check): each chunk is then checked as it arrives and as
+ * it is read back from the directory, before either keeps it (chunk_check.c).
  */
 #ifndef QUASH_CHUNK_CACHE_H
 #define QUASH_CHUNK_CACHE_H

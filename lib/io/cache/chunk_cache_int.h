@@ -7,6 +7,7 @@
  *   pieces.c       exact ranges a profile's replay fetched, and the open
  *                  request's bytes seeding the cache
  *   readahead.c    sequential streams and the background fetch workers
+ *   chunk_check.c  a verifier's check of chunks and pieces as they arrive
  *   chunk_cache.c  the source over them all: reads, pins, warm(), open, close
  *
  * Functions named *_locked are called with cc->lock held.
@@ -58,6 +59,10 @@ struct chunk {
 	size_t len;
 	char *data;
 	struct chunk *prev, *next;      /* LRU list, most recent first; only ready, unpinned chunks */
+	pthread_t loader;               /* the thread that made it and loads it */
+	bool checked;                   /* its load checks it (a check was set when it was made) */
+	bool filled;                    /* LOADING: its bytes are in, being checked by the loader */
+	uint8_t *bad;                   /* units its check found wrong twice (zeroed), one bit each; or NULL */
 };
 
 /* Exact bytes a profile's replay fetched; read from, then dropped. */
@@ -105,6 +110,8 @@ struct chunk_cache {
 	uint32_t npieces, pieces_cap;   /* npieces: changed under lock, atomically, so a read can glance unlocked */
 	uint64_t piece_bytes;           /* held in pieces; counts against the warm() budget too */
 	unsigned warming;               /* warm() calls under way: no readahead meanwhile */
+	struct qs_source_check check;   /* set once (set_check), before has_check */
+	bool has_check;                 /* read atomically: loads check what arrives */
 	int stale_err;                  /* sticky once the object changed */
 	char stale_msg[MSG_MAX];
 
@@ -136,9 +143,28 @@ int chunk_alloc_data(struct chunk *c);
 int chunk_stale_error_locked(struct chunk_cache *cc);
 /* Wait until a load makes progress, or a short while, so that the caller can look for an interrupt. */
 void chunk_wait_loaded_locked(struct chunk_cache *cc);
-/* Chunk 'idx', ready, with a reference the caller drops with chunk_release(). */
-int chunk_acquire(struct chunk_cache *cc, uint32_t idx, struct chunk **out);
+/*
+ * Chunk 'idx', ready, with a reference the caller drops with chunk_release();
+ * *hit (may be NULL): it was ready before this call.  Inside a check
+ * (check_active()), a chunk another load holds is not waited for:
+ * -EWOULDBLOCK, no message (the caller fetches the bytes itself).
+ */
+int chunk_acquire(struct chunk_cache *cc, uint32_t idx, struct chunk **out, bool *hit);
 void chunk_release(struct chunk_cache *cc, struct chunk *c);
+/*
+ * A read of [in, in+n) of *cp touches units its check found wrong: if the
+ * chunk was held before the read ('hit'), it is fetched again once (the
+ * server may be right by now); units still wrong give -EIO with the
+ * check's message.  0 with *cp (perhaps another chunk) to copy from, or
+ * -errno with *cp released (-EWOULDBLOCK as chunk_acquire()).
+ */
+int chunk_reread(struct chunk_cache *cc, struct chunk **cp, bool hit, size_t in, size_t n);
+/* The chunks held before the check was set, checked now: a wrong one is dropped (memory and directory). */
+void chunk_check_held(struct chunk_cache *cc);
+/* Take c out of the table, if it is still there: the next read loads it again. */
+void chunk_forget_locked(struct chunk_cache *cc, struct chunk *c);
+/* Wait for a chunk another thread loads: 0 with a reference, or its error. */
+int chunk_wait_locked(struct chunk_cache *cc, struct chunk *c);
 /* Load chunks [first, last] in few large requests: pinned, or on the LRU marked warmed. */
 int chunk_load_range(struct chunk_cache *cc, uint32_t first, uint32_t last, bool pin);
 /* The chunks [*first, *last] holding [off, off+len) clipped to the object; false if none. */
@@ -149,10 +175,28 @@ bool piece_overlaps_locked(const struct chunk_cache *cc, uint64_t off, uint64_t 
 void piece_drop_locked(struct chunk_cache *cc, uint32_t i);
 /* Copy what a piece holds of [off, off+len) from off on: the bytes copied, 0 if none holds off. */
 size_t piece_copy(struct chunk_cache *cc, void *buf, size_t len, uint64_t off);
+/* The pieces held before the check was set (the open request's), checked now: wrong ones dropped. */
+void piece_check_held(struct chunk_cache *cc);
 /* A profile's replay: fetch [off, off+len) now, as chunks held or as a piece; -E2BIG past its budget. */
 int piece_warm_range(struct chunk_cache *cc, uint64_t off, uint64_t len);
 /* The object's first bytes at open (chunk_cache_open()'s 'first'), or what an earlier open kept of them. */
 int piece_seed(struct chunk_cache *cc, const void *first, size_t first_len);
+
+/* chunk_check.c */
+/* Is the calling thread inside a check (reading the tree through this cache)? */
+bool check_active(void);
+/*
+ * Check len bytes at off with cc->check: 0 right, 1 not.  With 'bad', the
+ * units of a wrong answer are checked one by one, the wrong ones zeroed and
+ * marked in *bad (allocated; left NULL when each alone is right).
+ */
+int check_bytes(struct chunk_cache *cc, uint64_t off, char *buf, size_t len, uint8_t **bad);
+/* The check of a cache-directory file at off failed (its message is the last error): one event line. */
+void check_disk_event(struct chunk_cache *cc, const char *what, uint64_t off);
+/* Does [in, in+n) of c touch a unit its check found wrong? */
+bool check_bad_in(const struct chunk_cache *cc, const struct chunk *c, size_t in, size_t n);
+/* The check of c's wrong units among [in, in+n) again: 0 if none is still wrong, else its error. */
+int check_units(struct chunk_cache *cc, const struct chunk *c, size_t in, size_t n);
 
 /* readahead.c */
 /* Queue chunk 'idx' for a worker unless held or the queue is full. */

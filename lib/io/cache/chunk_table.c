@@ -10,7 +10,9 @@
  * however many readers want it.  Ready chunks sit on an LRU list bounded by
  * the memory limit, except pinned ones (the image's metadata), which stay.
  * Once the fetcher reports that the object changed (-ESTALE), every later
- * read fails the same way: bytes of two versions are never mixed.
+ * read fails the same way: bytes of two versions are never mixed.  With a
+ * check set (chunk_check.c), a load checks what it fetched or read from the
+ * cache directory before the chunk is published or written there.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -67,6 +69,7 @@ void chunk_free(struct chunk *c)
 {
 	free(c->data);
 	free(c->msg);
+	free(c->bad);
 	free(c);
 }
 
@@ -83,6 +86,15 @@ static void table_remove(struct chunk_cache *cc, struct chunk *c)
 	c->in_table = false;
 	if (c->refs == 0)
 		chunk_free(c);
+}
+
+void chunk_forget_locked(struct chunk_cache *cc, struct chunk *c)
+{
+	if (!c->in_table || cc->table[c->idx] != c)
+		return;
+	if (c->pinned && c->state == CHUNK_READY)
+		cc->pinned_bytes -= c->len;
+	table_remove(cc, c);
 }
 
 /* Drop least recently used chunks nobody is copying from until under the limit. */
@@ -179,6 +191,8 @@ struct chunk *chunk_new_locked(struct chunk_cache *cc, uint32_t idx, bool pinned
 	c->pinned = pinned;
 	c->len = chunk_len(cc, idx);
 	c->in_table = true;
+	c->loader = pthread_self();
+	c->checked = __atomic_load_n(&cc->has_check, __ATOMIC_ACQUIRE);
 	cc->table[idx] = c;
 	return c;
 }
@@ -237,21 +251,66 @@ int chunk_alloc_data(struct chunk *c)
 	return c->data ? 0 : qs_set_error(-ENOMEM, "out of memory for a %zu-byte chunk", c->len);
 }
 
+/*
+ * Chunk c from the cache directory, checked again when the cache checks (a
+ * file is only as good as the directory): 0, or -ENOENT when it is not
+ * there or wrong (then removed, so that a fetch replaces it).
+ */
+static int disk_load(struct chunk_cache *cc, struct chunk *c)
+{
+	if (!cc->disk || disk_cache_get(cc->disk, c->idx, c->data, c->len) < 0)
+		return -ENOENT;
+	if (!c->checked)
+		return 0;
+	c->filled = true;
+	if (check_bytes(cc, (uint64_t)c->idx * cc->chunk_size, c->data, c->len, NULL) == 0)
+		return 0;
+	check_disk_event(cc, "chunk", (uint64_t)c->idx * cc->chunk_size);
+	disk_cache_drop(cc->disk, c->idx);
+	c->filled = false;
+	return -ENOENT;
+}
+
+/*
+ * c's bytes from the fetcher ('fetched': they are in already), checked
+ * when the cache checks: wrong ones are fetched again once (a transient
+ * corruption heals), and if still wrong, their units are zeroed and marked
+ * (c->bad) and the chunk is not kept in the cache directory.
+ */
+static int fetch_checked(struct chunk_cache *cc, struct chunk *c, bool fetched)
+{
+	struct iovec iov = { c->data, c->len };
+	uint64_t off = (uint64_t)c->idx * cc->chunk_size;
+	int ret;
+
+	for (int attempt = 0; c->checked || attempt == 0; attempt++) {
+		if ((!fetched || attempt) && (ret = cc->fetcher.fetch(cc->fetcher.ctx, &iov, 1, off)) < 0)
+			return ret;
+		if (!c->checked)
+			break;
+		c->filled = true;
+		free(c->bad);
+		c->bad = NULL;
+		ret = check_bytes(cc, off, c->data, c->len, attempt ? &c->bad : NULL);
+		if (ret == 0)
+			break;
+		if (attempt == 1)
+			return 0;
+	}
+	if (cc->disk)
+		disk_cache_put(cc->disk, c->idx, c->data, c->len);
+	return 0;
+}
+
 static int chunk_load(struct chunk_cache *cc, struct chunk *c)
 {
-	struct iovec iov;
 	int ret = chunk_alloc_data(c);
 
 	if (ret < 0)
 		return ret;
-	if (cc->disk && disk_cache_get(cc->disk, c->idx, c->data, c->len) == 0)
+	if (disk_load(cc, c) == 0)
 		return 0;
-	iov.iov_base = c->data;
-	iov.iov_len = c->len;
-	ret = cc->fetcher.fetch(cc->fetcher.ctx, &iov, 1, (uint64_t)c->idx * cc->chunk_size);
-	if (ret == 0 && cc->disk)
-		disk_cache_put(cc->disk, c->idx, c->data, c->len);
-	return ret;
+	return fetch_checked(cc, c, false);
 }
 
 int chunk_stale_error_locked(struct chunk_cache *cc)
@@ -266,7 +325,7 @@ void chunk_wait_loaded_locked(struct chunk_cache *cc)
 }
 
 /* Wait for a chunk another thread loads; returns 0 with a reference, or its error. */
-static int chunk_wait_locked(struct chunk_cache *cc, struct chunk *c)
+int chunk_wait_locked(struct chunk_cache *cc, struct chunk *c)
 {
 	int err;
 
@@ -286,12 +345,14 @@ static int chunk_wait_locked(struct chunk_cache *cc, struct chunk *c)
 	return err;
 }
 
-/* Chunk 'idx', ready, with a reference the caller drops with chunk_release(). */
-int chunk_acquire(struct chunk_cache *cc, uint32_t idx, struct chunk **out)
+/* Chunk 'idx', ready, with a reference the caller drops with chunk_release() (chunk_cache_int.h). */
+int chunk_acquire(struct chunk_cache *cc, uint32_t idx, struct chunk **out, bool *hit)
 {
 	struct chunk *c;
 	int ret;
 
+	if (hit)
+		*hit = false;
 	pthread_mutex_lock(&cc->lock);
 	if (cc->stale_err) {
 		ret = chunk_stale_error_locked(cc);
@@ -299,7 +360,23 @@ int chunk_acquire(struct chunk_cache *cc, uint32_t idx, struct chunk **out)
 		return ret;
 	}
 	c = cc->table[idx];
+	if (c && c->state == CHUNK_LOADING && check_active()) {
+		/*
+		 * A check reads the tree through this cache: a chunk this thread
+		 * is checking serves its bytes (the tree's are checked against
+		 * their parents), and one another load holds is not waited for,
+		 * since that load may be waiting for this one.
+		 */
+		ret = pthread_equal(c->loader, pthread_self()) && c->filled ? 0 : -EWOULDBLOCK;
+		if (ret == 0)
+			c->refs++;
+		pthread_mutex_unlock(&cc->lock);
+		*out = c;
+		return ret;
+	}
 	if (c) {
+		if (hit)
+			*hit = c->state == CHUNK_READY;
 		ret = chunk_wait_locked(cc, c);
 		if (ret == 0 && c->next) {
 			lru_unlink(cc, c);
@@ -356,8 +433,10 @@ static int fetch_run(struct chunk_cache *cc, struct chunk **owned, uint32_t n)
 	if (ret == 0)
 		ret = cc->fetcher.fetch(cc->fetcher.ctx, iov, n, (uint64_t)owned[0]->idx * cc->chunk_size);
 	free(iov);
-	for (i = 0; i < n && ret == 0 && cc->disk; i++)
-		disk_cache_put(cc->disk, owned[i]->idx, owned[i]->data, owned[i]->len);
+	for (i = 0; i < n && ret == 0; i++)
+		owned[i]->filled = true;    /* a check of one may read the tree in another */
+	for (i = 0; i < n && ret == 0; i++)
+		ret = fetch_checked(cc, owned[i], true);
 	return ret;
 }
 
@@ -371,8 +450,7 @@ static int pin_load(struct chunk_cache *cc, struct chunk **owned, uint32_t n)
 		max_run = 1;
 	while (i < n) {
 		err = 0;
-		if (ret == 0 && cc->disk && chunk_alloc_data(owned[i]) == 0 &&
-		    disk_cache_get(cc->disk, owned[i]->idx, owned[i]->data, owned[i]->len) == 0)
+		if (ret == 0 && cc->disk && chunk_alloc_data(owned[i]) == 0 && disk_load(cc, owned[i]) == 0)
 			run = 1;
 		else {
 			for (run = 1; i + run < n && run < max_run &&
@@ -463,4 +541,62 @@ bool chunk_span(const struct chunk_cache *cc, uint64_t off, uint64_t len, uint32
 	*first = off / cc->chunk_size;
 	*last = (off + len - 1) / cc->chunk_size;
 	return true;
+}
+
+/* ---- a check set late (chunk_check.c) ---------------------------------- */
+
+int chunk_reread(struct chunk_cache *cc, struct chunk **cp, bool hit, size_t in, size_t n)
+{
+	struct chunk *c = *cp;
+	uint32_t idx = c->idx;
+	int ret;
+
+	if (hit) {
+		pthread_mutex_lock(&cc->lock);
+		chunk_forget_locked(cc, c);
+		chunk_put_locked(c);
+		pthread_mutex_unlock(&cc->lock);
+		*cp = NULL;
+		ret = chunk_acquire(cc, idx, &c, NULL);
+		if (ret < 0)
+			return ret;
+		*cp = c;
+	}
+	ret = check_units(cc, c, in, n);
+	if (ret < 0) {
+		chunk_release(cc, c);
+		*cp = NULL;
+	}
+	return ret;
+}
+
+/* Chunk idx, held before the check was set: checked now, and dropped (memory and directory) if wrong. */
+static void check_held_chunk(struct chunk_cache *cc, uint32_t idx)
+{
+	struct chunk *c;
+	int wrong;
+
+	pthread_mutex_lock(&cc->lock);
+	c = cc->table[idx];
+	if (!c || c->checked || chunk_wait_locked(cc, c) < 0) {
+		pthread_mutex_unlock(&cc->lock);
+		return;
+	}
+	pthread_mutex_unlock(&cc->lock);
+	wrong = check_bytes(cc, (uint64_t)idx * cc->chunk_size, c->data, c->len, NULL);
+	pthread_mutex_lock(&cc->lock);
+	if (wrong)
+		chunk_forget_locked(cc, c);
+	else
+		c->checked = true;
+	chunk_put_locked(c);
+	pthread_mutex_unlock(&cc->lock);
+	if (wrong && cc->disk)
+		disk_cache_drop(cc->disk, idx);
+}
+
+void chunk_check_held(struct chunk_cache *cc)
+{
+	for (uint32_t idx = 0; idx < cc->nchunks; idx++)
+		check_held_chunk(cc, idx);
 }

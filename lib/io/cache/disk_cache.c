@@ -499,19 +499,45 @@ void disk_cache_put_range(struct disk_cache *dc, uint64_t off, const void *buf, 
 	put_keyed(dc, key, range_key(dc, off, len, key, sizeof(key)), buf, len);
 }
 
+static void drop_keyed(struct disk_cache *dc, const char *key, int key_len)
+{
+	char name[24];
+
+	if (key_len < 0)
+		return;
+	chunk_file_name(key, name);
+	unlinkat(dc->dirfd, name, 0);
+}
+
+void disk_cache_drop(struct disk_cache *dc, uint32_t idx)
+{
+	char key[DISK_KEY_MAX];
+
+	drop_keyed(dc, key, chunk_key(dc, idx, key, sizeof(key)));
+}
+
+void disk_cache_drop_range(struct disk_cache *dc, uint64_t off, size_t len)
+{
+	char key[DISK_KEY_MAX];
+
+	drop_keyed(dc, key, range_key(dc, off, len, key, sizeof(key)));
+}
+
 static void object_file_name(const char *url, char name[24])
 {
 	snprintf(name, 24, "o-%016llx", (unsigned long long)hash_string(url));
 }
 
-int disk_cache_save_object(const char *dir, const char *url, uint64_t size, const char *identity)
+int disk_cache_save_object(const char *dir, const char *url, uint64_t size, const char *identity,
+			   const char *root)
 {
 	char name[24], *text;
 	int fd = cache_dir_open(dir), len, ret = 0;
 
 	if (fd < 0)
 		return fd;
-	len = asprintf(&text, "quash-object 1\n%s\n%llu\n%s\n", url, (unsigned long long)size, identity);
+	len = asprintf(&text, "quash-object 1\n%s\n%llu\n%s\n%s%s", url, (unsigned long long)size, identity,
+		       root ? root : "", root && *root ? "\n" : "");
 	if (len < 0) {
 		close(fd);
 		return qs_set_error(-ENOMEM, "out of memory");
@@ -536,7 +562,7 @@ static char *next_line(char **p)
 	return line;
 }
 
-int disk_cache_load_object(const char *dir, const char *url, uint64_t *size, char **identity)
+int disk_cache_load_object(const char *dir, const char *url, uint64_t *size, char **identity, char **root)
 {
 	char name[24], text[DISK_RECORD_MAX + 1], *p = text, *line, *end;
 	int dirfd = cache_dir_open(dir), fd;
@@ -571,5 +597,10 @@ int disk_cache_load_object(const char *dir, const char *url, uint64_t *size, cha
 	if (!line || !*line)
 		return -ENOENT;
 	*identity = strdup(line);
-	return *identity ? 0 : -ENOMEM;
+	if (!*identity)
+		return -ENOMEM;
+	line = next_line(&p);
+	if (root)
+		*root = line && *line ? strdup(line) : NULL;
+	return 0;
 }

@@ -63,8 +63,22 @@ int disk_cache_get_range(struct disk_cache *dc, uint64_t off, void *buf, size_t 
 bool disk_cache_has_range(struct disk_cache *dc, uint64_t off, size_t len);
 void disk_cache_put_range(struct disk_cache *dc, uint64_t off, const void *buf, size_t len);
 
-/* What the cache knows of the object at 'url': its size and identity (malloc'ed). */
-int disk_cache_save_object(const char *dir, const char *url, uint64_t size, const char *identity);
-int disk_cache_load_object(const char *dir, const char *url, uint64_t *size, char **identity);
+/*
+ * Remove chunk 'idx', or the range at off of len bytes, from the
+ * directory: a file whose bytes failed a check (a verifier's) is not read
+ * again.
+ */
+void disk_cache_drop(struct disk_cache *dc, uint32_t idx);
+void disk_cache_drop_range(struct disk_cache *dc, uint64_t off, size_t len);
+
+/*
+ * What the cache knows of the object at 'url': its size, identity and the
+ * verity root hash its metadata named ('root': NULL or "" for none), so
+ * that an open from the cache verifies as one from the server does.
+ * Loading: *identity malloc'ed; *root malloc'ed or NULL (root may be NULL).
+ */
+int disk_cache_save_object(const char *dir, const char *url, uint64_t size, const char *identity,
+			   const char *root);
+int disk_cache_load_object(const char *dir, const char *url, uint64_t *size, char **identity, char **root);
 
 #endif

@@ -220,6 +220,13 @@ static bool warm_kept(struct chunk_cache *cc, uint64_t off, uint64_t len)
 		piece_free(p);
 		return false;
 	}
+	/* A file is only as good as the directory: checked again, and removed if wrong. */
+	if (__atomic_load_n(&cc->has_check, __ATOMIC_ACQUIRE) && check_bytes(cc, off, p->data, p->len, NULL)) {
+		check_disk_event(cc, "range", off);
+		disk_cache_drop_range(cc->disk, off, p->len);
+		piece_free(p);
+		return false;
+	}
 	pthread_mutex_lock(&cc->lock);
 	ok = !cc->stale_err && !piece_overlaps_locked(cc, off, len) && piece_room_locked(cc, len) &&
 	     piece_insert_locked(cc, p);
@@ -239,12 +246,22 @@ static int piece_fetch(struct chunk_cache *cc, struct piece *p)
 	struct piece_load l = { cc, p };
 	struct iovec iov = { p->data, p->len };
 	bool from_disk = cc->disk && disk_cache_get_range(cc->disk, p->off, p->data, p->len) == 0;
+	bool checked = __atomic_load_n(&cc->has_check, __ATOMIC_ACQUIRE);
 	int ret = 0;
 
-	if (!from_disk && cc->fetcher.fetch_stream)
+	/* Checked bytes are announced all at once, after the check: no streaming. */
+	if (!from_disk && cc->fetcher.fetch_stream && !checked)
 		ret = cc->fetcher.fetch_stream(cc->fetcher.ctx, p->data, p->len, p->off, piece_progress, &l);
 	else if (!from_disk)
 		ret = cc->fetcher.fetch(cc->fetcher.ctx, &iov, 1, p->off);
+	/* A wrong piece leaves the set unkept: the chunks' path fetches, checks and reports it. */
+	if (ret == 0 && checked && check_bytes(cc, p->off, p->data, p->len, NULL)) {
+		if (from_disk) {
+			check_disk_event(cc, "range", p->off);
+			disk_cache_drop_range(cc->disk, p->off, p->len);
+		}
+		ret = 1;
+	}
 	pthread_mutex_lock(&cc->lock);
 	if (ret == -ESTALE && !cc->stale_err) {
 		cc->stale_err = ret;
@@ -264,7 +281,7 @@ static int piece_fetch(struct chunk_cache *cc, struct piece *p)
 	pthread_cond_broadcast(&cc->loaded);
 	pthread_mutex_unlock(&cc->lock);
 	if (ret != 0)
-		return ret;
+		return ret > 0 ? 0 : ret;
 	/* Kept for the next mount: the same profile asks for the same ranges. */
 	if (!from_disk && cc->disk)
 		disk_cache_put_range(cc->disk, p->off, p->data, p->len);
@@ -305,6 +322,13 @@ int piece_warm_range(struct chunk_cache *cc, uint64_t off, uint64_t len)
 		return 0;
 	if (len > cc->size - off)
 		len = cc->size - off;
+	if (__atomic_load_n(&cc->has_check, __ATOMIC_ACQUIRE)) {
+		/* Only whole units can be checked: the range grows to them. */
+		uint64_t unit = cc->check.unit, end = (off + len + unit - 1) / unit * unit;
+
+		off -= off % unit;
+		len = (end < cc->size ? end : cc->size) - off;
+	}
 	if (chunks_held(cc, first, last)) {
 		uint64_t want = (uint64_t)(last - first + 1) * cc->chunk_size;
 
@@ -410,4 +434,52 @@ int piece_seed(struct chunk_cache *cc, const void *first, size_t first_len)
 		ret = seed_first_chunk(cc, kept, len, false);
 	free(kept);
 	return ret;
+}
+
+/* Piece p is out of the set now if it is still in it; the last reader frees it. */
+static void piece_forget_locked(struct chunk_cache *cc, struct piece *p)
+{
+	for (uint32_t i = 0; i < cc->npieces; i++)
+		if (cc->pieces[i] == p) {
+			piece_drop_locked(cc, i);
+			return;
+		}
+}
+
+/*
+ * The pieces held now (the open request's bytes; no replay runs before
+ * the check is set): checked, and dropped if wrong or not whole units.
+ */
+void piece_check_held(struct chunk_cache *cc)
+{
+	uint32_t unit = cc->check.unit, n;
+	struct piece **held;
+
+	pthread_mutex_lock(&cc->lock);
+	n = cc->npieces;
+	held = calloc(n ? n : 1, sizeof(*held));
+	for (uint32_t i = 0; i < n; i++) {
+		if (held) {
+			held[i] = cc->pieces[i];
+			held[i]->refs++;
+		}
+	}
+	while (!held && cc->npieces)
+		piece_drop_locked(cc, cc->npieces - 1);
+	pthread_mutex_unlock(&cc->lock);
+	for (uint32_t i = 0; held && i < n; i++) {
+		struct piece *p = held[i];
+		bool whole = !p->loading && p->off % unit == 0 && (p->len % unit == 0 || p->off + p->len == cc->size);
+		int wrong = !whole || check_bytes(cc, p->off, p->data, p->len, NULL);
+
+		if (wrong && cc->disk)
+			disk_cache_drop_range(cc->disk, p->off, p->len);
+		pthread_mutex_lock(&cc->lock);
+		if (wrong)
+			piece_forget_locked(cc, p);
+		if (--p->refs == 0 && p->dropped)
+			piece_free(p);
+		pthread_mutex_unlock(&cc->lock);
+	}
+	free(held);
 }

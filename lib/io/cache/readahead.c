@@ -30,7 +30,7 @@ static void *worker_main(void *arg)
 		if (cc->table[idx] || cc->stale_err)
 			continue;
 		pthread_mutex_unlock(&cc->lock);
-		if (chunk_acquire(cc, idx, &c) == 0)
+		if (chunk_acquire(cc, idx, &c, NULL) == 0)
 			chunk_release(cc, c);
 		pthread_mutex_lock(&cc->lock);
 	}

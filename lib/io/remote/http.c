@@ -129,6 +129,21 @@ static void copy_validator(char *dst, const char *v, size_t n)
 	dst[n] = '\0';
 }
 
+/* The value as it came if it is short and printable (a message may show it), else "?". */
+static void copy_root_hash(char *dst, const char *v, size_t n)
+{
+	bool ok = n < REMOTE_ROOTHASH_MAX;
+
+	for (size_t i = 0; ok && i < n; i++)
+		ok = v[i] > ' ' && v[i] < 0x7f;
+	if (!ok) {
+		v = "?";
+		n = 1;
+	}
+	memcpy(dst, v, n);
+	dst[n] = '\0';
+}
+
 /* "bytes FIRST-LAST/TOTAL"; false if it is anything else. */
 static bool parse_content_range(const char *v, size_t n, struct http_head *r)
 {
@@ -165,7 +180,7 @@ void http_head_line(struct http_head *h, const char *line, size_t len)
 
 		h->status = sp ? strtol(sp + 1, NULL, 10) : 0;
 		h->has_range = false;
-		h->etag[0] = h->last_modified[0] = '\0';
+		h->etag[0] = h->last_modified[0] = h->verity_root[0] = '\0';
 		return;
 	}
 	if (header_is(line, len, "content-range", &v, &vlen))
@@ -174,6 +189,8 @@ void http_head_line(struct http_head *h, const char *line, size_t len)
 		copy_validator(h->etag, v, vlen);
 	else if (header_is(line, len, "last-modified", &v, &vlen))
 		copy_validator(h->last_modified, v, vlen);
+	else if (header_is(line, len, "x-amz-meta-verity-roothash", &v, &vlen))
+		copy_root_hash(h->verity_root, v, vlen);
 }
 
 /* ---- set-up, errors, retries ---------------------------------------------- */

@@ -24,6 +24,12 @@ struct http_head {
 	uint64_t range_first, range_last, range_total;
 	char etag[REMOTE_VALIDATOR_MAX];
 	char last_modified[REMOTE_VALIDATOR_MAX];
+	/*
+	 * x-amz-meta-verity-roothash, the S3 object metadata quash takes as the
+	 * image's verity root hash (docs/SECURITY.md), or "": printable ASCII
+	 * only, "?" for a value too long or with anything else in it.
+	 */
+	char verity_root[REMOTE_ROOTHASH_MAX];
 };
 
 /* Take one header line as curl hands it over (with its CR LF) into *h. */

@@ -59,6 +59,7 @@ struct remote {
 	uint64_t size;
 	char etag[REMOTE_VALIDATOR_MAX];          /* strong ETag seen at open, or "" */
 	char last_modified[REMOTE_VALIDATOR_MAX]; /* Last-Modified seen at open, or "" */
+	char verity_root[REMOTE_ROOTHASH_MAX];    /* the object's metadata's root hash, or "" (http.h) */
 	unsigned retry_seconds;
 	long stall_seconds;
 	pthread_mutex_t pool_lock;
@@ -500,6 +501,7 @@ static int remote_first_request(struct remote *rm, char *first, size_t len, bool
 		if (r->head.etag[0] && strncmp(r->head.etag, "W/", 2))
 			snprintf(rm->etag, sizeof(rm->etag), "%s", r->head.etag);
 		snprintf(rm->last_modified, sizeof(rm->last_modified), "%s", r->head.last_modified);
+		snprintf(rm->verity_root, sizeof(rm->verity_root), "%s", r->head.verity_root);
 		if (!rm->etag[0] && !rm->last_modified[0])
 			ret = qs_set_error(-EIO, "no ETag or Last-Modified: cannot tell if the object "
 					   "changes");
@@ -535,15 +537,17 @@ static int open_from_cache(struct remote *rm, const struct qs_source_options *op
 			   struct qs_source **out)
 {
 	const struct chunk_fetcher fetcher = { remote_fetch, remote_free, rm, remote_fetch_stream };
-	char *identity, *notice, *why = strdup(qs_last_error());
+	char *identity, *notice, *root = NULL, *why = strdup(qs_last_error());
 	const char *validator;
 	uint64_t size;
 	int ret;
 
-	if (!why || disk_cache_load_object(opt->cache_dir, rm->key, &size, &identity) < 0) {
+	if (!why || disk_cache_load_object(opt->cache_dir, rm->key, &size, &identity, &root) < 0) {
 		free(why);
 		return err;
 	}
+	snprintf(rm->verity_root, sizeof(rm->verity_root), "%s", root ? root : "");
+	free(root);
 	rm->size = size;
 	/* The identity ends with the validator: keep pinning to it, should the server come back. */
 	validator = identity_validator(rm, identity);
@@ -561,6 +565,8 @@ static int open_from_cache(struct remote *rm, const struct qs_source_options *op
 		notice = NULL;
 	free(why);
 	ret = chunk_cache_open(&fetcher, rm->t.name, identity, size, opt, NULL, open_len(opt), notice, out);
+	if (ret == 0 && rm->verity_root[0])
+		(*out)->verity_root = rm->verity_root;
 	free(notice);
 	free(identity);
 	return ret;
@@ -632,7 +638,7 @@ int qs_source_open_remote(const char *spec, const struct qs_source_options *opt,
 	if (opt->cache_dir) {
 		uint64_t size;
 
-		cached = disk_cache_load_object(opt->cache_dir, rm->key, &size, &identity) == 0;
+		cached = disk_cache_load_object(opt->cache_dir, rm->key, &size, &identity, NULL) == 0;
 		free(identity);
 		identity = NULL;
 	}
@@ -654,12 +660,14 @@ int qs_source_open_remote(const char *spec, const struct qs_source_options *opt,
 		ret = qs_set_error(-ENOMEM, "out of memory");
 		goto fail;
 	}
-	if (opt->cache_dir && disk_cache_save_object(opt->cache_dir, rm->key, rm->size, identity) < 0) {
+	if (opt->cache_dir && disk_cache_save_object(opt->cache_dir, rm->key, rm->size, identity, rm->verity_root) < 0) {
 		ret = -EIO;
 		goto fail;
 	}
 	fetcher = (struct chunk_fetcher){ remote_fetch, remote_free, rm, remote_fetch_stream };
 	ret = chunk_cache_open(&fetcher, rm->t.name, identity, rm->size, opt, first, first_len, NULL, out);
+	if (ret == 0 && rm->verity_root[0])
+		(*out)->verity_root = rm->verity_root;
 	free(first);
 	free(identity);
 	return ret;

@@ -57,6 +57,22 @@ void qs_source_retry_notice(const char *message, unsigned seconds)
 		fn(message, seconds);
 }
 
+/* qs_source_set_event_notice(): set once at start by a front end, read when a source tells. */
+static _Atomic qs_source_event_fn event_notice;
+
+void qs_source_set_event_notice(qs_source_event_fn fn)
+{
+	event_notice = fn;
+}
+
+void qs_source_event(const char *name, const char *message)
+{
+	qs_source_event_fn fn = event_notice;
+
+	if (fn)
+		fn(name, message);
+}
+
 /* qs_source_set_interrupt(): this thread's remote requests end once *flag is true. */
 static __thread const bool *thread_interrupt;
 

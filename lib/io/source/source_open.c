@@ -64,10 +64,29 @@ int qs_source_open(const char *spec, const struct qs_source_options *opt, struct
 	}
 	if (ret < 0)
 		return ret;
-	/* Verification sits above the remote chunk cache, so nothing unverified reaches a reader. */
+	/*
+	 * Verification sits above the remote chunk cache, so nothing unverified
+	 * reaches a reader, and has it check each chunk as it arrives.  The
+	 * root hash: the caller's (the command line, a catalog's index), else
+	 * the one the object's own metadata names (docs/SECURITY.md).
+	 */
 	if (opt && (opt->verity_root || opt->verity_file || opt->verity_offset_given || opt->verity_sig ||
-		    opt->verity_cert) &&
-	    (ret = open_verified(src, opt, &src)) < 0)
+		    opt->verity_cert)) {
+		ret = open_verified(src, opt, &src);
+	} else if (src->verity_root) {
+		struct qs_source_options vo = opt ? *opt : (struct qs_source_options){ 0 };
+		uint8_t root[QS_VERITY_MAX_DIGEST];
+
+		vo.verity_root = src->verity_root;
+		if (qs_verity_parse_hex(src->verity_root, root, sizeof(root)) <= 0) {
+			ret = qs_set_error(-EINVAL, "object metadata verity-roothash '%s' is not a hash in hex",
+					   src->verity_root);
+			qs_source_close(src);
+			return ret;
+		}
+		ret = open_verified(src, &vo, &src);
+	}
+	if (ret < 0)
 		return ret;
 	/* Recording and replaying profiles wrap whatever was opened (profile.c). */
 	if (opt && (opt->record || opt->prefetch || opt->prefetch_beside))
