@@ -359,6 +359,10 @@ int mount_main(int argc, char **argv, bool squashfuse_compat)
 	case QM_PARSE_OK:
 		break;
 	}
+	/* Only root may write a mount's readahead (/sys/class/bdi): said once, to the person who mounts. */
+	if (opt.readahead_given && geteuid() != 0)
+		fprintf(stderr, "%s: -o readahead=%d needs root; the kernel's default (128 KiB) stays\n",
+			opt.msgname, opt.readahead_kb);
 	if (!opt.foreground) {
 		int status;
 

@@ -466,10 +466,6 @@ enum qm_parse_result qm_parse_args(int argc, char **argv, bool squashfuse_compat
 		fprintf(stderr, "%s: mount options too long\n", opt->msgname);
 		return QM_PARSE_ERROR;
 	}
-	/* Only root may write a mount's readahead (/sys/class/bdi): say so, not ignore it. */
-	if (opt->readahead_given && geteuid() != 0)
-		fprintf(stderr, "%s: -o readahead=%d needs root; the kernel's default (128 KiB) stays\n",
-			opt->msgname, opt->readahead_kb);
 	return QM_PARSE_OK;
 }
 
