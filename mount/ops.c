@@ -84,6 +84,16 @@ static void *handle_obj(uint64_t fh)
 	return handle_is_held(fh) ? NULL : (void *)(uintptr_t)fh;
 }
 
+/* A held server's OPEN or OPENDIR: the handle is its tag, counted as an open. */
+static void reply_held_open(struct qm_fs *fs, const struct qm_view *v, fuse_req_t req, struct fuse_file_info *fi)
+{
+	fi->fh = fs->fh_tag;
+	fi->keep_cache = 1;
+	count_open(fs, v, 1);
+	if (fuse_reply_open(req, fi) != 0)
+		count_open(fs, v, -1);
+}
+
 /* Answer a failed request; corruption and I/O errors get a line in the log. */
 static void reply_failure(struct qm_fs *fs, const struct qm_view *v, fuse_req_t req, int err, const char *what,
 			  fuse_ino_t nodeid)
@@ -291,12 +301,8 @@ void qm_img_open(struct qm_fs *fs, const struct qm_view *v, fuse_req_t req, fuse
 	}
 	err = read_node(v, nodeid, &in);
 	if (!err && fs->fh_tag) {
-		fi->fh = fs->fh_tag;
-		fi->keep_cache = 1;
 		fi->noflush = 1;
-		count_open(fs, v, 1);
-		if (fuse_reply_open(req, fi) != 0)
-			count_open(fs, v, -1);
+		reply_held_open(fs, v, req, fi);
 		return;
 	}
 	if (!err)
@@ -461,12 +467,8 @@ void qm_img_opendir(struct qm_fs *fs, const struct qm_view *v, fuse_req_t req, f
 	if (!err && in.type != QS_DIR)
 		err = -ENOTDIR;
 	if (!err && fs->fh_tag) {
-		fi->fh = fs->fh_tag;
-		fi->keep_cache = 1;
 		fi->cache_readdir = 1;
-		count_open(fs, v, 1);
-		if (fuse_reply_open(req, fi) != 0)
-			count_open(fs, v, -1);
+		reply_held_open(fs, v, req, fi);
 		return;
 	}
 	if (!err)
