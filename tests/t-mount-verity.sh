@@ -16,7 +16,8 @@
 # byte for byte (the source tree is the oracle); in the superblock: the
 # mount is refused in one line.  Over HTTP (nginx): the mount and cat
 # verify the appended tree, a tampered copy gives EIO for the affected
-# file only, and an image swapped for another valid one is refused.
+# file only, and an image swapped for another valid one is refused.  A SIF
+# container verifies with a tree over the whole file.
 . "$(dirname "$0")/lib/tap.sh"
 . "$QUASH_TOP/tests/lib/asan.sh"
 . "$QUASH_TOP/tests/lib/mount.sh"
@@ -122,6 +123,23 @@ check "-o verity_file= (veritysetup's tree): every file reads right" bash -c "! 
 unmount_all
 check "quash cat --verity-file (veritysetup's tree) reads a file right" \
 	bash -c "$QUASH_ASAN cat --verity $RV --verity-file '$V/plain.h' '$V/plain.sqfs' big | cmp -s - '$V/tree/big'"
+
+# A SIF container (the tree over the whole file, as veritysetup format on it gives): its
+# squashfs partition verifies with the bytes before it, and a byte flipped in its descriptors
+# (read to find the partition) refuses the mount.
+python3 "$QUASH_TOP/tests/lib/make-sif.py" "$V/plain.sqfs" "$V/c.sif" 65536
+veritysetup format "$V/c.sif" "$V/c.sif.h" >"$V/vsif.out" || not_ok "veritysetup format (SIF)"
+RS=$(awk '/^Root hash:/ { print $3 }' "$V/vsif.out")
+qmount "$V/m" $QUASH mount -o verity=$RS,verity_file="$V/c.sif.h" "$V/c.sif" "$V/m" || not_ok "mount a SIF -o verity="
+readall "$V/m" "$V/r.out"
+check "a SIF with a tree over the whole file (veritysetup's): every file of its partition reads right" \
+	bash -c "[ -s '$V/r.out' ] && ! grep -qv '^ok ' '$V/r.out'"
+unmount_all
+cp "$V/c.sif" "$V/t.sif"
+printf '\x55' | dd of="$V/t.sif" bs=1 seek=4200 conv=notrunc status=none
+check_fails "a SIF with a byte flipped in its descriptors: the mount is refused in one line" 1 \
+	"^quash: mount: $(ere "$V/t.sif"): verity: .*does not match" \
+	fg_mount $QUASH mount -f -o verity=$RS,verity_file="$V/c.sif.h" "$V/t.sif" "$V/m"
 
 # veritysetup's tree appended 1 MiB past the image, where no default offset looks: verity_offset=.
 psize=$(stat -c %s "$V/plain.sqfs")
