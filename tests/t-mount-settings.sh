@@ -151,7 +151,8 @@ for refresh in 2 ""; do
 done
 
 # ---- a mount whose daemon died --------------------------------------------------
-# kill -9 leaves a mount point where every access fails with ENOTCONN:
+# kill -9 of both the holder and its server (t-mount-holder: either alone
+# is survived) leaves a mount point where every access fails with ENOTCONN:
 # quash mount over it detaches it and mounts, quash umount unmounts it; each
 # says so in one line.  As root (umount2) and as nobody (fusermount3 -z).
 chmod 0666 /dev/fuse
@@ -159,13 +160,15 @@ for who in root nobody; do
 	as=(); mp=$M/m
 	[ $who = nobody ] && as=("${as_nobody[@]}") mp=$M/nm
 	"${as[@]}" "$QUASH" mount "$M/img.sqfs" "$mp" && QM_MOUNTS+=("f:$mp")
-	pkill -KILL -f "mount $M/img.sqfs $mp\$"
+	pkill -STOP -f "mount $M/img.sqfs $mp\$|mount-server $mp\$"      # neither sees the other go
+	pkill -KILL -f "mount $M/img.sqfs $mp\$|mount-server $mp\$"
 	for _ in $(seq 50); do stat "$mp" 2>&1 | grep -q 'not connected' && break; sleep 0.1; done
 	"${as[@]}" "$QUASH" mount "$M/img.sqfs" "$mp" >/dev/null 2>"$M/dead.err"; st=$?
 	check "$who: quash mount over a dead mount detaches it and mounts, one line (exit $st: $(cat "$M/dead.err"))" \
 		bash -c "[ $st = 0 ] && [ \"\$(cat '$M/dead.err')\" = 'quash: mount: mount point $mp: the mount there had lost its daemon (Transport endpoint is not connected); detached it' ] &&
 			${as[*]} cmp -s '$M/src/data' '$mp/data'"
-	pkill -KILL -f "mount $M/img.sqfs $mp\$"
+	pkill -STOP -f "mount $M/img.sqfs $mp\$|mount-server $mp\$"      # neither sees the other go
+	pkill -KILL -f "mount $M/img.sqfs $mp\$|mount-server $mp\$"
 	for _ in $(seq 50); do stat "$mp" 2>&1 | grep -q 'not connected' && break; sleep 0.1; done
 	"${as[@]}" "$QUASH" umount "$mp" >/dev/null 2>"$M/dead.err"; st=$?
 	check "$who: quash umount of a dead mount unmounts it, one line (exit $st: $(cat "$M/dead.err"))" \
