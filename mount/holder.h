@@ -22,7 +22,8 @@
  * Kernels without FUSE_NOTIFY_RESEND refuse it (EINVAL): new requests are
  * served, but those the dead server held are never answered; the holder
  * says so once.  FUSE over io_uring keeps requests in ring entries that die
- * with the server and are not resent, so a held mount serves /dev/fuse.
+ * with the server and are not resent, so -o uring is served without a
+ * holder, as is a catalog (mount_main.c).
  *
  * The holder gives up (detaches the mount lazily and closes the descriptor,
  * so every reader gets ENOTCONN rather than a hang) when servers keep dying

@@ -231,13 +231,14 @@ static void cache_report(struct qm_fs *fs)
 }
 
 /*
- * The holder for a plain mount unless -o noholder; a catalog's node ids
+ * The holder for a plain mount unless -o noholder.  A catalog's node ids
  * and handles live in its server's memory (catalog_int.h), which a new
- * server could not rebuild, so a catalog is served in one process.
+ * server could not rebuild, and requests in FUSE io_uring entries die with
+ * their server (holder.h): a catalog and -o uring are served in one process.
  */
 static bool held(const struct qm_options *opt)
 {
-	return opt->holder && !opt->catalog;
+	return opt->holder && !opt->catalog && !opt->uring;
 }
 
 static int serve(const struct qm_options *opt, int argc, char **argv, int ready_fd, int holder_fd)

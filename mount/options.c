@@ -167,7 +167,7 @@ static const struct mount_opt mount_opts[] = {
 	{ "notify_store", OPT_ON, F(notify_store), 0, 0, NULL, "-o [no]notify_store", NULL,
 	  "push whole decompressed blocks into the page cache (default on)" },
 	{ "holder", OPT_ON, F(holder), 0, 0, NULL, "-o [no]holder", NULL,
-	  "keep the mount in a small process of its own that starts\nthe server again if it dies (default on; not\nfor a catalog)" },
+	  "keep the mount in a small process of its own that starts\nthe server again if it dies (default on; not\nfor a catalog or with -o uring)" },
 	{ "decompress_ahead", OPT_ON, F(decompress_ahead), 0, 0, NULL, "-o [no]decompress_ahead", NULL,
 	  "decompress a sequential reader's next blocks on every core\n(default on)" },
 	{ "uring", OPT_ON, F(uring), 0, 0, NULL, "-o [no]uring", NULL,

@@ -506,9 +506,6 @@ static void uring_free(struct qm_uring *u) { (void)u; }
 static void uring_start(struct qm_fs *fs) { (void)fs; }
 #endif
 
-/* A ring's requests die with its server and the kernel resends only /dev/fuse's (holder.h). */
-#define QM_URING_HELD "a held mount's requests must outlive its server; -o noholder for io_uring"
-
 /* Why io_uring is off, for the one line the fallback logs. */
 static const char *why_not(uint32_t in_flags)
 {
@@ -540,15 +537,14 @@ static ssize_t answer_init(struct qm_fs *fs, int fd, const struct iovec *iov, in
 		goto plain;
 	memcpy(out, iov[1].iov_base, iov[1].iov_len);
 	offered = (fs->init_in_flags & QM_FUSE_INIT_EXT) && (fs->init_in_flags2 & QM_FUSE_OVER_IO_URING_HI);
-	if (fs->opt->uring && offered && fs->holder_fd < 0) {
+	if (fs->opt->uring && offered) {
 		fs->uring = uring_new(fs, fd, payload_size(out, iov[1].iov_len));
 		on = fs->uring != NULL;
 	}
 	if (!on) {
 		if (fs->opt->uring)
 			qm_info(fs, "FUSE over io_uring: not used (%s); serving /dev/fuse",
-			     fs->holder_fd >= 0 ? QM_URING_HELD : offered ? QM_URING_NO_QUEUES :
-			     why_not(fs->init_in_flags));
+			     offered ? QM_URING_NO_QUEUES : why_not(fs->init_in_flags));
 		goto plain;
 	}
 	memcpy(&flags, out + INIT_OUT_FLAGS, 4);
