@@ -70,20 +70,7 @@ fg_mount() {
 # readall MOUNT OUT: read every file of the source tree through MOUNT; OUT gets one line per
 # file, "ok PATH", "eio PATH", "wrong PATH" (read, but not the source's bytes) or "err PATH ERRNO".
 readall() {
-	python3 - "$V/tree" "$1" >"$2" <<'PY'
-import errno, os, sys
-src, mnt = sys.argv[1], sys.argv[2]
-for d, _, files in os.walk(src):
-    for f in sorted(files):
-        rel = os.path.relpath(os.path.join(d, f), src)
-        want = open(os.path.join(src, rel), 'rb').read()
-        try:
-            with open(os.path.join(mnt, rel), 'rb') as fh:
-                got = fh.read()
-            print(('ok ' if got == want else 'wrong ') + rel)
-        except OSError as e:
-            print(('eio ' if e.errno == errno.EIO else 'err ') + rel + ('' if e.errno == errno.EIO else ' %d' % e.errno))
-PY
+	python3 "$QUASH_TOP/tests/lib/readall.py" "$V/tree" "$1" >"$2"
 }
 
 # verdict OUT TARGET: a file matching the ERE TARGET failed with EIO, at least one file read

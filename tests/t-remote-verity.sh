@@ -84,20 +84,7 @@ with open(sys.argv[1], 'r+b') as f:
 # readall MOUNT OUT: every file of the kernel's mount of the good image read through MOUNT; OUT
 # gets "ok PATH", "eio PATH", "wrong PATH" (read, but not the good bytes) or "err PATH ERRNO".
 readall() {
-	python3 - "$V/k" "$1" >"$2" <<'PY'
-import errno, os, sys
-src, mnt = sys.argv[1], sys.argv[2]
-for d, _, files in os.walk(src):
-    for f in sorted(files):
-        rel = os.path.relpath(os.path.join(d, f), src)
-        want = open(os.path.join(src, rel), 'rb').read()
-        try:
-            with open(os.path.join(mnt, rel), 'rb') as fh:
-                got = fh.read()
-            print(('ok ' if got == want else 'wrong ') + rel)
-        except OSError as e:
-            print(('eio ' if e.errno == errno.EIO else 'err ') + rel + ('' if e.errno == errno.EIO else ' %d' % e.errno))
-PY
+	python3 "$QUASH_TOP/tests/lib/readall.py" "$V/k" "$1" >"$2"
 }
 verdict() {   # verdict OUT TARGET: a file matching the ERE TARGET failed with EIO, every other one read right
 	grep -qE "^eio ($2)\$" "$1" && ! grep -vE "^(ok .*|eio ($2))\$" "$1" | head -5 | grep .
