@@ -22,26 +22,15 @@
 . "$QUASH_TOP/tests/lib/asan.sh"
 . "$QUASH_TOP/tests/lib/mount.sh"
 . "$QUASH_TOP/tests/lib/remote.sh"
+. "$QUASH_TOP/tests/lib/verity-tree.sh"
 
 V=$WORK/t-mount-verity
 trap 'unmount_all; remote_cleanup; rm -rf "$V"' EXIT
 unmount_all 2>/dev/null
 rm -rf "$V" && mkdir -p "$V/tree/d" "$V/tree/many" "$V/tree/frag" "$V/www"
 
-# big: whole data blocks of random bytes; d/text: compressible blocks; frag/: small random
-# files packed into one fragment block, stored raw (so their bytes can be found in the image);
-# many/: empty files with random names and times, enough inodes and entries that the inode and directory tables span many 4 KiB blocks.
-head -c 3000000 /dev/urandom >"$V/tree/big"
-seq 1 300000 | head -c $((12 * 131072)) >"$V/tree/d/text"     # whole blocks: no tail in the fragment
-head -c 3000 /dev/urandom >"$V/tree/frag/r1"
-head -c 3000 /dev/urandom >"$V/tree/frag/r2"
-python3 -c "
-import os, random, sys
-for i in range(6000):
-    p = os.path.join(sys.argv[1], os.urandom(16).hex())
-    open(p, 'w').close()
-    t = random.randrange(1 << 30, 1 << 31)
-    os.utime(p, (t, t))" "$V/tree/many"
+# The tree: tests/lib/verity-tree.sh says what is in it and why.
+verity_tree "$V/tree"
 $QUASH pack --verity --no-progress "$V/tree" "$V/i.sqfs" >"$V/pack.out" || not_ok "pack --verity"
 R=$(awk '/^Root hash:/ { print $3 }' "$V/pack.out")
 $QUASH pack --verity --no-progress "$V/tree/d" "$V/other.sqfs" >"$V/other.out" || not_ok "pack --verity (other)"

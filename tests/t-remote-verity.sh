@@ -23,26 +23,16 @@
 . "$QUASH_TOP/tests/lib/asan.sh"
 . "$QUASH_TOP/tests/lib/mount.sh"
 . "$QUASH_TOP/tests/lib/remote.sh"
+. "$QUASH_TOP/tests/lib/verity-tree.sh"
 
 V=$WORK/t-remote-verity
 trap 'unmount_all; remote_cleanup; "$QUASH_TOP/tests/lib/stop-rgw.sh" "$V/rgw"; rm -rf "$V"' EXIT
 unmount_all 2>/dev/null
 rm -rf "$V" && mkdir -p "$V/tree/d" "$V/tree/many" "$V/tree/frag" "$V/www"
 
-# The tree of t-mount-verity: big (random whole blocks), d/text (compressible), frag/ (small random
-# files in one fragment block, stored raw), many/ (enough empty files that the inode and directory
-# tables span many 4 KiB blocks).  other.sqfs: the same tree with 4 KiB of big changed in its middle.
-head -c 3000000 /dev/urandom >"$V/tree/big"
-seq 1 300000 | head -c $((12 * 131072)) >"$V/tree/d/text"
-head -c 3000 /dev/urandom >"$V/tree/frag/r1"
-head -c 3000 /dev/urandom >"$V/tree/frag/r2"
-python3 -c "
-import os, random, sys
-for i in range(6000):
-    p = os.path.join(sys.argv[1], os.urandom(16).hex())
-    open(p, 'w').close()
-    t = random.randrange(1 << 30, 1 << 31)
-    os.utime(p, (t, t))" "$V/tree/many"
+# The tree of t-mount-verity (tests/lib/verity-tree.sh).  other.sqfs: the same tree with 4 KiB
+# of big changed in its middle.
+verity_tree "$V/tree"
 $QUASH pack --verity --no-progress "$V/tree" "$V/i.sqfs" >"$V/pack.out" || not_ok "pack --verity"
 R=$(awk '/^Root hash:/ { print $3 }' "$V/pack.out")
 cp -a "$V/tree" "$V/tree2"
