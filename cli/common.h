@@ -72,15 +72,19 @@ enum {
 };
 
 #define CLI_COMMON_SHORTOPTS "hVo:"
-#define CLI_COMMON_LONGOPTS \
-	{ "offset", required_argument, NULL, 'o' }, \
+/* The remote sources' options (common/source_opt.c's table); quash verity takes these alone. */
+#define CLI_REMOTE_LONGOPTS \
 	{ "endpoint", required_argument, NULL, CLI_OPT_ENDPOINT }, \
 	{ "region", required_argument, NULL, CLI_OPT_REGION }, \
 	{ "cache-dir", required_argument, NULL, CLI_OPT_CACHE_DIR }, \
 	{ "cache-dir-limit", required_argument, NULL, CLI_OPT_CACHE_DIR_LIMIT }, \
 	{ "retry-seconds", required_argument, NULL, CLI_OPT_RETRY_SECONDS }, \
 	{ "proxy", required_argument, NULL, CLI_OPT_PROXY }, \
-	{ "fallback", required_argument, NULL, CLI_OPT_FALLBACK }, \
+	{ "fallback", required_argument, NULL, CLI_OPT_FALLBACK }
+
+#define CLI_COMMON_LONGOPTS \
+	{ "offset", required_argument, NULL, 'o' }, \
+	CLI_REMOTE_LONGOPTS, \
 	{ "verity", required_argument, NULL, CLI_OPT_VERITY }, \
 	{ "verity-file", required_argument, NULL, CLI_OPT_VERITY_FILE }, \
 	{ "verity-offset", required_argument, NULL, CLI_OPT_VERITY_OFFSET }, \

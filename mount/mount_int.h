@@ -28,6 +28,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "handoff.h"
 #include "quash.h"
 #include "view.h"
 
@@ -199,9 +200,9 @@ struct qm_fs {
 	/* a held mount's server (holder.h): -1 when the mount is not held */
 	int holder_fd;
 	dev_t held_dev;
-	uint8_t init_req[256];      /* the kernel's INIT as this server read it, for the holder */
+	uint8_t init_req[QM_HOLDER_INIT_MAX];      /* the kernel's INIT as this server read it, for the holder */
 	uint32_t init_req_len;
-	uint8_t replay_init[256];   /* the first server's INIT, replayed by a later one */
+	uint8_t replay_init[QM_HOLDER_INIT_MAX];   /* the first server's INIT, replayed by a later one */
 	uint32_t replay_init_len;
 	_Atomic uint64_t replay_unique;     /* the replayed INIT's: its answer goes nowhere */
 	atomic_bool draining;       /* an upgrade's new server serves: stop reading */
