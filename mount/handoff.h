@@ -15,7 +15,8 @@
 
 /* Messages on the socket between the holder and a server (SOCK_SEQPACKET). */
 enum qm_hmsg_type {
-	QM_H_ARGS = 1,      /* holder → server: the command line (data, NUL-separated; arg = squashfuse_compat) */
+	QM_H_ARGS = 1,      /* holder → server: the command line (data, NUL-separated; arg = squashfuse_compat),
+			       and the catalog's state file (SCM_RIGHTS) once a server has made one */
 	QM_H_MOUNT,         /* server → holder: the image is open; mount (if not yet) and send the descriptor */
 	QM_H_FD,            /* holder → server: the descriptor (SCM_RIGHTS), the mount point, the INIT kept */
 	QM_H_INIT,          /* server → holder: the kernel's INIT request as read */
@@ -24,6 +25,7 @@ enum qm_hmsg_type {
 	QM_H_FAIL,          /* holder → server: the mount failed; exit */
 	QM_H_UPGRADE,       /* client → holder: upgrade; holder → client: the result (data: one line) */
 	QM_H_BYE,           /* server → holder: the session is over (the mount ended, or a drain): exiting */
+	QM_H_STATE,         /* server → holder: the catalog's state file from now on (SCM_RIGHTS); none: lost */
 };
 
 struct qm_hmsg_hdr {               /* each message: this, then 'len' bytes of data */

@@ -46,6 +46,7 @@ struct server {
 	bool hup;                   /* its end is closed: the death follows as SIGCHLD */
 	bool ending;                /* it said its session is over: its exit is no death */
 	bool ready;
+	bool upgrade;               /* a catalog's upgrade started it: its readiness answers the caller */
 	struct timespec started;    /* a restart's: when its predecessor's death was seen */
 	struct timespec ready_at;
 };
@@ -60,6 +61,9 @@ struct holder {
 	dev_t dev;
 	uint8_t init[QM_HOLDER_INIT_MAX];
 	uint32_t init_len;
+	int state_fd;               /* a catalog's state file, as the last server to send one left it; -1: none */
+	bool state_lost;            /* a server said its state file is incomplete */
+	bool upgrade_pending;       /* a catalog's upgrade: the new server starts once the old one has ended */
 	struct server srv[QM_HOLDER_SERVERS];
 	int sigfd, listen_fd, client_fd;
 	bool client_asked;          /* client_fd's request is read: it waits for the answer */
@@ -137,7 +141,7 @@ static int send_args(struct holder *h, int sock)
 		memcpy(buf + n, h->argv[i], len);
 		n += len;
 	}
-	return send_msg(sock, QM_H_ARGS, h->fs->opt->squashfuse_compat, buf, n, -1);
+	return send_msg(sock, QM_H_ARGS, h->fs->opt->squashfuse_compat, buf, n, h->state_fd);
 }
 
 /* Start a server in slot 'i' from 'exe'; 0 or -errno. */
@@ -268,6 +272,13 @@ static void replace_active(struct holder *h, struct server *dead, const char *wh
 		give_up(h, why);
 		return;
 	}
+	if (h->fs->opt->catalog && (h->state_fd < 0 || h->state_lost)) {
+		char why[160];
+
+		snprintf(why, sizeof(why), "server %d %s and the catalog's state is lost", (int)dead->pid, what);
+		give_up(h, why);
+		return;
+	}
 	qm_info(h->fs, "%s: server %d %s; starting another", h->fs->mountpoint, (int)dead->pid, what);
 	resend(h);
 	i = free_slot(h);
@@ -278,18 +289,21 @@ static void replace_active(struct holder *h, struct server *dead, const char *wh
 	h->srv[i].started = seen;
 }
 
+static void absorb(struct holder *h, struct server *s);
+static void drained(struct holder *h, bool clean);
+
 static void reaped(struct holder *h, struct server *s, int status)
 {
 	enum role role = s->role;
 	char what[96];
 
+	absorb(h, s);               /* a state file it sent before it died is the one to keep */
 	close(s->sock);
 	s->role = NONE;
 	if (role == DYING)
 		return;
 	if (role == DRAINING) {
-		if (!WIFEXITED(status))
-			resend(h);      /* it died holding requests: the new server answers them */
+		drained(h, WIFEXITED(status));
 		return;
 	}
 	if (role == INCOMING) {
@@ -310,6 +324,11 @@ static void reaped(struct holder *h, struct server *s, int status)
 		return;
 	}
 	describe(status, what, sizeof(what));
+	if (s->upgrade && !s->ready) {
+		qm_info(h->fs, "%s: upgrade failed: the new server %s; a server of the running build takes over",
+			h->fs->mountpoint, what);
+		reply_client(h, false, "the new server did not start (see the mount's log)");
+	}
 	replace_active(h, s, what);
 }
 
@@ -357,9 +376,12 @@ static void watch(struct holder *h)
 
 		if ((s->role != ACTIVE && s->role != DRAINING) || !s->ready || s->ending || !dying(s->pid))
 			continue;
+		absorb(h, s);
+		if (s->ending)
+			continue;       /* its goodbye was waiting: the exit is reaped as one */
 		if (s->role == DRAINING) {
 			s->role = DYING;
-			resend(h);
+			drained(h, false);
 		} else {
 			s->role = DYING;
 			replace_active(h, s, "died");
@@ -421,21 +443,81 @@ static void on_ready(struct holder *h, struct server *s)
 		reply_client(h, true, line);
 		return;
 	}
+	if (s->upgrade) {
+		qm_info(h->fs, "%s: upgraded: server %d (%s) serves, %.1f ms after the old one stopped",
+			h->fs->mountpoint, (int)s->pid, h->exe, ms_since(&s->started));
+		snprintf(line, sizeof(line), "upgraded: server %d serves", (int)s->pid);
+		reply_client(h, true, line);
+		return;
+	}
 	qm_info(h->fs, "%s: server %d took over %.1f ms after the last one died", h->fs->mountpoint, (int)s->pid,
 		ms_since(&s->started));
+}
+
+/* A catalog's state file from now on (fd), or none: the server could not keep it (fd -1). */
+static void take_state(struct holder *h, int fd)
+{
+	if (h->state_fd >= 0)
+		close(h->state_fd);
+	h->state_fd = fd;
+	h->state_lost = fd < 0;
+}
+
+/* One message from a server, with the descriptor it carries (*fd, else -1); its length, 0 at its end, -1: none. */
+static ssize_t recv_server(struct server *s, void *buf, size_t cap, int *fd)
+{
+	union { char buf[CMSG_SPACE(sizeof(int))]; struct cmsghdr align; } c;
+	struct iovec iov = { buf, cap };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = c.buf, .msg_controllen = sizeof(c.buf) };
+	ssize_t n = recvmsg(s->sock, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+
+	*fd = -1;
+	for (struct cmsghdr *cm = n >= 0 ? CMSG_FIRSTHDR(&m) : NULL; cm; cm = CMSG_NXTHDR(&m, cm))
+		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
+			memcpy(fd, CMSG_DATA(cm), sizeof(int));
+	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+		s->hup = true;
+	return n;
+}
+
+/* A server that died: of what it sent and the holder has not read, only a state file and a goodbye count. */
+static void absorb(struct holder *h, struct server *s)
+{
+	uint8_t buf[sizeof(struct qm_hmsg_hdr) + QM_HOLDER_INIT_MAX];
+	struct qm_hmsg_hdr hdr;
+	ssize_t n;
+	int fd;
+
+	while (!s->hup && (n = recv_server(s, buf, sizeof(buf), &fd)) > 0) {
+		memcpy(&hdr, buf, sizeof(hdr) < (size_t)n ? sizeof(hdr) : (size_t)n);
+		if ((size_t)n >= sizeof(hdr) && hdr.type == QM_H_STATE)
+			take_state(h, fd);
+		else if (fd >= 0)
+			close(fd);
+		if ((size_t)n >= sizeof(hdr) && hdr.type == QM_H_BYE)
+			s->ending = true;       /* an exit it announced: no death */
+	}
 }
 
 static void on_server_msg(struct holder *h, struct server *s)
 {
 	static uint8_t buf[sizeof(struct qm_hmsg_hdr) + QM_HOLDER_INIT_MAX];
 	struct qm_hmsg_hdr hdr;
-	ssize_t n = recv(s->sock, buf, sizeof(buf), MSG_DONTWAIT);
+	int fd;
+	ssize_t n = recv_server(s, buf, sizeof(buf), &fd);
 
 	if (n < (ssize_t)sizeof(hdr)) {
-		s->hup = n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR);
+		if (fd >= 0)
+			close(fd);
 		return;
 	}
 	memcpy(&hdr, buf, sizeof(hdr));
+	if (hdr.type == QM_H_STATE) {   /* a dying server's too: it was the last word on the state */
+		take_state(h, fd);
+		return;
+	}
+	if (fd >= 0)
+		close(fd);
 	if (s->role == DYING)
 		return;
 	if (hdr.type == QM_H_BYE) {
@@ -490,20 +572,53 @@ static void listen_for_upgrades(struct holder *h)
 }
 
 /* Start an upgrade: a server from the installed binary, which takes over once it serves. */
+/*
+ * Start an upgrade: a server from the installed binary, which takes over
+ * once it serves.  A catalog's servers never overlap, since both would
+ * hand out node ids: the old one finishes what it holds and exits, and
+ * the new one starts from the state it left (drained()).
+ */
 static const char *upgrade(struct holder *h)
 {
+	struct server *active = find_role(h, ACTIVE);
 	int i;
 
-	if (!find_role(h, ACTIVE) || !find_role(h, ACTIVE)->ready)
+	if (!active || !active->ready)
 		return "no server serves yet; try again";
-	if (find_role(h, INCOMING) || find_role(h, DRAINING))
+	if (find_role(h, INCOMING) || find_role(h, DRAINING) || h->upgrade_pending)
 		return "an upgrade is under way";
 	if (access(h->exe, X_OK) != 0)
 		return "the binary it was started from is gone";
+	if (h->fs->opt->catalog) {
+		send_msg(active->sock, QM_H_DRAIN, 0, NULL, 0, -1);
+		active->role = DRAINING;
+		h->upgrade_pending = true;
+		return NULL;
+	}
 	i = free_slot(h);
 	if (i < 0 || start_server(h, (unsigned)i, INCOMING, h->exe) != 0)
 		return "cannot start a server";
 	return NULL;
+}
+
+/* A draining server is done ('clean': it exited); a catalog's upgrade starts its new server now. */
+static void drained(struct holder *h, bool clean)
+{
+	int i;
+
+	if (!clean)
+		resend(h);          /* it died holding requests: the next server answers them */
+	if (!h->upgrade_pending)
+		return;
+	h->upgrade_pending = false;
+	i = free_slot(h);
+	if (i >= 0 && start_server(h, (unsigned)i, ACTIVE, h->exe) == 0) {
+		h->srv[i].upgrade = true;
+		return;
+	}
+	reply_client(h, false, "cannot start a server");
+	if (i < 0 || start_server(h, (unsigned)i, ACTIVE, "/proc/self/exe") != 0)
+		give_up(h, "cannot start a server");
 }
 
 /* A caller of --upgrade: only root and the mount's owner, one at a time; its request is read when it comes. */
@@ -591,7 +706,6 @@ static void loop(struct holder *h)
 			}
 		if (poll(p, n, timeout) == 0 && h->listen_tries)
 			listen_for_upgrades(h);
-		watch(h);
 		if (p[0].revents)
 			on_signal(h);
 		if (h->status < 0 && p[1].revents)
@@ -601,6 +715,7 @@ static void loop(struct holder *h)
 		for (unsigned i = 3; i < n && h->status < 0; i++)
 			if (p[i].revents & POLLIN && who[i]->role != NONE)
 				on_server_msg(h, who[i]);
+		watch(h);       /* last: a goodbye read above makes an exit no death */
 	}
 }
 
@@ -611,6 +726,7 @@ int qm_holder_run(struct qm_fs *fs, int argc, char **argv, int ready_fd, void (*
 	ssize_t n;
 
 	h = (struct holder){ .fs = fs, .argc = argc, .argv = argv, .fuse_fd = -1, .listen_fd = -1, .client_fd = -1,
+			     .state_fd = -1,
 			     .ready_fd = ready_fd, .detach = detach, .status = -1 };
 	/* a path, not a descriptor: the holder must not keep the command's directory busy */
 	if (!getcwd(h.cwd, sizeof(h.cwd)))
@@ -639,6 +755,8 @@ int qm_holder_run(struct qm_fs *fs, int argc, char **argv, int ready_fd, void (*
 			close(h.srv[i].sock);
 	if (h.listen_fd >= 0)
 		close(h.listen_fd);
+	if (h.state_fd >= 0)
+		close(h.state_fd);
 	if (fs->se) {
 		fuse_session_unmount(fs->se);
 		fuse_session_destroy(fs->se);
@@ -669,7 +787,7 @@ int qm_holder_upgrade(const char *mountpoint)
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&a, holder_addr(dev, &a)) != 0) {
 		fprintf(stderr, "quash: mount --upgrade: %s: no holder answers for it (%s): "
-			"not a quash mount, or mounted with -o noholder or --catalog\n", mountpoint, strerror(errno));
+			"not a quash mount, or mounted with -o noholder or -o uring\n", mountpoint, strerror(errno));
 		return 1;
 	}
 	/* a name anyone could have taken: the holder is root's or the caller's */

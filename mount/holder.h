@@ -23,7 +23,15 @@
  * served, but those the dead server held are never answered; the holder
  * says so once.  FUSE over io_uring keeps requests in ring entries that die
  * with the server and are not resent, so -o uring is served without a
- * holder, as is a catalog (mount_main.c).
+ * holder (mount_main.c).
+ *
+ * A catalog's node ids name directories and image versions in the order
+ * its listings found them, which a new server's listing would not repeat:
+ * its server writes each down before the kernel sees it, in a state file
+ * (catalog/journal.c) that the holder keeps across servers without reading
+ * it (QM_H_ARGS hands it to each server, QM_H_STATE replaces it).  Two
+ * servers of a catalog never run at once, since both would hand out ids:
+ * its upgrade lets the old server finish what it holds and exit first.
  *
  * The holder gives up (detaches the mount lazily and closes the descriptor,
  * so every reader gets ENOTCONN rather than a hang) when servers keep dying

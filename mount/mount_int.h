@@ -211,6 +211,7 @@ struct qm_fs {
 	atomic_bool holder_closing;
 	atomic_int workers_done;
 	uint64_t fh_tag;            /* a restartable server's file handles (ops.c) */
+	int state_fd;               /* a held catalog's state file as the last server left it, or -1 */
 };
 
 extern const struct fuse_lowlevel_ops qm_ops;
@@ -248,8 +249,11 @@ void qm_dir_free(struct qm_dir *d);
 /* nodes.c */
 struct qm_nodes *qm_nodes_create(void);
 void qm_nodes_destroy(struct qm_nodes *nodes);
-int qm_nodes_get(struct qm_fs *fs, fuse_ino_t nodeid, bool is_dir, struct qm_node **out);
+/* The open file or listing of a node id of view v (v->nodes, v->img), held until qm_nodes_put(). */
+int qm_nodes_get(const struct qm_view *v, fuse_ino_t nodeid, bool is_dir, struct qm_node **out);
 void *qm_node_obj(const struct qm_node *node);
+/* fn for each open file (struct qs_file) in t, under its shard's lock: before t and its image close. */
+void qm_nodes_each_file(struct qm_nodes *t, void (*fn)(void *file, void *arg), void *arg);
 void qm_nodes_put(struct qm_node *node);
 /* Another reference to a node already held (a block loaded ahead of its read holds one). */
 void qm_nodes_hold(struct qm_node *node);
@@ -322,10 +326,17 @@ int qm_session_mount(struct qm_fs *fs);
 /* server.c (holder.h): a held mount's server. */
 /*
  * If this process is a server (QUASH_SERVER_FD set: handoff.h), read the
- * command line from the holder into *argc, *argv and return the socket
- * (>= 0); -1 if not a server; exits if the holder cannot be heard.
+ * command line from the holder into *argc, *argv and a held catalog's
+ * state file into *state_fd (-1: none yet), and return the socket (>= 0);
+ * -1 if not a server; exits if the holder cannot be heard.
  */
-int qm_server_args(int *argc, char ***argv, bool *squashfuse_compat);
+int qm_server_args(int *argc, char ***argv, bool *squashfuse_compat, int *state_fd);
+/*
+ * A held catalog's state file from now on (fd, or -1: the state is lost
+ * and the mount cannot outlive this server); 0 or -errno.  The holder
+ * reads it before acting on this server's death.
+ */
+int qm_server_send_state(struct qm_fs *fs, int fd);
 
 /* Ask the holder for the mounted descriptor (into *fuse_fd), the mount point and its INIT; 0 or -EIO. */
 int qm_server_attach(struct qm_fs *fs, int *fuse_fd);

@@ -231,17 +231,16 @@ static void cache_report(struct qm_fs *fs)
 }
 
 /*
- * The holder for a plain mount unless -o noholder.  A catalog's node ids
- * and handles live in its server's memory (catalog_int.h), which a new
- * server could not rebuild, and requests in FUSE io_uring entries die with
- * their server (holder.h): a catalog and -o uring are served in one process.
+ * The holder for a plain mount or a catalog unless -o noholder.  Requests
+ * in FUSE io_uring entries die with their server (holder.h), so -o uring
+ * is served in one process.
  */
 static bool held(const struct qm_options *opt)
 {
-	return opt->holder && !opt->catalog && !opt->uring;
+	return opt->holder && !opt->uring;
 }
 
-static int serve(const struct qm_options *opt, int argc, char **argv, int ready_fd, int holder_fd)
+static int serve(const struct qm_options *opt, int argc, char **argv, int ready_fd, int holder_fd, int state_fd)
 {
 	struct qm_fs *fs = calloc(1, sizeof(*fs));
 	struct qm_serve how = opt->catalog ? qc_serve : (struct qm_serve){ .ops = &qm_ops, .stopping = cache_report };
@@ -251,6 +250,7 @@ static int serve(const struct qm_options *opt, int argc, char **argv, int ready_
 		return -ENOMEM;
 	fs->opt = opt;
 	fs->holder_fd = holder_fd;
+	fs->state_fd = state_fd;
 	/* odd, and another from each server: ops.c */
 	fs->fh_tag = holder_fd >= 0 ? ((uint64_t)getpid() << 32 | (uint64_t)time(NULL) << 1 | 1) : 0;
 	/* Messages and the mount table (fsname) show the image without its secrets. */
@@ -279,7 +279,7 @@ static int serve(const struct qm_options *opt, int argc, char **argv, int ready_
 	}
 	if (!err)
 		err = opt->catalog ? qc_create(fs, &fs->catalog) : open_image(opt, fs);
-	if (!err && !(fs->nodes = qm_nodes_create()))
+	if (!err && !(fs->nodes = fs->view.nodes = qm_nodes_create()))
 		err = -ENOMEM;
 	/* a held mount's later servers start without a terminal: the holder let it go */
 	how.ready = ready_fd >= 0 || (holder_fd >= 0 && !opt->foreground) ? detach_stdio : NULL;
@@ -376,7 +376,7 @@ int mount_main(int argc, char **argv, bool squashfuse_compat)
 		if (status >= 0)
 			return status;
 	}
-	return serve(&opt, argc, argv, ready_fd, -1);
+	return serve(&opt, argc, argv, ready_fd, -1, -1);
 }
 
 int mount_server_main(void)
@@ -384,12 +384,12 @@ int mount_server_main(void)
 	struct qm_options opt;
 	bool compat;
 	char **argv;
-	int argc, status, sock = qm_server_args(&argc, &argv, &compat);
+	int argc, status, state_fd = -1, sock = qm_server_args(&argc, &argv, &compat, &state_fd);
 
 	if (sock < 0)
 		return 2;
 	prctl(PR_SET_NAME, compat ? "squashfuse_ll" : "quash");    /* not "exe", from /proc/self/exe */
-	status = qm_parse_args(argc, argv, compat, &opt) == QM_PARSE_OK ? serve(&opt, argc, argv, -1, sock) : 2;
+	status = qm_parse_args(argc, argv, compat, &opt) == QM_PARSE_OK ? serve(&opt, argc, argv, -1, sock, state_fd) : 2;
 	free(argv);
 	return status;
 }

@@ -117,22 +117,22 @@ static struct qm_node *unlink_victim(struct shard *s)
 	return NULL;
 }
 
-static int open_obj(struct qm_fs *fs, fuse_ino_t nodeid, bool is_dir, void **obj)
+static int open_obj(const struct qm_view *v, fuse_ino_t nodeid, bool is_dir, void **obj)
 {
 	struct qs_inode in;
-	int err = qs_inode_read(fs->view.img, qm_ref_of(&fs->view, nodeid), &in);
+	int err = qs_inode_read(v->img, qm_ref_of(v, nodeid), &in);
 
 	if (err)
 		return err;
 	if (is_dir)
-		return in.type == QS_DIR ? qm_dir_load(fs->view.img, &in, (struct qm_dir **)obj) : -ENOTDIR;
-	return qs_file_open(fs->view.img, &in, (struct qs_file **)obj);
+		return in.type == QS_DIR ? qm_dir_load(v->img, &in, (struct qm_dir **)obj) : -ENOTDIR;
+	return qs_file_open(v->img, &in, (struct qs_file **)obj);
 }
 
 /* The node's open file or listing, held until qm_nodes_put(). */
-int qm_nodes_get(struct qm_fs *fs, fuse_ino_t nodeid, bool is_dir, struct qm_node **out)
+int qm_nodes_get(const struct qm_view *v, fuse_ino_t nodeid, bool is_dir, struct qm_node **out)
 {
-	struct shard *s = shard_of(fs->nodes, nodeid);
+	struct shard *s = shard_of(v->nodes, nodeid);
 	struct qm_node *n, *mine, *victim;
 	void *obj;
 	int err;
@@ -145,7 +145,7 @@ int qm_nodes_get(struct qm_fs *fs, fuse_ino_t nodeid, bool is_dir, struct qm_nod
 		return 0;
 	}
 
-	err = open_obj(fs, nodeid, is_dir, &obj);
+	err = open_obj(v, nodeid, is_dir, &obj);
 	if (err)
 		return err;
 	mine = calloc(1, sizeof(*mine));
@@ -186,6 +186,17 @@ void *qm_node_obj(const struct qm_node *n)
 void qm_nodes_put(struct qm_node *n)
 {
 	atomic_fetch_sub(&n->refs, 1);
+}
+
+void qm_nodes_each_file(struct qm_nodes *t, void (*fn)(void *file, void *arg), void *arg)
+{
+	for (unsigned i = 0; t && i < QM_NODE_SHARDS; i++) {
+		pthread_mutex_lock(&t->shards[i].lock);
+		for (struct qm_node *n = t->shards[i].head; n; n = n->next)
+			if (!n->is_dir)
+				fn(n->obj, arg);
+		pthread_mutex_unlock(&t->shards[i].lock);
+	}
 }
 
 void qm_nodes_hold(struct qm_node *n)

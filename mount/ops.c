@@ -433,7 +433,7 @@ void qm_img_read(struct qm_fs *fs, const struct qm_view *v, fuse_req_t req, fuse
 
 	touch(fs);
 	if (!file) {
-		err = qm_nodes_get(fs, nodeid, false, &node);
+		err = qm_nodes_get(v, nodeid, false, &node);
 		if (err) {
 			reply_failure(fs, v, req, err, "open", nodeid);
 			return;
@@ -550,7 +550,7 @@ void qm_img_readdir(struct qm_fs *fs, const struct qm_view *v, fuse_req_t req, f
 
 	touch(fs);
 	if (!d) {
-		err = qm_nodes_get(fs, nodeid, true, &node);
+		err = qm_nodes_get(v, nodeid, true, &node);
 		if (err) {
 			reply_failure(fs, v, req, err, "opendir", nodeid);
 			return;

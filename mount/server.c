@@ -41,16 +41,38 @@ static ssize_t recv_msg(int sock, struct qm_hmsg_hdr *hdr, void *data, size_t ca
 	return (ssize_t)hdr->len;
 }
 
-static int send_hdr(int sock, uint32_t type, const void *data, size_t len)
+static int send_fd_msg(int sock, uint32_t type, const void *data, size_t len, int fd)
 {
 	struct qm_hmsg_hdr hdr = { type, 0, (uint32_t)len };
 	struct iovec iov[2] = { { &hdr, sizeof(hdr) }, { (void *)data, len } };
+	union { char buf[CMSG_SPACE(sizeof(int))]; struct cmsghdr align; } c;
 	struct msghdr m = { .msg_iov = iov, .msg_iovlen = len ? 2 : 1 };
 
+	if (fd >= 0) {
+		struct cmsghdr *cm;
+
+		m.msg_control = c.buf;
+		m.msg_controllen = sizeof(c.buf);
+		cm = CMSG_FIRSTHDR(&m);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	}
 	return sendmsg(sock, &m, MSG_NOSIGNAL) < 0 ? -errno : 0;
 }
 
-int qm_server_args(int *argc, char ***argv, bool *squashfuse_compat)
+static int send_hdr(int sock, uint32_t type, const void *data, size_t len)
+{
+	return send_fd_msg(sock, type, data, len, -1);
+}
+
+int qm_server_send_state(struct qm_fs *fs, int fd)
+{
+	return send_fd_msg(fs->holder_fd, QM_H_STATE, NULL, 0, fd);
+}
+
+int qm_server_args(int *argc, char ***argv, bool *squashfuse_compat, int *state_fd)
 {
 	static char buf[QM_HOLDER_ARGS_MAX + 1];
 	const char *env = getenv(QM_HOLDER_ENV);
@@ -65,7 +87,7 @@ int qm_server_args(int *argc, char ***argv, bool *squashfuse_compat)
 	sock = strtol(env, &end, 10);
 	unsetenv(QM_HOLDER_ENV);        /* not for the programs this one runs */
 	if (*end || sock < 0 || sock > 1 << 20 ||
-	    (n = recv_msg((int)sock, &hdr, buf, QM_HOLDER_ARGS_MAX, NULL)) <= 0 || hdr.type != QM_H_ARGS) {
+	    (n = recv_msg((int)sock, &hdr, buf, QM_HOLDER_ARGS_MAX, state_fd)) <= 0 || hdr.type != QM_H_ARGS) {
 		fprintf(stderr, "quash: a mount server without its holder; mount with quash mount\n");
 		exit(2);
 	}

@@ -89,7 +89,7 @@ static void push_after(struct qm_fs *fs, const struct qm_view *v, uint64_t dir, 
 	const struct qm_dir *d;
 	size_t i, pushed = 0;
 
-	if (!dir || qm_nodes_get(fs, dir, true, &node))
+	if (!dir || qm_nodes_get(v, dir, true, &node))
 		return;
 	d = qm_node_obj(node);
 	for (i = 0; i < d->count && d->ents[i].ref != in->ref; i++)

@@ -13,6 +13,8 @@
 
 #include "quash.h"
 
+struct qm_nodes;
+
 /*
  * One image as the operations see it: the whole image of a plain mount, or
  * one version of one image in a catalog (catalog/).  Node ids and inode
@@ -36,6 +38,7 @@ struct qm_view {
 	atomic_int *opens;          /* open files and listings are counted here too, or NULL */
 	_Atomic uint64_t *lookups;  /* node ids handed to the kernel and not yet forgotten, or NULL */
 	uint64_t generation;        /* of every node id handed out: a catalog slot's reuse changes it */
+	struct qm_nodes *nodes;     /* files and listings read without a handle (nodes.c), or NULL */
 };
 
 /* Node ids: the view's root_nodeid is its root inode, every other one id_base + inode reference + 2. */

@@ -212,7 +212,10 @@ stop() { mapfile -t cmd < <(unit_cmd ExecStop); "${cmd[@]}"; }
 start 2>"$W/boot/start.err"; st=$?
 check "ExecStart returns with the catalog mounted and ready (exit $st)" \
 	bash -c "[ $st = 0 ] && cmp -s '$W/boot/mp/tree/etc/motd' '$W/qs-root/tree/etc/motd' && grep -q ' $W/boot/mp fuse.quash .*allow_other' /proc/mounts"
+# holder and server both (mount/holder.h): a server stopped first cannot detach the mount when its holder dies
+pkill -STOP -f "mount-server $W/boot/mp\$"
 pkill -KILL -f "mount --catalog .* $W/boot/mp\$"
+pkill -KILL -f "mount-server $W/boot/mp\$"
 for _ in $(seq 50); do stat "$W/boot/mp/tree" 2>&1 | grep -q 'not connected' && break; sleep 0.1; done
 start 2>"$W/boot/start.err"; st=$?
 check "after the daemon is killed, ExecStart again mounts over the dead mount, one line ($(cat "$W/boot/start.err"))" \

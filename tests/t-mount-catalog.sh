@@ -241,7 +241,8 @@ for i in range(10000):
     os.link(sys.argv[1], f"{sys.argv[2]}/image-{i:05}.sqfs")
 PY
 mkdir -p "$C/empty"
-rss() { awk '/^VmRSS/ { print $2 }' "/proc/$1/status" 2>/dev/null; }   # rss PID: KiB, or nothing
+# rss PID: the KiB of the daemon's server (mount/holder.h), or nothing
+rss() { awk '/^VmRSS/ { print $2 }' "/proc/$(pgrep -P "$1" -f mount-server | head -1)/status" 2>/dev/null; }
 "$QUASH" mount --catalog -f "$C/empty" "$C/mp" 2>/dev/null &
 pid=$!
 wait_mounted "$C/mp"; ls "$C/mp" >/dev/null

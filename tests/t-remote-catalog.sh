@@ -3,7 +3,8 @@
 # JSON directory listing, a text index file, and an S3 prefix on Ceph RGW.
 # Each image reads back equal to its local file; names are listed without
 # opening any image; a new object appears after `quash catalog refresh`; with
-# the server stopped, an image already open keeps serving what was read.
+# the server stopped, an image already open keeps serving what was read; a
+# killed mount server is replaced and every file keeps its inode number.
 . "$(dirname "$0")/lib/tap.sh"
 . "$(dirname "$0")/lib/remote.sh"
 . "$(dirname "$0")/lib/mount.sh"
@@ -42,7 +43,7 @@ opens_nothing() {
 
 # nginx's JSON listing, recursively.
 M=$W/mp-http
-qmount "$M" "$QUASH_ASAN" mount --catalog -o cache_dir="$W/cache-http" "http://127.0.0.1:$HTTP/images/" "$M" \
+qmount "$M" "$QUASH_ASAN" mount --catalog -o cache_dir="$W/cache-http",log="$W/http.log" "http://127.0.0.1:$HTTP/images/" "$M" \
 	2>"$W/http.err"
 check "http: the catalog mounts from nginx's JSON listing" is_mounted "$M"
 listed_nested() { [ "$(ls "$M" | tr '\n' ' ')" = "img1 img2 img3 team " ] && [ "$(ls "$M/team")" = img4 ]; }
@@ -56,6 +57,13 @@ check "http: quash catalog refresh finds a new image" bash -c \
 	"'$QUASH' catalog refresh '$M' >/dev/null && cmp -s '$M/img5/data' '$W/src/t5/data'"
 check "http: quash catalog ls lists the images, which are open" bash -c \
 	"'$QUASH' catalog ls '$M' | grep -E '^img2[[:space:]]+open'"
+# A killed server is replaced (mount/holder.h): img5 came after the mount, so its node ids are the state file's.
+ino4=$(stat -c %i "$M/team/img4/bin/tool") ino5=$(stat -c %i "$M/img5/data")
+pkill -KILL -f "mount-server $M\$"
+check "http: a killed server is replaced; files read on and keep their inode numbers" bash -c \
+	"cmp -s '$M/img2/data' '$W/src/t2/data' && cmp -s '$M/img5/data' '$W/src/t5/data' &&
+	 [ \$(stat -c %i '$M/team/img4/bin/tool') = $ino4 ] && [ \$(stat -c %i '$M/img5/data') = $ino5 ] &&
+	 grep -q 'took over' '$W/http.log'"
 cat "$M/img1/bin/tool" >/dev/null
 stop_pid "$NGINX_PID"
 # The kernel forgets the file's pages and dentries: the daemon itself must answer, from what it fetched.

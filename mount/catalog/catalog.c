@@ -107,7 +107,7 @@ struct qm_catalog *qc_catalog_new(struct qm_fs *fs, const struct qm_options *opt
 	c->fs = fs;
 	c->spec = opt->image;
 	c->remote = qs_source_spec_is_remote(opt->image);
-	c->root_fd = c->inotify_fd = c->wake[0] = c->wake[1] = -1;
+	c->root_fd = c->inotify_fd = c->wake[0] = c->wake[1] = c->jfd = -1;
 	c->idle = opt->catalog_idle ? opt->catalog_idle : QC_DEFAULT_IDLE;
 	c->refresh = opt->catalog_refresh ? opt->catalog_refresh : QC_DEFAULT_REFRESH;
 	c->open_max = opt->catalog_open_max ? opt->catalog_open_max : QC_DEFAULT_OPEN_MAX;
@@ -116,6 +116,8 @@ struct qm_catalog *qc_catalog_new(struct qm_fs *fs, const struct qm_options *opt
 	pthread_mutex_init(&c->nlock, NULL);
 	pthread_mutex_init(&c->slot_lock, NULL);
 	pthread_mutex_init(&c->open_lock, NULL);
+	pthread_mutex_init(&c->jlock, NULL);
+	qc_handles_init(&c->handles);
 	qs_memory_budget_init(&c->remote_memory,
 			      opt->source.memory_cache ? opt->source.memory_cache : QC_DEFAULT_REMOTE_MEMORY);
 	c->root.is_dir = true;
@@ -130,6 +132,28 @@ struct qm_catalog *qc_catalog_new(struct qm_fs *fs, const struct qm_options *opt
 	}
 	c->dirs[c->ndirs++] = &c->root;
 	return c;
+}
+
+/*
+ * A held catalog's server: the names the last server gave the kernel come
+ * back from the holder's state file before the first listing, which then
+ * keeps each that is unchanged (journal.c).
+ */
+static int hold(struct qm_catalog *c)
+{
+	struct qm_fs *fs = c->fs;
+	int err = fs->state_fd >= 0 ? qc_journal_seed(c, fs->state_fd) : 0;
+
+	if (fs->state_fd >= 0)
+		close(fs->state_fd);
+	fs->state_fd = -1;
+	if (!err)
+		err = qc_journal_start(c);
+	if (err) {
+		qm_log(fs, "catalog: %s: cannot take over the last server's names: %s", fs->name, strerror(-err));
+		qm_server_send_state(fs, -1);   /* the holder gives the mount up rather than serve other names */
+	}
+	return err;
 }
 
 int qc_create(struct qm_fs *fs, struct qm_catalog **out)
@@ -172,6 +196,11 @@ int qc_create(struct qm_fs *fs, struct qm_catalog **out)
 		qc_destroy(c);
 		return err;
 	}
+	err = fs->holder_fd >= 0 ? hold(c) : 0;
+	if (err) {
+		qc_destroy(c);
+		return err;
+	}
 	err = qc_refresh(c);
 	if (err) {
 		fprintf(stderr, "%s: catalog %s: %s\n", opt->msgname, fs->name, c->list_error);
@@ -187,6 +216,12 @@ struct qc_ctl *qc_ctl_of(struct qm_catalog *c)
 	return c->ctl;
 }
 
+static void free_listing(void *l, void *arg)
+{
+	(void)arg;
+	qc_listing_free(l);
+}
+
 void qc_destroy(struct qm_catalog *c)
 {
 	unsigned n;
@@ -194,6 +229,9 @@ void qc_destroy(struct qm_catalog *c)
 	if (!c)
 		return;
 	qc_stop(c);
+	if (c->jfd >= 0)            /* what is freed below is gone for this server only */
+		close(c->jfd);
+	c->jfd = -1;
 	n = c->slots ? atomic_load(&c->nslots) : 0;
 	for (unsigned s = 1; s < n; s++)
 		qc_image_free(c->slots[s]);
@@ -220,11 +258,13 @@ void qc_destroy(struct qm_catalog *c)
 	free(c->was_unserved);
 	free(c->now_unserved);
 	qc_ctl_destroy(c->ctl);
+	qc_handles_destroy(&c->handles, free_listing, NULL);
 	pthread_rwlock_destroy(&c->lock);
 	pthread_mutex_destroy(&c->list_lock);
 	pthread_mutex_destroy(&c->nlock);
 	pthread_mutex_destroy(&c->slot_lock);
 	pthread_mutex_destroy(&c->open_lock);
+	pthread_mutex_destroy(&c->jlock);
 	free(c->freed);
 	free(c->wds);
 	qs_memory_budget_destroy(&c->remote_memory);

@@ -28,10 +28,13 @@
  * root (the NAME directory) and S << QC_SLOT_SHIFT | (ref + 2) its other
  * inodes.  Node ids and st_ino (S << 32 | the image's inode number) stay
  * the same across an idle close and reopen, and a replaced image gets new
- * ones while the old version's open files go on.  A superseded version's
- * slot is reused only once the kernel has forgotten every node id of it
- * (FORGET), no file of it is open, and a quarantine has passed, so a
- * directory writer who replaces images in a loop cannot run the slots out.
+ * ones while the old version's open files go on.  A held catalog's server
+ * writes each directory index and slot down before the kernel sees it
+ * (journal.c), so that the next server gives them the same meaning.  A
+ * superseded version's slot is reused only once the kernel has forgotten
+ * every node id of it (FORGET), no file of it is open, and a quarantine
+ * has passed, so a directory writer who replaces images in a loop cannot
+ * run the slots out.
  *
  * Locks: c->lock (a rwlock) guards the names and directories; each image
  * version has its own mutex for its state and counters, taken after
@@ -125,6 +128,7 @@ struct qc_image {                   /* one version of one image: a slot */
 	char *etag;                 /* NULL: none */
 	char *root_hash;            /* a remote index's verity root hash for it, or NULL (open.c) */
 	uint32_t mode, uid, gid;    /* a local image file's: its NAME directory's access */
+	bool inherited;             /* from a server before this one (journal.c): its node ids are not counted */
 
 	pthread_mutex_t lock;
 	pthread_cond_t opened;      /* an open under way ended */
@@ -144,6 +148,13 @@ struct qc_image {                   /* one version of one image: a slot */
 	bool logged;                /* its failure has had its one line */
 	uint64_t open_total;        /* times opened */
 	_Atomic uint64_t bytes_read, reads;     /* from its source */
+};
+
+struct qc_handles {                 /* handles.c: file handle numbers to the objects they name */
+	pthread_mutex_t lock;
+	struct qc_hentry **buckets;
+	size_t nbuckets, count;
+	uint64_t next;              /* the next number: odd, never a pointer */
 };
 
 struct notice {                     /* an entry the kernel must forget */
@@ -166,6 +177,7 @@ struct qm_catalog {
 
 	bool file_modes;            /* allow_other: an image is served to those its file is readable by */
 	struct qc_ctl *ctl;         /* the control files' opens and shared status text (ctl.c) */
+	struct qc_handles handles;  /* of catalog directories' listings and control files (handles.c) */
 
 	pthread_rwlock_t lock;
 	struct qc_node root;
@@ -217,6 +229,10 @@ struct qm_catalog {
 	struct notice *notices;
 	size_t nnotices, notices_cap;
 	bool flush_all;
+
+	pthread_mutex_t jlock;      /* the state file (journal.c), innermost of all */
+	int jfd;                    /* a held catalog's state file, or -1 */
+	size_t jbytes, jlive;       /* its size, and its size when last rewritten */
 
 	int inotify_fd;
 	int wake[2];                /* a pipe: refresh now, notices waiting, stop */
@@ -289,6 +305,11 @@ void qc_strip_ext(char *name);
 bool qc_image_name_ok(const char *name);
 
 struct qc_node *qc_find_kid(const struct qc_node *dir, const char *name);
+/* The _at forms put a directory or alias at a given index (journal.c's seeding); the others at the next. */
+struct qc_node *qc_add_kid_at(struct qm_catalog *c, struct qc_node *dir, const char *name, bool is_dir,
+			      uint32_t index);
+struct qc_node *qc_add_alias_at(struct qm_catalog *c, struct qc_node *dir, const char *name, const char *target,
+				uint32_t index);
 /* Entry 'name' of 'parent' for the watcher to tell the kernel to forget. */
 void qc_queue_notice(struct qm_catalog *c, const struct qc_node *parent, const char *name);
 struct qc_node *qc_add_kid(struct qm_catalog *c, struct qc_node *dir, const char *name, bool is_dir);
@@ -303,6 +324,11 @@ char *qc_etag_dup(const char *etag, bool *failed);
 bool qc_etag_eq(const char *a, const char *b);
 const char *qc_display_of(struct qc_image *im);
 struct qc_image *qc_new_version(struct qm_catalog *c, const char *key, const char *etag, int *err);
+/* A version in a given slot with a given serial (qc_new_version's, and journal.c's seeding); NULL: no memory. */
+struct qc_image *qc_version_at(struct qm_catalog *c, uint32_t slot, uint64_t serial, const char *key,
+				const char *etag, int *err);
+/* A slot no node id names back on the list of free ones; false: no memory. */
+bool qc_slot_release(struct qm_catalog *c, uint32_t slot);
 bool qc_reclaim(struct qm_catalog *c, struct qc_image *im);
 struct qc_image *qc_slot(struct qm_catalog *c, uint32_t slot);
 /*
@@ -435,6 +461,41 @@ int qc_alias_relative(const char *from, const char *to, char *out, size_t size);
  * above the root.  0, or -errno with *why saying what is wrong.
  */
 int qc_alias_resolve(int root_fd, const char *root, const char *key, char *out, size_t size, const char **why);
+
+/* ---- handles.c: file handles that are numbers, not pointers ---- */
+
+void qc_handles_init(struct qc_handles *h);
+/* free_obj(obj, arg) for each object still named. */
+void qc_handles_destroy(struct qc_handles *h, void (*free_obj)(void *obj, void *arg), void *arg);
+/* A new handle for obj; 0: no memory. */
+uint64_t qc_handle_add(struct qc_handles *h, void *obj);
+/* obj under a handle a server before this one made; the object already there if any, NULL: no memory. */
+void *qc_handle_set(struct qc_handles *h, uint64_t fh, void *obj);
+/* The object of a handle, NULL: none here (a server before this one made it). */
+void *qc_handle_get(struct qc_handles *h, uint64_t fh);
+/* ... taken out: the handle's release. */
+void *qc_handle_take(struct qc_handles *h, uint64_t fh);
+
+/* ---- journal.c, seed.c: a held catalog's state file (mount/holder.h), written and read back ---- */
+
+/*
+ * Each is written before the kernel can see what it names: a directory or
+ * alias made (its index), a version given a slot or new access bits, and
+ * either one gone.  No-ops unless the catalog keeps a state file.
+ */
+void qc_journal_dir(struct qm_catalog *c, const struct qc_node *n);
+void qc_journal_slot(struct qm_catalog *c, const struct qc_image *im);
+void qc_journal_gone(struct qm_catalog *c, bool slot, uint32_t id);
+/*
+ * A new server's first step: the directories and versions the state file
+ * 'fd' names, at their indices and slots (c->lock taken for writing), so
+ * that the node ids the kernel holds mean what they meant.  0 or -errno.
+ */
+int qc_journal_seed(struct qm_catalog *c, int fd);
+/* Start a state file of this server's with what is live, and hand it to the holder; 0 or -errno. */
+int qc_journal_start(struct qm_catalog *c);
+/* The watcher's: a state file grown past twice what is live is written again. */
+void qc_journal_tidy(struct qm_catalog *c);
 
 /* ---- model.c: the model without a session, for tests/unit/test_catalog.c ---- */
 

@@ -56,6 +56,7 @@ struct qc_ctl {
 	unsigned open;
 	struct snapshot *cur;
 	pthread_mutex_t build_lock; /* one build at a time; the others share the last */
+	struct qc_handles files;    /* the open ones by handle (handles.c) */
 };
 
 struct ctl_file {                   /* an open control file */
@@ -93,14 +94,25 @@ struct qc_ctl *qc_ctl_create(void)
 	if (t) {
 		pthread_mutex_init(&t->lock, NULL);
 		pthread_mutex_init(&t->build_lock, NULL);
+		qc_handles_init(&t->files);
 	}
 	return t;
+}
+
+static void free_file(void *obj, void *arg)
+{
+	struct ctl_file *f = obj;
+
+	(void)arg;
+	snapshot_put(f->snap);
+	free(f);
 }
 
 void qc_ctl_destroy(struct qc_ctl *t)
 {
 	if (!t)
 		return;
+	qc_handles_destroy(&t->files, free_file, NULL);
 	snapshot_put(t->cur);
 	pthread_mutex_destroy(&t->lock);
 	pthread_mutex_destroy(&t->build_lock);
@@ -217,43 +229,80 @@ static struct snapshot *status_for(struct qm_catalog *c, struct qc_ctl *t, struc
 	return s;
 }
 
-void qc_ctl_open(struct qm_catalog *c, struct qc_ctl *t, fuse_req_t req, fuse_ino_t nodeid,
-		 struct fuse_file_info *fi)
+/* An open control file for the caller of req; NULL with *err (a positive errno). */
+static struct ctl_file *make_file(struct qm_catalog *c, struct qc_ctl *t, fuse_req_t req, fuse_ino_t nodeid,
+				  int *err)
 {
 	struct ctl_file *f = calloc(1, sizeof(*f));
-	int err = ENOMEM;
 
+	*err = ENOMEM;
 	if (f && !(f->user = take_place(t, fuse_req_ctx(req)->uid)))
-		err = EMFILE;
+		*err = EMFILE;
 	if (f && f->user) {
 		if (nodeid == QC_CTL_STATUS)
 			f->snap = status_for(c, t, f->user);
 		else
 			f->gen = qc_refresh_request(c);
 		if (nodeid != QC_CTL_STATUS || f->snap)
-			err = 0;
-		else
-			give_place(t, f->user);
+			return f;
+		give_place(t, f->user);
 	}
-	if (err) {
-		free(f);
+	free(f);
+	return NULL;
+}
+
+void qc_ctl_open(struct qm_catalog *c, struct qc_ctl *t, fuse_req_t req, fuse_ino_t nodeid,
+		 struct fuse_file_info *fi)
+{
+	int err;
+	struct ctl_file *f = make_file(c, t, req, nodeid, &err);
+
+	if (f && !(fi->fh = qc_handle_add(&t->files, f))) {
+		give_place(t, f->user);
+		free_file(f, NULL);
+		f = NULL;
+	}
+	if (!f) {
 		fuse_reply_err(req, err);
 		return;
 	}
-	fi->fh = (uintptr_t)f;
 	fi->direct_io = 1;          /* the size is not known to stat, and a refresh's state changes: read to the end */
 	if (fuse_reply_open(req, fi) != 0)
 		qc_ctl_release(t, fi);
 }
 
-void qc_ctl_read(struct qm_catalog *c, fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi)
+/* The open file of a handle; one opened under a server before this one is opened again now. */
+static struct ctl_file *file_of(struct qm_catalog *c, struct qc_ctl *t, fuse_req_t req, fuse_ino_t nodeid,
+				uint64_t fh, int *err)
 {
-	struct ctl_file *f = (struct ctl_file *)(uintptr_t)fi->fh;
+	struct ctl_file *f = qc_handle_get(&t->files, fh), *have;
+
+	if (f || !(f = make_file(c, t, req, nodeid, err)))
+		return f;
+	have = qc_handle_set(&t->files, fh, f);
+	if (have != f) {
+		give_place(t, f->user);
+		free_file(f, NULL);
+		*err = ENOMEM;
+	}
+	return have;
+}
+
+void qc_ctl_read(struct qm_catalog *c, fuse_req_t req, fuse_ino_t nodeid, size_t size, off_t off,
+		 struct fuse_file_info *fi)
+{
+	struct qc_ctl *t = c->ctl;
 	char state[QC_CTL_REFRESH_TEXT];
 	struct snapshot *s = NULL;
 	const char *text = state;
+	struct ctl_file *f;
 	size_t len;
+	int err;
 
+	if (!(f = file_of(c, t, req, nodeid, fi->fh, &err))) {
+		fuse_reply_err(req, err);
+		return;
+	}
 	if (f->snap) {
 		s = snapshot_get(f->snap);
 		text = s->text;
@@ -272,9 +321,10 @@ void qc_ctl_read(struct qm_catalog *c, fuse_req_t req, size_t size, off_t off, s
 
 void qc_ctl_release(struct qc_ctl *t, struct fuse_file_info *fi)
 {
-	struct ctl_file *f = (struct ctl_file *)(uintptr_t)fi->fh;
+	struct ctl_file *f = qc_handle_take(&t->files, fi->fh);
 
+	if (!f)
+		return;         /* opened under a server before this one, and never read here */
 	give_place(t, f->user);
-	snapshot_put(f->snap);
-	free(f);
+	free_file(f, NULL);
 }

@@ -93,6 +93,7 @@ static struct qc_node *key_dir(struct qm_catalog *c, char *key, char **last, int
 				*err = -ENOMEM;
 				return NULL;
 			}
+			qc_journal_dir(c, n);
 			qc_queue_notice(c, dir, comp);
 			c->changed = time(NULL);
 		}
@@ -113,6 +114,7 @@ static void update_access(struct qm_catalog *c, struct qc_node *dir, struct qc_n
 	im->mode = x->mode;
 	im->uid = x->uid;
 	im->gid = x->gid;
+	qc_journal_slot(c, im);
 	qc_queue_notice(c, dir, n->name);
 	atomic_fetch_add(&c->epoch, 1);
 }
@@ -202,6 +204,8 @@ int qc_merge_item(struct qm_catalog *c, const struct item *x, const struct items
 		c->nimages++;
 	}
 	im->version = ++n->versions;
+	/* before the kernel can see its node id: a restart gives the slot the same meaning */
+	qc_journal_slot(c, im);
 	n->cur = im;
 	n->seen = true;
 	qc_queue_notice(c, dir, comp);

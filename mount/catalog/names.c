@@ -67,7 +67,31 @@ void qc_queue_notice(struct qm_catalog *c, const struct qc_node *parent, const c
 	pthread_mutex_unlock(&c->nlock);
 }
 
+/* Room in c->dirs for index 'index'; new entries NULL. */
+static bool dirs_room(struct qm_catalog *c, uint32_t index)
+{
+	uint32_t cap = c->dirs_cap;
+	void *p;
+
+	if (index < cap)
+		return true;
+	while (cap <= index)
+		cap *= 2;
+	if (!(p = realloc(c->dirs, cap * sizeof(*c->dirs))))
+		return false;
+	c->dirs = p;
+	memset(c->dirs + c->dirs_cap, 0, (cap - c->dirs_cap) * sizeof(*c->dirs));
+	c->dirs_cap = cap;
+	return true;
+}
+
 struct qc_node *qc_add_kid(struct qm_catalog *c, struct qc_node *dir, const char *name, bool is_dir)
+{
+	return qc_add_kid_at(c, dir, name, is_dir, c->ndirs);
+}
+
+struct qc_node *qc_add_kid_at(struct qm_catalog *c, struct qc_node *dir, const char *name, bool is_dir,
+			      uint32_t index)
 {
 	struct qc_node *n;
 	bool found;
@@ -82,15 +106,8 @@ struct qc_node *qc_add_kid(struct qm_catalog *c, struct qc_node *dir, const char
 		dir->kids = p;
 		dir->kids_cap = cap;
 	}
-	if (is_dir && c->ndirs == c->dirs_cap) {
-		uint32_t cap = c->dirs_cap * 2;
-		void *p = realloc(c->dirs, cap * sizeof(*c->dirs));
-
-		if (!p)
-			return NULL;
-		c->dirs = p;
-		c->dirs_cap = cap;
-	}
+	if (is_dir && !dirs_room(c, index))
+		return NULL;
 	n = calloc(1, sizeof(*n));
 	if (!n || !(n->name = strdup(name))) {
 		free(n);
@@ -99,8 +116,10 @@ struct qc_node *qc_add_kid(struct qm_catalog *c, struct qc_node *dir, const char
 	n->parent = dir;
 	n->is_dir = is_dir;
 	if (is_dir) {
-		n->dir_index = c->ndirs;
-		c->dirs[c->ndirs++] = n;
+		n->dir_index = index;
+		c->dirs[index] = n;
+		if (index >= c->ndirs)
+			c->ndirs = index + 1;
 	}
 	memmove(dir->kids + i + 1, dir->kids + i, (dir->nkids - (uint32_t)i) * sizeof(*dir->kids));
 	dir->kids[i] = n;
@@ -112,8 +131,10 @@ void qc_free_node(struct qm_catalog *c, struct qc_node *n)
 {
 	for (uint32_t i = 0; i < n->nkids; i++)
 		qc_free_node(c, n->kids[i]);
-	if ((n->is_dir || n->is_alias) && n != &c->root)
+	if ((n->is_dir || n->is_alias) && n != &c->root) {
 		c->dirs[n->dir_index] = NULL;
+		qc_journal_gone(c, false, n->dir_index);
+	}
 	if (n->is_alias)
 		c->naliases--;
 	free(n->kids);
@@ -131,8 +152,18 @@ void qc_free_node(struct qm_catalog *c, struct qc_node *n)
  */
 struct qc_node *qc_add_alias(struct qm_catalog *c, struct qc_node *dir, const char *name, const char *target)
 {
+	struct qc_node *n = qc_add_alias_at(c, dir, name, target, c->ndirs);
+
+	if (n)
+		qc_journal_dir(c, n);
+	return n;
+}
+
+struct qc_node *qc_add_alias_at(struct qm_catalog *c, struct qc_node *dir, const char *name, const char *target,
+				uint32_t index)
+{
 	char *t = strdup(target);
-	struct qc_node *n = t ? qc_add_kid(c, dir, name, true) : NULL;
+	struct qc_node *n = t ? qc_add_kid_at(c, dir, name, true, index) : NULL;
 
 	if (!n) {
 		free(t);

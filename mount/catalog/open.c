@@ -296,6 +296,12 @@ static int open_image(struct qm_catalog *c, struct qc_image *im)
 	im->view.lookups = &im->lookups;
 	im->view.generation = im->serial;
 	im->view.log_name = true;
+	/* a held server's file handles name no memory: reads find their files by node id */
+	if (c->fs->fh_tag && !(im->view.nodes = qm_nodes_create())) {
+		qs_image_close(img);
+		im->view.img = NULL;
+		return qs_set_error(-ENOMEM, "out of memory");
+	}
 	if (src->notice)
 		qm_info(c->fs, "%s: %s", qc_display_of(im), src->notice);
 	return 0;
@@ -322,23 +328,55 @@ static bool closable(struct qc_image *im)
 	return im->view.img && !im->opening && im->users == 0 && atomic_load(&im->opens) == 0;
 }
 
+/* What closing a view leaves for close_detached(), once every lock is let go. */
+struct detached {
+	struct qs_image *img;
+	struct qm_nodes *nodes;
+};
+
+static void forget_ahead(void *file, void *arg)
+{
+	qm_ahead_forget(arg, file);
+}
+
+/* The blocks loaded ahead for files of the node table end before their files and image close. */
+static void close_detached(struct qm_catalog *c, struct detached d)
+{
+	if (d.nodes) {
+		qm_nodes_each_file(d.nodes, forget_ahead, c->fs->ahead);
+		qm_nodes_destroy(d.nodes);
+	}
+	if (d.img)
+		qs_image_close(d.img);
+}
+
+/* Take an open image's view apart (im->lock held): its image and node table, for close_detached(). */
+static struct detached take_view(struct qc_image *im)
+{
+	struct detached d = { im->view.img, im->view.nodes };
+
+	im->view.img = NULL;
+	im->view.nodes = NULL;
+	return d;
+}
+
 /*
  * Close an open image nobody uses (im->lock held): it leaves the list, and
  * its image is returned for the caller to close once every lock is let go.
  */
-static struct qs_image *detach_image(struct qm_catalog *c, struct qc_image *im)
+static struct detached detach_image(struct qm_catalog *c, struct qc_image *im)
 {
-	struct qs_image *img = im->view.img;
+	struct detached d;
 
 	pthread_mutex_lock(&c->open_lock);
 	lru_unlink(c, im);
 	pthread_mutex_unlock(&c->open_lock);
-	im->view.img = NULL;
+	d = take_view(im);
 	atomic_store(&im->open, false);
 	if (atomic_load(&im->superseded))
 		im->gone = true;
 	atomic_fetch_add(&im->cat->epoch, 1);
-	return img;
+	return d;
 }
 
 /*
@@ -349,32 +387,31 @@ static struct qs_image *detach_image(struct qm_catalog *c, struct qc_image *im)
  */
 static int reserve_open(struct qm_catalog *c)
 {
-	struct qs_image *victim = NULL;
+	struct detached victim = { 0 };
 	int err = 0;
 
 	pthread_mutex_lock(&c->open_lock);
 	if (c->nopen >= c->open_max) {
-		for (struct qc_image *im = c->lru_tail; im && !victim; im = im->lru_prev) {
+		for (struct qc_image *im = c->lru_tail; im && !victim.img; im = im->lru_prev) {
 			if (pthread_mutex_trylock(&im->lock) != 0)
 				continue;
 			if (closable(im)) {
-				victim = im->view.img;
 				lru_unlink(c, im);
-				im->view.img = NULL;
+				victim = take_view(im);
 				atomic_store(&im->open, false);
 				if (atomic_load(&im->superseded))
 					im->gone = true;
 			}
 			pthread_mutex_unlock(&im->lock);
 		}
-		err = victim ? 0 : -EMFILE;
+		err = victim.img ? 0 : -EMFILE;
 	}
 	if (!err)
 		c->nopen++;         /* the caller's place, linked once open */
 	pthread_mutex_unlock(&c->open_lock);
-	if (victim) {
+	if (victim.img) {
 		atomic_fetch_add(&c->epoch, 1);
-		qs_image_close(victim);
+		close_detached(c, victim);
 	}
 	return err;
 }
@@ -502,16 +539,15 @@ void qc_sweep_idle(struct qm_catalog *c)
 
 	for (unsigned s = 1; s < n; s++) {
 		struct qc_image *im = atomic_load_explicit(&c->slots[s], memory_order_acquire);
-		struct qs_image *img = NULL;
+		struct detached d = { 0 };
 
 		if (!im)
 			continue;
 		if (atomic_load(&im->open) && pthread_mutex_trylock(&im->lock) == 0) {
 			if (closable(im) && (atomic_load(&im->superseded) || now - im->last_used >= (int64_t)c->idle))
-				img = detach_image(c, im);
+				d = detach_image(c, im);
 			pthread_mutex_unlock(&im->lock);
-			if (img)
-				qs_image_close(img);
+			close_detached(c, d);
 		}
 		if (atomic_load(&im->superseded) && !atomic_load(&im->open) && qc_reclaim(c, im))
 			continue;

@@ -225,7 +225,7 @@ static void op_read(fuse_req_t req, fuse_ino_t nodeid, size_t size, off_t off, s
 	struct qc_image *im;
 
 	if (is_ctl(nodeid)) {
-		qc_ctl_read(fs_of(req)->catalog, req, size, off, fi);
+		qc_ctl_read(fs_of(req)->catalog, req, nodeid, size, off, fi);
 		return;
 	}
 	if ((im = pin(req, nodeid))) {
@@ -256,9 +256,36 @@ static void op_opendir(fuse_req_t req, fuse_ino_t nodeid, struct fuse_file_info 
 		fuse_reply_err(req, -err);
 		return;
 	}
-	fi->fh = (uintptr_t)l;      /* a snapshot: offsets hold while the catalog changes */
-	if (fuse_reply_open(req, fi) != 0)
+	/* a snapshot: offsets hold while the catalog changes */
+	fi->fh = qc_handle_add(&fs_of(req)->catalog->handles, l);
+	if (!fi->fh) {
 		qc_listing_free(l);
+		fuse_reply_err(req, ENOMEM);
+	} else if (fuse_reply_open(req, fi) != 0) {
+		qc_listing_free(qc_handle_take(&fs_of(req)->catalog->handles, fi->fh));
+	}
+}
+
+/*
+ * The listing of an open catalog directory.  One opened under a server
+ * before this one is listed again now, so its offsets count in the
+ * catalog as it is, not as it was.
+ */
+static const struct qc_listing *listing_of(struct qm_catalog *c, fuse_ino_t nodeid, uint64_t fh, int *err)
+{
+	struct qc_listing *l = qc_handle_get(&c->handles, fh), *have;
+
+	*err = 0;
+	if (l)
+		return l;
+	if ((*err = qc_list(c, nodeid, &l)) != 0)
+		return NULL;
+	have = qc_handle_set(&c->handles, fh, l);
+	if (have != l)
+		qc_listing_free(l);
+	if (!have)
+		*err = -ENOMEM;
+	return have;
 }
 
 static void op_releasedir(fuse_req_t req, fuse_ino_t nodeid, struct fuse_file_info *fi)
@@ -266,7 +293,7 @@ static void op_releasedir(fuse_req_t req, fuse_ino_t nodeid, struct fuse_file_in
 	struct qc_image *im;
 
 	if (qc_slot_of(nodeid) == 0) {
-		qc_listing_free((struct qc_listing *)(uintptr_t)fi->fh);
+		qc_listing_free(qc_handle_take(&fs_of(req)->catalog->handles, fi->fh));
 		fuse_reply_err(req, 0);
 		return;
 	}
@@ -319,18 +346,23 @@ static size_t add_catalog_entry(fuse_req_t req, const struct qc_listing *l, size
 static void do_readdir(fuse_req_t req, fuse_ino_t nodeid, size_t size, off_t off, struct fuse_file_info *fi,
 		       bool plus)
 {
-	const struct qc_listing *l = (const struct qc_listing *)(uintptr_t)fi->fh;
 	struct qm_catalog *c = fs_of(req)->catalog;
+	const struct qc_listing *l;
 	fuse_ino_t *counted = NULL;
 	struct qc_image *im;
 	size_t used = 0, ncounted = 0;
 	char *buf;
+	int err;
 
 	if (qc_slot_of(nodeid) != 0) {
 		if ((im = pin(req, nodeid))) {
 			qm_img_readdir(fs_of(req), qc_view(im), req, nodeid, size, off, fi, plus);
 			qc_unpin(im);
 		}
+		return;
+	}
+	if (!(l = listing_of(c, nodeid, fi->fh, &err))) {
+		fuse_reply_err(req, -err);
 		return;
 	}
 	buf = malloc(size);

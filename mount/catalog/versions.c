@@ -10,11 +10,13 @@
 #include <string.h>
 
 #include "catalog_int.h"
+#include "mount_int.h"
 
 void qc_image_free(struct qc_image *im)
 {
 	if (!im)
 		return;
+	qm_nodes_destroy(im->view.nodes);
 	if (im->view.img)
 		qs_image_close(im->view.img);
 	pthread_mutex_destroy(&im->lock);
@@ -87,6 +89,25 @@ static uint32_t take_slot(struct qm_catalog *c)
 /* NULL with *err: -ENOSPC when every slot holds a version the kernel or a reader still uses. */
 struct qc_image *qc_new_version(struct qm_catalog *c, const char *key, const char *etag, int *err)
 {
+	uint32_t slot = take_slot(c);
+	struct qc_image *im;
+
+	if (!slot) {
+		*err = -ENOSPC;
+		return NULL;
+	}
+	/* c->next_serial: under c->lock, held for writing by every merge */
+	im = qc_version_at(c, slot, c->next_serial + 1, key, etag, err);
+	if (im)
+		c->next_serial++;
+	else
+		qc_slot_release(c, slot);
+	return im;
+}
+
+struct qc_image *qc_version_at(struct qm_catalog *c, uint32_t slot, uint64_t serial, const char *key,
+				const char *etag, int *err)
+{
 	struct qc_image *im = calloc(1, sizeof(*im));
 	bool failed = false;
 
@@ -95,16 +116,15 @@ struct qc_image *qc_new_version(struct qm_catalog *c, const char *key, const cha
 		return NULL;
 	im->key = strdup(key);
 	im->etag = qc_etag_dup(etag, &failed);
-	if (!im->key || failed || !(im->slot = take_slot(c))) {
-		if (im->key && !failed)
-			*err = -ENOSPC;
+	if (!im->key || failed) {
 		free(im->key);
 		free(im->etag);
 		free(im);
 		return NULL;
 	}
+	im->slot = slot;
+	im->serial = serial;
 	im->cat = c;
-	im->serial = ++c->next_serial;      /* under c->lock, held for writing by every merge */
 	pthread_mutex_init(&im->lock, NULL);
 	pthread_cond_init(&im->opened, NULL);
 	atomic_init(&im->opens, 0);
@@ -119,33 +139,57 @@ struct qc_image *qc_new_version(struct qm_catalog *c, const char *key, const cha
  * no request, file or listing on it, and every node id forgotten by the
  * kernel.  The watcher's alone, so no two run at once.
  */
+/* Room for one more slot in the FIFO of those taken back (c->slot_lock held). */
+static bool freed_room(struct qm_catalog *c)
+{
+	size_t cap = c->freed_cap ? c->freed_cap * 2 : 256;
+	struct freed *p;
+
+	if (c->freed_n < c->freed_cap)
+		return true;
+	if (!(p = malloc(cap * sizeof(*p))))
+		return false;
+	for (size_t i = 0; i < c->freed_n; i++)
+		p[i] = c->freed[(c->freed_head + i) % c->freed_cap];
+	free(c->freed);
+	c->freed = p;
+	c->freed_head = 0;
+	c->freed_cap = cap;
+	return true;
+}
+
+/* Slot 'slot', never shown to the kernel, back on the FIFO at once: nothing pushes pages to it. */
+bool qc_slot_release(struct qm_catalog *c, uint32_t slot)
+{
+	bool ok;
+
+	pthread_mutex_lock(&c->slot_lock);
+	ok = freed_room(c);
+	if (ok) {
+		c->freed[(c->freed_head + c->freed_n) % c->freed_cap] =
+			(struct freed){ slot, qc_now_s() - QC_SLOT_QUARANTINE_S };
+		c->freed_n++;
+	}
+	pthread_mutex_unlock(&c->slot_lock);
+	return ok;
+}
+
 bool qc_reclaim(struct qm_catalog *c, struct qc_image *im)
 {
 	bool free_it;
 
 	pthread_mutex_lock(&c->slot_lock);
 	pthread_mutex_lock(&im->lock);
-	free_it = atomic_load(&im->superseded) && !im->view.img && !im->opening && im->users == 0 &&
-		  atomic_load(&im->opens) == 0 && atomic_load(&im->lookups) == 0;
-	if (free_it && c->freed_n == c->freed_cap) {
-		size_t cap = c->freed_cap ? c->freed_cap * 2 : 256;
-		struct freed *p = malloc(cap * sizeof(*p));
-
-		if (p) {
-			for (size_t i = 0; i < c->freed_n; i++)
-				p[i] = c->freed[(c->freed_head + i) % c->freed_cap];
-			free(c->freed);
-			c->freed = p;
-			c->freed_head = 0;
-			c->freed_cap = cap;
-		} else {
-			free_it = false;        /* kept for the next sweep */
-		}
-	}
+	/* an inherited version's node ids were counted by a server before this one: never known to be forgotten */
+	free_it = atomic_load(&im->superseded) && !im->inherited && !im->view.img && !im->opening &&
+		  im->users == 0 && atomic_load(&im->opens) == 0 && atomic_load(&im->lookups) == 0;
+	if (free_it && !freed_room(c))
+		free_it = false;        /* kept for the next sweep */
 	if (free_it) {
 		c->freed[(c->freed_head + c->freed_n) % c->freed_cap] = (struct freed){ im->slot, qc_now_s() };
 		c->freed_n++;
 		atomic_store_explicit(&c->slots[im->slot], NULL, memory_order_release);
+		qc_journal_gone(c, true, im->slot);
 	}
 	pthread_mutex_unlock(&im->lock);
 	pthread_mutex_unlock(&c->slot_lock);

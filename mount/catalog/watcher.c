@@ -123,6 +123,7 @@ static void *watcher(void *arg)
 		if (qc_now_s() != last_tick) {
 			last_tick = qc_now_s();
 			qc_sweep_idle(c);
+			qc_journal_tidy(c);
 		}
 	}
 	return NULL;
