@@ -300,8 +300,11 @@ static void reaped(struct holder *h, struct server *s, int status)
 	absorb(h, s);               /* a state file it sent before it died is the one to keep */
 	close(s->sock);
 	s->role = NONE;
-	if (role == DYING)
+	if (role == DYING) {
+		/* it was replaced while dying: a request its last threads took after the first resend is resent now */
+		resend(h);
 		return;
+	}
 	if (role == DRAINING) {
 		drained(h, WIFEXITED(status));
 		return;
