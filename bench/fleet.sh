@@ -184,7 +184,10 @@ PY
 # ---- the profile: node 1 records the workload once --------------------------------------
 record() {   # record IMG: $W/IMG.profile, from node 1's run of the workload through the origin
 	mkdir -p "$W/rec/mnt"
-	fleet_mount 1 "$W/rec/mnt" "http://${FLEET_NET}1:$((OB + 1))/fleet/$1.sqfs" "record=$W/$1.profile,noprefetch" ||
+	# noholder: a held mount's server can be taken for dead as it exits (the
+	# holder's watch() looks at it before reading its BYE), and the server
+	# started in its place writes its own, nearly empty profile over this one.
+	fleet_mount 1 "$W/rec/mnt" "http://${FLEET_NET}1:$((OB + 1))/fleet/$1.sqfs" "record=$W/$1.profile,noprefetch,noholder" ||
 		die "recording mount failed"
 	workload "$W/rec/mnt" "$W/rec/got"
 	fleet_umount "$W/rec/mnt"
@@ -195,12 +198,47 @@ record() {   # record IMG: $W/IMG.profile, from node 1's run of the workload thr
 IMG=tree
 record tree
 
+# ---- the layout: the image repacked with the profiled files first ---------------------------
+# (quash profile paths + quash pack --order, from the tree the image was made of,
+# and its profile recorded there; skipped when that tree is gone or no longer
+# gives the manifest's bytes)
+TREE_SRC=${TREE_SRC:-/root/.pyenv/versions/3.11.7}
+ORDERED_OK=
+if [ "${ORDERED:-1}" = 1 ] && [ -d "$TREE_SRC" ]; then
+	"$QUASH" profile paths "$W/tree.profile" "$TREE_IMG" >"$W/tree.order" &&
+		"$QUASH" pack -q --no-progress -b 128K --order "$W/tree.order" "$TREE_SRC" "$W/ordered.sqfs" &&
+		mount -t squashfs -o loop,ro "$W/ordered.sqfs" "$W/kmnt" && workload "$W/kmnt" "$W/ordered.check"
+	mountpoint -q "$W/kmnt" && umount "$W/kmnt"
+	if cmp -s "$W/manifest" "$W/ordered.check"; then
+		aws --endpoint-url "$EP" s3 cp --quiet --acl public-read "$W/ordered.sqfs" s3://fleet/ordered.sqfs
+		IMG=ordered
+		record ordered
+		IMG=tree
+		ORDERED_OK=1
+	else
+		echo "layout: skipped ($TREE_SRC does not give the manifest's bytes, or the repack failed)"
+	fi
+fi
+
 mkdir -p "$(dirname "$CSV")"
 echo "round,n,via,profile,median_s,p99_s,origin_bytes,node1_bytes,wrong,failed" >"$CSV"
 for r in $(seq "$ROUNDS"); do
 	for n in $FLEET_N; do
 		for via in tier origin; do
 			for prof in no yes; do
+				# The laid-out image through a cold tier, next to the same round
+				# on the image the profile came from (after it: the tier stays
+				# warm with that image for the origin-down round): whole slices
+				# around the replay's ranges cost the origin little more than
+				# the node's bytes when the ranges are a few contiguous runs.
+				if [ "$via/$prof" = tier/yes ] && [ -n "$ORDERED_OK" ]; then
+					[ -n "${TIER_PID:-}" ] && stop_pid "$TIER_PID"
+					start_tier || die "tier"
+					IMG=ordered
+					res=$(round "$n" tier yes)
+					IMG=tree
+					echo "$r,$n,tier-ordered,yes,${res// /,}" | tee -a "$CSV"
+				fi
 				[ "$via" = tier ] && { [ -n "${TIER_PID:-}" ] && stop_pid "$TIER_PID"; start_tier || die "tier"; }
 				res=$(round "$n" "$via" "$prof")
 				echo "$r,$n,$via,$prof,${res// /,}" | tee -a "$CSV"
@@ -254,40 +292,18 @@ for r in $(seq "$ROUNDS"); do
 	echo "$r,1,quash-nginx,no,$(echo "$t1 - $t0" | bc),,,,0,$ok" | tee -a "$CSV"
 done
 
-# ---- the layout: the image repacked with the profiled files first ---------------------------
-# (quash profile paths + quash pack --order, from the tree the image was made of;
-# skipped when that tree is gone or no longer gives the manifest's bytes)
-TREE_SRC=${TREE_SRC:-/root/.pyenv/versions/3.11.7}
-if [ "${ORDERED:-1}" = 1 ] && [ -d "$TREE_SRC" ]; then
-	"$QUASH" profile paths "$W/tree.profile" "$TREE_IMG" >"$W/tree.order" &&
-		"$QUASH" pack -q --no-progress -b 128K --order "$W/tree.order" "$TREE_SRC" "$W/ordered.sqfs" &&
-		mount -t squashfs -o loop,ro "$W/ordered.sqfs" "$W/kmnt" && workload "$W/kmnt" "$W/ordered.check"
-	mountpoint -q "$W/kmnt" && umount "$W/kmnt"
-	if cmp -s "$W/manifest" "$W/ordered.check"; then
-		aws --endpoint-url "$EP" s3 cp --quiet --acl public-read "$W/ordered.sqfs" s3://fleet/ordered.sqfs
-		IMG=ordered
-		record ordered
-		for r in $(seq "$ROUNDS"); do
-			for prof in no yes; do
-				res=$(round 1 origin "$prof")
-				echo "$r,1,origin-ordered,$prof,${res// /,}" | tee -a "$CSV"
-			done
-			# The fleet through a cold tier: whole slices around the replay's
-			# ranges cost the origin little more than the node's bytes when
-			# the ranges are a few contiguous runs.
-			for n in $FLEET_N; do
-				[ -n "${TIER_PID:-}" ] && stop_pid "$TIER_PID"
-				start_tier || die "tier"
-				res=$(round "$n" tier yes)
-				echo "$r,$n,tier-ordered,yes,${res// /,}" | tee -a "$CSV"
-			done
-			KW=$(kernel_warm "$W/kref" "$W/manifest") || die "the workload on the kernel mount no longer gives the manifest"
-			echo "$r,1,kernel-local-warm-ordered,no,$KW,,,,0,0" | tee -a "$CSV"
+# ---- the layout, one node from the origin, with and without its profile ---------------------
+if [ -n "$ORDERED_OK" ]; then
+	IMG=ordered
+	for r in $(seq "$ROUNDS"); do
+		for prof in no yes; do
+			res=$(round 1 origin "$prof")
+			echo "$r,1,origin-ordered,$prof,${res// /,}" | tee -a "$CSV"
 		done
-		IMG=tree
-	else
-		echo "layout: skipped ($TREE_SRC does not give the manifest's bytes, or the repack failed)"
-	fi
+		KW=$(kernel_warm "$W/kref" "$W/manifest") || die "the workload on the kernel mount no longer gives the manifest"
+		echo "$r,1,kernel-local-warm-ordered,no,$KW,,,,0,0" | tee -a "$CSV"
+	done
+	IMG=tree
 fi
 
 # ---- the table of ratios ------------------------------------------------------------------------
