@@ -18,9 +18,10 @@
 # round, beside the one-node rounds: the median of three runs after one that
 # warms it), and on one node an rclone
 # HTTP mount + squashfuse_ll against quash, both through the same 20 ms link
-# to an nginx origin.  Last, the image laid out for the workload (quash
-# profile paths + pack --order of TREE_SRC): one node from the origin, with
-# and without its profile, and N nodes through a cold tier with it.
+# to an nginx origin.  The image laid out for the workload (quash profile
+# paths + pack --order of TREE_SRC, its profile recorded there): N nodes
+# through a cold tier with its profile, in each round just before the same
+# on the first image; last, one node from the origin, with and without it.
 #
 #   bench/fleet.sh                 (root: namespaces, mounts)
 #   env: FLEET_N ("1 8 32"), ROUNDS (1), DELAY_MS (20), RATE_MBIT (200),
@@ -323,7 +324,8 @@ for x in rows:
     k = (int(x["n"]), x["via"], x["profile"])
     if k not in keys and x["origin_bytes"]:
         keys.append(k)
-for n, via, prof in sorted(keys, key=lambda k: (k[1] == "tier-origin-down", k[0], k[1] != "tier", k[2])):
+first = {"tier": 0, "tier-ordered": 1}
+for n, via, prof in sorted(keys, key=lambda k: (k[1] == "tier-origin-down", k[0], first.get(k[1], 2), k[2])):
     ob = vals(n, via, prof, "origin_bytes")
     sel = [r for r in rows if (int(r["n"]), r["via"], r["profile"]) == (n, via, prof)]
     # the origin's bytes against node 1's in the same round
