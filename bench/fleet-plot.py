@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """fleet-plot.py - ASCII plot of bench/fleet.sh's CSV: origin bytes and each
-node's median time against N, one line per (tier or origin, profile or not).
+node's median time against N, one line per (tier, the tier with the image
+laid out by pack --order, or origin; profile or not).
 gnuplot is not needed; the output goes in docs/bench-fleet.txt.
 
     bench/fleet-plot.py [CSV] > docs/bench-fleet.txt
@@ -13,11 +14,11 @@ WIDTH = 50
 
 def main():
     path = sys.argv[1] if len(sys.argv) > 1 else "bench/results/fleet.csv"
-    rows = [r for r in csv.DictReader(open(path)) if r["via"] in ("tier", "origin")]
+    names = {"tier": "via the tier", "tier-ordered": "the tier, image laid out", "origin": "origin only"}
+    rows = [r for r in csv.DictReader(open(path)) if r["via"] in names]
     series = {}
     for r in rows:
-        key = "%s, %s profile" % ("via the tier" if r["via"] == "tier" else "origin only",
-                                  "with" if r["profile"] == "yes" else "no")
+        key = "%s, %s profile" % (names[r["via"]], "with" if r["profile"] == "yes" else "no")
         series.setdefault(key, {}).setdefault(int(r["n"]), []).append(r)
     ns = sorted({int(r["n"]) for r in rows})
     for title, field, scale, unit in (("origin MiB served", "origin_bytes", 2**20, "MiB"),
@@ -30,7 +31,7 @@ def main():
                 if not v:
                     continue
                 x = max(v)      # the worse round
-                print("  N=%-3d %-30s |%-*s %8.1f %s" % (n, key, WIDTH, "#" * max(1, round(x / top * WIDTH)), x, unit))
+                print("  N=%-3d %-38s |%-*s %8.1f %s" % (n, key, WIDTH, "#" * max(1, round(x / top * WIDTH)), x, unit))
             print()
 
 

@@ -14,7 +14,9 @@
  * sorted by offset, and each range of the profile names the files whose
  * bytes it overlaps.  A fragment block names every file with a tail in it:
  * the writer packs tails in the order it writes files, so listing them
- * together keeps them together.
+ * together keeps them together.  A file with full blocks that only its
+ * fragment block named comes after the files the profile read: laid out
+ * among them, its unread blocks would split the run a replay fetches.
  */
 #include <errno.h>
 #include <limits.h>
@@ -44,6 +46,7 @@
 struct extent {
 	uint64_t start, end;        /* source offsets */
 	size_t file;
+	bool later;                 /* the fragment block of a file with full blocks: names it last */
 };
 
 struct profile_walk {
@@ -57,7 +60,7 @@ struct profile_walk {
 	size_t next, ext_cap;
 };
 
-static int add_extent(struct profile_walk *w, uint64_t start, uint64_t len, size_t file)
+static int add_extent(struct profile_walk *w, uint64_t start, uint64_t len, size_t file, bool later)
 {
 	if (w->next == w->ext_cap) {
 		size_t cap = w->ext_cap ? 2 * w->ext_cap : 1024;
@@ -68,7 +71,7 @@ static int add_extent(struct profile_walk *w, uint64_t start, uint64_t len, size
 		w->ext = e;
 		w->ext_cap = cap;
 	}
-	w->ext[w->next++] = (struct extent){ w->base + start, w->base + start + len, file };
+	w->ext[w->next++] = (struct extent){ w->base + start, w->base + start + len, file, later };
 	return 0;
 }
 
@@ -106,9 +109,9 @@ static int add_file(struct profile_walk *w, const struct qs_inode *inode)
 	if (!(w->paths[w->npaths] = strdup(w->path.buf + 1)))
 		return -ENOMEM;
 	w->npaths++;
-	if (len && (err = add_extent(w, start, len, w->npaths - 1)))
+	if (len && (err = add_extent(w, start, len, w->npaths - 1, false)))
 		return err;
-	if (frag_len && (err = add_extent(w, frag_start, frag_len, w->npaths - 1)))
+	if (frag_len && (err = add_extent(w, frag_start, frag_len, w->npaths - 1, len != 0)))
 		return err;
 	return 0;
 }
@@ -191,6 +194,8 @@ static size_t next_live(size_t *skip, size_t i)
 	return i;
 }
 
+enum { FILE_UNSEEN, FILE_LATER, FILE_PRINTED };     /* print_paths()'s state of a file */
+
 /*
  * Print every file whose bytes the profile's ranges overlap, first touch
  * first.  A range names the files of a run of the sorted extents: from the
@@ -198,12 +203,15 @@ static size_t next_live(size_t *skip, size_t i)
  * into it, on to the last one starting inside it.  A visited extent's file
  * is printed, so the extent is spent: the skip pointers pass over it from
  * then on, each extent is visited once in all rather than once per range
- * over it, and the walk ends when every file is printed.
+ * over it, and the walk ends when every file is printed.  A file named
+ * only by a 'later' extent waits in later[] and is printed at the end,
+ * unless a range reads its blocks first.
  */
 static int print_paths(struct profile_walk *w, const struct qs_profile *prof)
 {
-	size_t n = w->next, size = 1, left = w->npaths;
-	bool *done = calloc(w->npaths ? w->npaths : 1, sizeof(*done));
+	size_t n = w->next, size = 1, left = w->npaths, nlater = 0;
+	unsigned char *state = calloc(w->npaths ? w->npaths : 1, 1);     /* FILE_* */
+	size_t *later = malloc((w->npaths ? w->npaths : 1) * sizeof(*later));
 	size_t *skip = malloc((n + 1) * sizeof(*skip));
 	uint64_t *min_end;
 	int err = 0;
@@ -211,7 +219,7 @@ static int print_paths(struct profile_walk *w, const struct qs_profile *prof)
 	while (size < n)
 		size *= 2;
 	min_end = malloc(2 * size * sizeof(*min_end));
-	if (!done || !skip || !min_end) {
+	if (!state || !later || !skip || !min_end) {
 		err = -ENOMEM;
 		goto out;
 	}
@@ -248,18 +256,25 @@ static int print_paths(struct profile_walk *w, const struct qs_profile *prof)
 			/* Only an end wrapped past 2^64 (a corrupt image) is before off: a later range may name it. */
 			if (w->ext[i].end <= off)
 				continue;
-			if (!done[file]) {
-				done[file] = true;
+			if (state[file] != FILE_PRINTED && !w->ext[i].later) {
+				state[file] = FILE_PRINTED;
 				left--;
 				printf("%s\n", w->paths[file]);
+			} else if (state[file] == FILE_UNSEEN) {
+				state[file] = FILE_LATER;
+				later[nlater++] = file;
 			}
 			skip[i] = i + 1;
 		}
 	}
+	for (size_t i = 0; i < nlater; i++)
+		if (state[later[i]] == FILE_LATER)
+			printf("%s\n", w->paths[later[i]]);
 out:
 	free(min_end);
 	free(skip);
-	free(done);
+	free(later);
+	free(state);
 	return err;
 }
 
@@ -502,7 +517,8 @@ const struct cli_command cmd_profile = {
 		"\n"
 		"paths: prints the regular files of IMAGE whose stored bytes the prefetch profile\n"
 		"PROFILE (recorded with quash mount -o record=PROFILE IMAGE) read, in the order\n"
-		"it first read them, one path a line.  quash pack --order takes that list and\n"
+		"it first read them (files whose blocks it did not read, named only by a\n"
+		"fragment block, last), one path a line.  quash pack --order takes that list and\n"
 		"lays those files out first, so that replaying the profile on the new image\n"
 		"(after recording it again there) costs one or two requests.  PROFILE must have\n"
 		"been recorded against IMAGE itself.  The format is in docs/profile.md.\n"

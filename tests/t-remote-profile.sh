@@ -373,7 +373,8 @@ fi
 # not once for every range over it, so this takes well under the bound.
 # The oracle reads the extents from the image itself (quash stat, the
 # fragment table) and applies the rule in Python: for each range, the files
-# of the extents it overlaps, in their order, each the first time only.
+# of the extents it overlaps, in their order, each the first time only; a
+# file with full blocks that only its fragment block named, at the end.
 P=$W/paths
 rm -rf "$P" && mkdir -p "$P"
 # The tree as a tar on a pipe: 30,000 files are slow to create on a busy disk.
@@ -429,7 +430,7 @@ frags = [struct.unpack_from("<QI", entries, 16 * i) for i in range(nfrags)]
 
 # Each file's extents: its full blocks (random bytes, stored whole) and its fragment block.
 extents = {}        # (start, end): the indexes of its files, in the image's order
-paths, runs, keep = [], set(), None
+paths, runs, keep, blocks = [], set(), None, set()
 for st, path in zip(stats, files):
     if b"\n" in path or st["size"] == 0:
         continue
@@ -439,6 +440,7 @@ for st, path in zip(stats, files):
         run = (st["blocks_start"], st["blocks_start"] + st["block_count"] * block_size)
         extents.setdefault(run, []).append(k)
         runs.add(run)
+        blocks.add(k)
         if st["fragment"] is None:
             keep = run
     if st["fragment"] is not None:
@@ -470,7 +472,7 @@ with open(profile, "w") as f:
     f.write("quash-profile 1\n" + open(recorded).read().splitlines()[1] + "\n")
     f.write("".join(f"{o} {n}\n" for o, n in ranges))
 
-done, spent = [False] * len(paths), [False] * len(iv)
+done, spent, later = [False] * len(paths), [False] * len(iv), []
 with open(want, "wb") as f:
     for off, n in ranges:
         end, off = off + n, max(off, PROBE)
@@ -478,10 +480,16 @@ with open(want, "wb") as f:
         while i < len(iv) and starts[i] < end:
             if not spent[i]:
                 spent[i] = True
-                f.write(b"".join(paths[k] + b"\n" for k in extents[iv[i]] if not done[k]))
                 for k in extents[iv[i]]:
-                    done[k] = True
+                    if done[k]:
+                        continue
+                    if iv[i] in runs or k not in blocks:
+                        f.write(paths[k] + b"\n")
+                        done[k] = True
+                    elif k not in later:
+                        later.append(k)
             i += 1
+    f.write(b"".join(paths[k] + b"\n" for k in later if not done[k]))
 print(f"# {len(ranges)} ranges, {len(paths)} files, {sum(map(len, extents.values()))} extents at {len(iv)} places")
 PY
 check "profile paths at scale: the oracle lists the file of full blocks last" \
