@@ -185,10 +185,7 @@ PY
 # ---- the profile: node 1 records the workload once --------------------------------------
 record() {   # record IMG: $W/IMG.profile, from node 1's run of the workload through the origin
 	mkdir -p "$W/rec/mnt"
-	# noholder: a held mount's server can be taken for dead as it exits (the
-	# holder's watch() looks at it before reading its BYE), and the server
-	# started in its place writes its own, nearly empty profile over this one.
-	fleet_mount 1 "$W/rec/mnt" "http://${FLEET_NET}1:$((OB + 1))/fleet/$1.sqfs" "record=$W/$1.profile,noprefetch,noholder" ||
+	fleet_mount 1 "$W/rec/mnt" "http://${FLEET_NET}1:$((OB + 1))/fleet/$1.sqfs" "record=$W/$1.profile,noprefetch" ||
 		die "recording mount failed"
 	workload "$W/rec/mnt" "$W/rec/got"
 	fleet_umount "$W/rec/mnt"

@@ -29,15 +29,12 @@ workload() {   # workload DIR OUT: each file's sha256 in the workload's order
 	(cd "$1" && for f in $FILES; do sha256sum "$f"; done) >"$2" 2>&1
 }
 
-# noholder: a held mount's server can be taken for dead as it exits (the
-# holder's watch() looks at it before reading its BYE), and the server
-# started in its place writes its own, nearly empty profile over the recorded one.
 "$QUASH" pack -q --no-progress "$W/tree" "$W/www/a.sqfs" 2>"$W/err"
-"$QUASH" profile record "$W/www/a.sqfs" -o "record=$W/a.profile,noholder" -- \
+"$QUASH" profile record "$W/www/a.sqfs" -o "record=$W/a.profile" -- \
 	bash -c "$(declare -f workload); FILES='$FILES'; workload \"\$QUASH_MOUNT\" '$W/a.got'" 2>>"$W/err"
 "$QUASH" profile paths "$W/a.profile" "$W/www/a.sqfs" >"$W/order" 2>>"$W/err"
 "$QUASH" pack -q --no-progress --order "$W/order" "$W/tree" "$W/www/b.sqfs" 2>>"$W/err"
-"$QUASH" profile record "$W/www/b.sqfs" -o "record=$W/b.profile,noholder" -- \
+"$QUASH" profile record "$W/www/b.sqfs" -o "record=$W/b.profile" -- \
 	bash -c "$(declare -f workload); FILES='$FILES'; workload \"\$QUASH_MOUNT\" '$W/b.got'" 2>>"$W/err"
 check "the publisher's step: record, profile paths, pack --order, record again, each without a word" \
 	bash -c "[ ! -s '$W/err' ] && [ -s '$W/b.profile' ]"
