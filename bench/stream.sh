@@ -99,7 +99,7 @@ run() {
 	e=$(date +%s.%N)
 	case $who in
 	squashfuse_ll) d=$(daemon_cpu "squashfuse_ll $IMG $MNT") ;;
-	quash*) d=$(daemon_cpu "mount.* $IMG $MNT") ;;
+	quash*) d=$(daemon_cpu "mount-server $MNT\$") ;;      # the server, not its holder
 	esac
 	if [ "$who" = kernel ]; then umount "$MNT"; else fusermount3 -u "$MNT"; fi
 	python3 -c "u, s = map(float, '$t'.split()); print(f'{$BYTES / 1e6 / ($e - $s):.0f}\t{(u + s + $d) / ($BYTES / 1e9):.2f}')"

@@ -362,7 +362,8 @@ int qm_session_run(struct qm_fs *fs, const struct qm_serve *serve, int ready_fd)
 
 	if (!err && fs->opt->notify_store && !(fs->fill = qm_fill_start(fs->se)))
 		err = -ENOMEM;
-	if (!err && fs->opt->decompress_ahead &&
+	/* one CPU: the reader's worker decompresses on it already, and a loader would only take turns with it */
+	if (!err && fs->opt->decompress_ahead && cpus_usable() > 1 &&
 	    !(fs->ahead = qm_ahead_start(fs->opt->cache_bytes ? fs->opt->cache_bytes : QS_DEFAULT_CACHE_BYTES)))
 		err = -ENOMEM;
 	pthread_mutex_init(&fs->workers_lock, NULL);
