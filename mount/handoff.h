@@ -6,6 +6,7 @@
 #ifndef QUASH_MOUNT_HANDOFF_H
 #define QUASH_MOUNT_HANDOFF_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define QM_HOLDER_ENV "QUASH_SERVER_FD" /* a server's environment: its socket to the holder */
@@ -40,5 +41,8 @@ struct qm_hmsg_fd {                 /* QM_H_FD's data */
 	uint8_t init[QM_HOLDER_INIT_MAX];
 	char mountpoint[4096];
 };
+
+/* Send one message (the header, then len bytes of data) on sock, with descriptor fd if >= 0; 0 or -errno. */
+int qm_hmsg_send(int sock, uint32_t type, uint32_t arg, const void *data, size_t len, int fd);
 
 #endif

@@ -85,27 +85,6 @@ static double ms_since(const struct timespec *t0)
 	return (double)(t.tv_sec - t0->tv_sec) * 1e3 + (double)(t.tv_nsec - t0->tv_nsec) / 1e6;
 }
 
-static int send_msg(int sock, uint32_t type, uint32_t arg, const void *data, size_t len, int fd)
-{
-	struct qm_hmsg_hdr hdr = { type, arg, (uint32_t)len };
-	struct iovec iov[2] = { { &hdr, sizeof(hdr) }, { (void *)data, len } };
-	union { char buf[CMSG_SPACE(sizeof(int))]; struct cmsghdr align; } c;
-	struct msghdr m = { .msg_iov = iov, .msg_iovlen = len ? 2 : 1 };
-
-	if (fd >= 0) {
-		struct cmsghdr *cm;
-
-		m.msg_control = c.buf;
-		m.msg_controllen = sizeof(c.buf);
-		cm = CMSG_FIRSTHDR(&m);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	}
-	return sendmsg(sock, &m, MSG_NOSIGNAL) < 0 ? -errno : 0;
-}
-
 /* The child's side of a start: a new session, default signals, the socket, exec. */
 static void exec_server(struct holder *h, int sock, const char *exe)
 {
@@ -141,7 +120,7 @@ static int send_args(struct holder *h, int sock)
 		memcpy(buf + n, h->argv[i], len);
 		n += len;
 	}
-	return send_msg(sock, QM_H_ARGS, h->fs->opt->squashfuse_compat, buf, n, h->state_fd);
+	return qm_hmsg_send(sock, QM_H_ARGS, h->fs->opt->squashfuse_compat, buf, n, h->state_fd);
 }
 
 /* Start a server in slot 'i' from 'exe'; 0 or -errno. */
@@ -251,7 +230,7 @@ static void reply_client(struct holder *h, bool ok, const char *line)
 {
 	if (h->client_fd < 0)
 		return;
-	send_msg(h->client_fd, QM_H_UPGRADE, !ok, line, strlen(line) + 1, -1);
+	qm_hmsg_send(h->client_fd, QM_H_UPGRADE, !ok, line, strlen(line) + 1, -1);
 	close(h->client_fd);
 	h->client_fd = -1;
 	h->client_asked = false;
@@ -399,7 +378,7 @@ static void on_mount(struct holder *h, struct server *s)
 
 	if (h->fuse_fd < 0) {
 		if (qm_session_mount(h->fs) != 0 || qm_mounted_dev(h->fs->mountpoint, &h->dev) != 0) {
-			send_msg(s->sock, QM_H_FAIL, 0, NULL, 0, -1);
+			qm_hmsg_send(s->sock, QM_H_FAIL, 0, NULL, 0, -1);
 			h->status = 1;
 			return;
 		}
@@ -411,7 +390,7 @@ static void on_mount(struct holder *h, struct server *s)
 	m.init_len = h->init_len;
 	memcpy(m.init, h->init, h->init_len);
 	snprintf(m.mountpoint, sizeof(m.mountpoint), "%s", h->fs->mountpoint);
-	if (send_msg(s->sock, QM_H_FD, 0, &m, sizeof(m), h->fuse_fd) != 0)
+	if (qm_hmsg_send(s->sock, QM_H_FD, 0, &m, sizeof(m), h->fuse_fd) != 0)
 		kill(s->pid, SIGKILL);      /* reaped as a death */
 }
 
@@ -437,7 +416,7 @@ static void on_ready(struct holder *h, struct server *s)
 		return;
 	}
 	if (s->role == INCOMING && (old = find_role(h, ACTIVE))) {
-		send_msg(old->sock, QM_H_DRAIN, 0, NULL, 0, -1);
+		qm_hmsg_send(old->sock, QM_H_DRAIN, 0, NULL, 0, -1);
 		old->role = DRAINING;
 		s->role = ACTIVE;
 		qm_info(h->fs, "%s: upgraded: server %d (%s) serves, server %d finishes what it holds",
@@ -593,7 +572,7 @@ static const char *upgrade(struct holder *h)
 	if (access(h->exe, X_OK) != 0)
 		return "the binary it was started from is gone";
 	if (h->fs->opt->catalog) {
-		send_msg(active->sock, QM_H_DRAIN, 0, NULL, 0, -1);
+		qm_hmsg_send(active->sock, QM_H_DRAIN, 0, NULL, 0, -1);
 		active->role = DRAINING;
 		h->upgrade_pending = true;
 		return NULL;
@@ -637,7 +616,7 @@ static void on_client(struct holder *h)
 	    h->client_fd >= 0) {
 		const char *why = h->client_fd >= 0 ? "an upgrade is under way" : "refused: not root or the mount's owner";
 
-		send_msg(fd, QM_H_UPGRADE, 1, why, strlen(why) + 1, -1);
+		qm_hmsg_send(fd, QM_H_UPGRADE, 1, why, strlen(why) + 1, -1);
 		close(fd);
 		return;
 	}

@@ -41,35 +41,14 @@ static ssize_t recv_msg(int sock, struct qm_hmsg_hdr *hdr, void *data, size_t ca
 	return (ssize_t)hdr->len;
 }
 
-static int send_fd_msg(int sock, uint32_t type, const void *data, size_t len, int fd)
-{
-	struct qm_hmsg_hdr hdr = { type, 0, (uint32_t)len };
-	struct iovec iov[2] = { { &hdr, sizeof(hdr) }, { (void *)data, len } };
-	union { char buf[CMSG_SPACE(sizeof(int))]; struct cmsghdr align; } c;
-	struct msghdr m = { .msg_iov = iov, .msg_iovlen = len ? 2 : 1 };
-
-	if (fd >= 0) {
-		struct cmsghdr *cm;
-
-		m.msg_control = c.buf;
-		m.msg_controllen = sizeof(c.buf);
-		cm = CMSG_FIRSTHDR(&m);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	}
-	return sendmsg(sock, &m, MSG_NOSIGNAL) < 0 ? -errno : 0;
-}
-
 static int send_hdr(int sock, uint32_t type, const void *data, size_t len)
 {
-	return send_fd_msg(sock, type, data, len, -1);
+	return qm_hmsg_send(sock, type, 0, data, len, -1);
 }
 
 int qm_server_send_state(struct qm_fs *fs, int fd)
 {
-	return send_fd_msg(fs->holder_fd, QM_H_STATE, NULL, 0, fd);
+	return qm_hmsg_send(fs->holder_fd, QM_H_STATE, 0, NULL, 0, fd);
 }
 
 int qm_server_args(int *argc, char ***argv, bool *squashfuse_compat, int *state_fd)

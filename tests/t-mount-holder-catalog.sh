@@ -24,6 +24,7 @@
 #   - -o noholder: one process.
 . "$(dirname "$0")/lib/tap.sh"
 . "$(dirname "$0")/lib/mount.sh"
+. "$(dirname "$0")/lib/holder.sh"
 
 H=$WORK/t-mount-holder-catalog
 trap 'kill $(jobs -p) 2>/dev/null; exec 3<&- 4<&- 5<&- 6<&-; unmount_all; umount -l "$H/m" 2>/dev/null; umount -l "$H/m2" 2>/dev/null' EXIT
@@ -48,15 +49,6 @@ kmount "$H/cat/a.sqfs" "$H/k/a"
 kmount "$H/cat/sub/b.sqfs" "$H/k/sub/b"
 kmount "$H/cat/sub/deep/c.img" "$H/k/sub/deep/c"
 
-alive() {   # alive PID: running (a zombie nobody reaped is gone)
-	local st
-	st=$(ps -o stat= -p "$1" 2>/dev/null)
-	[ -n "$st" ] && [ "${st#Z}" = "$st" ]
-}
-server_of() {   # server_of HOLDER_PID: its server child, or nothing
-	[ -n "$1" ] || return 0
-	pgrep -P "$1" -f 'mount-server' | head -1
-}
 holder_of() {   # holder_of LOG: the pid of the holder whose mount logs to $H/LOG
 	pgrep -f -- "mount .*log=$H/$1( |,|$)" | head -1
 }
@@ -66,34 +58,11 @@ sweep() {
 }
 
 # Readers for $1 seconds against catalog mount $2; each writes "errors runs" to $H/err.NAME.
-READER_PIDS=()
 readers() {
 	local secs=$1 mnt=$2
-	python3 - "$mnt" "$H/k" "$secs" >"$H/err.read" 2>"$H/err.read.log" <<-'EOF' &
-	import os, random, sys, time
-	mnt, ref, secs = sys.argv[1], sys.argv[2], float(sys.argv[3])
-	names = ["a/random", "a/bash", "latest/python3.11", "sub/b/random", "sub/deep/c/d/e/f300", "sub/deep/c/d/e/f77"]
-	refs = {"latest/python3.11": "a/python3.11"}
-	fds = {n: (os.open(f"{mnt}/{n}", os.O_RDONLY), os.open(f"{ref}/{refs.get(n, n)}", os.O_RDONLY)) for n in names}
-	sizes = {n: os.fstat(fds[n][1]).st_size for n in names}
-	errors = reads = 0
-	end = time.monotonic() + secs
-	while time.monotonic() < end:
-	    n = random.choice(names)
-	    off = random.randrange(0, max(1, sizes[n] - 4096)) & ~4095
-	    q, k = fds[n]
-	    try:
-	        os.posix_fadvise(q, 0, 0, os.POSIX_FADV_DONTNEED)
-	        if os.pread(q, 4096, off) != os.pread(k, 4096, off):
-	            errors += 1
-	            print(f"wrong bytes: {n} at {off}", file=sys.stderr)
-	    except OSError as e:
-	        errors += 1
-	        print(f"{n} at {off}: {e}", file=sys.stderr)
-	    reads += 1
-	print(errors, reads)
-	EOF
-	READER_PIDS=($!)
+	READER_PIDS=()
+	random_reader "$secs" "$mnt" "$H/k" a/random a/bash latest/python3.11:a/python3.11 sub/b/random \
+		sub/deep/c/d/e/f300 sub/deep/c/d/e/f77
 	(
 		errors=0 runs=0
 		end=$((SECONDS + secs))
@@ -112,34 +81,7 @@ readers() {
 		echo $errors $runs
 	) >"$H/err.sweep" 2>>"$H/err.sweep.log" &
 	READER_PIDS+=($!)
-	(
-		errors=0 runs=0
-		end=$((SECONDS + secs))
-		while [ $SECONDS -lt $end ]; do
-			echo 2 >/proc/sys/vm/drop_caches
-			out=$(PYTHONPATH="$mnt/a/py" python3 -S -B -c 'import json, email.parser, xml.dom.minidom; print(json.__file__)' 2>&1)
-			[ "$out" = "$mnt/a/py/json/__init__.py" ] || { errors=$((errors + 1)); echo "$out" >&2; }
-			runs=$((runs + 1))
-		done
-		echo $errors $runs
-	) >"$H/err.py" 2>>"$H/err.py.log" &
-	READER_PIDS+=($!)
-}
-running() {
-	local p
-	for p in "${READER_PIDS[@]}"; do kill -0 "$p" 2>/dev/null && echo "$p"; done
-}
-readers_done() {   # readers_done WHAT
-	local what=$1 t name
-	for t in $(seq 1 60); do
-		[ -z "$(running)" ] && break
-		sleep 1
-	done
-	check "$what: no reader hung" [ -z "$(running)" ]
-	for name in read sweep py; do
-		read -r e n <"$H/err.$name" 2>/dev/null
-		check "$what: $name readers: 0 errors (${e:-?} in ${n:-?} runs)" [ "${e:-1}" = 0 -a "${n:-0}" -gt 0 ]
-	done
+	py_reader "$secs" "$mnt/a/py"
 }
 for i in a sub/b sub/deep/c; do (cd "$H/k/$i" && ls -lR) >"$H/ls.k.${i//\//_}"; done
 
@@ -158,17 +100,9 @@ check "the sweep sees every image, those added after the mount too ($(wc -l <"$H
 
 # ---- kill loop under load ---------------------------------------------------------
 readers 10 "$H/m"
-kills=0
-for sig in KILL SEGV KILL KILL SEGV; do
-	sleep 1.7
-	s=$(server_of "$holder")
-	[ -n "$s" ] && kill -s $sig "$s" && kills=$((kills + 1))
-done
-readers_done "five catalog servers killed under load (SIGKILL, SIGSEGV)"
-check "the holder lives on ($holder)" alive "$holder"
-taken=$(grep -c 'took over' "$H/log.1")
-check "a takeover logged for each death ($taken of $kills)" [ "$taken" = "$kills" ]
-grep -o 'took over [0-9.]* ms' "$H/log.1" | awk '{ printf "# takeover %s ms\n", $3 }'
+kill_servers "$holder" KILL SEGV KILL KILL SEGV
+readers_done "five catalog servers killed under load (SIGKILL, SIGSEGV)" read sweep py
+check_takeovers "$holder" "$H/log.1"
 check "after the kills every name keeps its inode number" bash -c "$(declare -f sweep); sweep '$H/m' | cmp -s '$H/sweep.0' -"
 
 # ---- what a dead server had open is carried on ------------------------------------
@@ -254,7 +188,7 @@ readers 8 "$H/m2"
 sleep 2
 out=$("$QUASH" mount --upgrade "$H/m2" 2>&1); rc=$?
 check "--upgrade says the new server serves ($out)" [ $rc = 0 -a -n "$(echo "$out" | grep 'upgraded: server [0-9]* serves')" ]
-readers_done "--upgrade of a catalog under load"
+readers_done "--upgrade of a catalog under load" read sweep py
 new=$(server_of "$h2")
 check "the new server runs the new binary" cmp -s "/proc/$new/exe" "$QUASH_ASAN"
 check "the old server ($old) is gone" bash -c "$(declare -f alive); ! alive $old"

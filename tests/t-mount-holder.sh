@@ -27,6 +27,7 @@
 . "$(dirname "$0")/lib/tap.sh"
 . "$(dirname "$0")/lib/mount.sh"
 . "$(dirname "$0")/lib/remote.sh"
+. "$(dirname "$0")/lib/holder.sh"
 
 H=$WORK/t-mount-holder
 trap 'kill $(jobs -p) 2>/dev/null; unmount_all; for m in "$H"/m*; do umount -l "$m" 2>/dev/null; done; remote_cleanup' EXIT
@@ -40,47 +41,15 @@ head -c 24000000 /dev/urandom >"$H/src/big"     # read only by the OOM part: the
 mksquashfs "$H/src" "$H/img.sqfs" -noappend -quiet -no-progress >/dev/null
 kmount "$H/img.sqfs" "$H/k"
 
-alive() {   # alive PID: running (a zombie nobody reaped is gone)
-	local st
-	st=$(ps -o stat= -p "$1" 2>/dev/null)
-	[ -n "$st" ] && [ "${st#Z}" = "$st" ]
-}
-server_of() {   # server_of HOLDER_PID: its server child, or nothing
-	[ -n "$1" ] || return 0
-	pgrep -P "$1" -f 'mount-server' | head -1
-}
 holder_of() {   # holder_of LOG: the pid of the holder whose mount logs to $H/LOG
 	pgrep -f -- "mount -o .*log=$H/$1[ ,]" | head -1
 }
 
 # Readers for $1 seconds against mount $2; each writes its error count to $H/err.NAME.
-READER_PIDS=()
 readers() {
 	local secs=$1 mnt=$2
-	python3 - "$mnt" "$H/k" "$secs" >"$H/err.read" 2>"$H/err.read.log" <<-'EOF' &
-	import os, random, sys, time
-	mnt, ref, secs = sys.argv[1], sys.argv[2], float(sys.argv[3])
-	names = ["random", "bash", "libcrypto.so.3", "python3.11"]
-	fds = {n: (os.open(f"{mnt}/{n}", os.O_RDONLY), os.open(f"{ref}/{n}", os.O_RDONLY)) for n in names}
-	sizes = {n: os.fstat(fds[n][1]).st_size for n in names}
-	errors = reads = 0
-	end = time.monotonic() + secs
-	while time.monotonic() < end:
-	    n = random.choice(names)
-	    off = random.randrange(0, max(1, sizes[n] - 4096)) & ~4095
-	    q, k = fds[n]
-	    try:
-	        os.posix_fadvise(q, 0, 0, os.POSIX_FADV_DONTNEED)
-	        if os.pread(q, 4096, off) != os.pread(k, 4096, off):
-	            errors += 1
-	            print(f"wrong bytes: {n} at {off}", file=sys.stderr)
-	    except OSError as e:
-	        errors += 1
-	        print(f"{n} at {off}: {e}", file=sys.stderr)
-	    reads += 1
-	print(errors, reads)
-	EOF
-	READER_PIDS=($!)
+	READER_PIDS=()
+	random_reader "$secs" "$mnt" "$H/k" random bash libcrypto.so.3 python3.11
 	(
 		errors=0 runs=0
 		(cd "$H/k" && ls -lR) >"$H/ls.k"
@@ -95,36 +64,7 @@ readers() {
 		echo $errors $runs
 	) >"$H/err.ls" 2>>"$H/err.ls.log" &
 	READER_PIDS+=($!)
-	(
-		errors=0 runs=0
-		end=$((SECONDS + secs))
-		while [ $SECONDS -lt $end ]; do
-			echo 2 >/proc/sys/vm/drop_caches
-			out=$(PYTHONPATH="$mnt/py" python3 -S -B -c 'import json, email.parser, xml.dom.minidom; print(json.__file__)' 2>&1)
-			[ "$out" = "$mnt/py/json/__init__.py" ] || { errors=$((errors + 1)); echo "$out" >&2; }
-			runs=$((runs + 1))
-		done
-		echo $errors $runs
-	) >"$H/err.py" 2>>"$H/err.py.log" &
-	READER_PIDS+=($!)
-}
-running() {   # running: the readers still at work
-	local p
-	for p in "${READER_PIDS[@]}"; do kill -0 "$p" 2>/dev/null && echo "$p"; done
-}
-
-# Wait (bounded) for the readers; then check each reported zero errors over some runs.
-readers_done() {   # readers_done WHAT
-	local what=$1 t name
-	for t in $(seq 1 60); do
-		[ -z "$(running)" ] && break
-		sleep 1
-	done
-	check "$what: no reader hung" [ -z "$(running)" ]
-	for name in read ls py; do
-		read -r e n <"$H/err.$name" 2>/dev/null
-		check "$what: $name readers: 0 errors (${e:-?} in ${n:-?} runs)" [ "${e:-1}" = 0 -a "${n:-0}" -gt 0 ]
-	done
+	py_reader "$secs" "$mnt/py"
 }
 
 # ---- two processes; -o noholder one ----------------------------------------
@@ -136,17 +76,9 @@ check "the server reads like the kernel's mount" compare_trees "$H/k" "$H/m"
 
 # ---- kill loop under load ---------------------------------------------------
 readers 10 "$H/m"
-kills=0
-for sig in KILL SEGV ABRT KILL KILL; do
-	sleep 1.7
-	s=$(server_of "$holder")
-	[ -n "$s" ] && kill -s $sig "$s" && kills=$((kills + 1))
-done
-readers_done "five servers killed under load (SIGKILL, SIGSEGV, SIGABRT)"
-check "the holder lives on ($holder)" alive "$holder"
-taken=$(grep -c 'took over' "$H/log.1")
-check "a takeover logged for each death ($taken of $kills)" [ "$taken" = "$kills" ]
-grep -o 'took over [0-9.]* ms' "$H/log.1" | awk '{ printf "# takeover %s ms\n", $3 }'
+kill_servers "$holder" KILL SEGV ABRT KILL KILL
+readers_done "five servers killed under load (SIGKILL, SIGSEGV, SIGABRT)" read ls py
+check_takeovers "$holder" "$H/log.1"
 check "after the kills the mount reads like the kernel's" compare_trees "$H/k" "$H/m"
 
 # ---- a remote image: requests the dead server held are resent ----------------
@@ -196,7 +128,7 @@ readers 8 "$H/m2"
 sleep 2
 out=$("$QUASH" mount --upgrade "$H/m2" 2>&1); rc=$?
 check "--upgrade says the new server serves ($out)" [ $rc = 0 -a -n "$(echo "$out" | grep 'upgraded: server [0-9]* serves')" ]
-readers_done "--upgrade under load"
+readers_done "--upgrade under load" read ls py
 new=$(server_of "$h2")
 check "the new server runs the new binary" cmp -s "/proc/$new/exe" "$QUASH_ASAN"
 check "the old server ($old) is gone" bash -c "$(declare -f alive); ! alive $old"
@@ -217,7 +149,7 @@ if [ -n "$cg" ]; then
 	echo "$s" >"$cg/cgroup.procs"
 	readers 4 "$H/m3"
 	check "OOM: a file nobody had read reads right while its server is OOM-killed" cmp "$H/k/big" "$H/m3/big"
-	readers_done "the server OOM-killed in a 3 MiB cgroup"
+	readers_done "the server OOM-killed in a 3 MiB cgroup" read ls py
 	check "the OOM kill was a death the holder saw ($s)" grep -qE "server $s (died|killed by signal 9)" "$H/log.oom"
 	"$QUASH" umount "$H/m3"
 	rmdir "$cg" 2>/dev/null
