@@ -519,6 +519,10 @@ int qc_model_merge(struct qm_catalog *c, const struct qc_listed *v, size_t n);
 int qc_model_find(struct qm_catalog *c, const char *path, const char **key, uint32_t *version, uint32_t *slot);
 /* Keys the last merge left without a name of their own. */
 size_t qc_model_shadowed(struct qm_catalog *c);
+/* The node id of catalog directory 'path' ("" the root), 0: none. */
+uint64_t qc_model_dir(struct qm_catalog *c, const char *path);
+/* Write the state file (journal.c) to fd from now on, as a held catalog's server does; freeing c closes fd. */
+void qc_model_journal(struct qm_catalog *c, int fd);
 /* The kernel learns (n > 0) or forgets (n < 0) n lookups of a node id in 'slot'. */
 void qc_model_lookups(struct qm_catalog *c, uint32_t slot, int64_t n);
 /*

@@ -68,6 +68,22 @@ size_t qc_model_shadowed(struct qm_catalog *c)
 	return c->nshadowed;
 }
 
+uint64_t qc_model_dir(struct qm_catalog *c, const char *path)
+{
+	char buf[QC_KEY_MAX + 1], *comp, *save = NULL;
+	struct qc_node *n = &c->root;
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (comp = strtok_r(buf, "/", &save); comp && n; comp = strtok_r(NULL, "/", &save))
+		n = n->is_dir ? qc_find_kid(n, comp) : NULL;
+	return n && n->is_dir ? qc_dir_nodeid(n) : 0;
+}
+
+void qc_model_journal(struct qm_catalog *c, int fd)
+{
+	c->jfd = fd;
+}
+
 void qc_model_lookups(struct qm_catalog *c, uint32_t slot, int64_t n)
 {
 	struct qc_image *im = qc_slot(c, slot);

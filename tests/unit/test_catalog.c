@@ -11,6 +11,8 @@
  * changes nothing, a changed key, size, time or ETag gives the name its
  * next version in a new slot, and a superseded version's slot is taken back
  * only once nothing names it and reused only after the quarantine.
+ * The state file a held catalog's next server seeds from (journal.c,
+ * seed.c): the same node ids, superseded slots held, a torn record dropped.
  * Aliases: the text of the symlink entry from one name to another, the
  * part of an absolute target below the root, and the resolution of
  * symlinks in a scratch directory (relative, absolute, chains, loops,
@@ -26,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -399,6 +402,68 @@ static void test_alias_resolve(void **state)
 	assert_int_equal(system(link), 0);
 }
 
+/*
+ * The state file (journal.c, seed.c): a catalog seeded from another's file
+ * has every name at the other's node id, the slots of superseded versions
+ * held, the directories gone gone; its next listing keeps them all; a torn
+ * last record is dropped and the rest read.
+ */
+static void test_journal(void **state)
+{
+	struct qm_catalog *c = qc_model_new(), *d = qc_model_new(), *e = qc_model_new();
+	int fd = memfd_create("test-journal", 0);
+	uint32_t v, sa, sb, sb1, sy, s2;
+	uint64_t dir_c;
+	struct stat st;
+
+	(void)state;
+	assert_true(c && d && e && fd >= 0);
+	qc_model_journal(c, dup(fd));
+	MERGE(c, { "b.sqfs", 5, 5, NULL }, { "d/x.sqfs", 6, 6, NULL });
+	find(c, "b", NULL, NULL, &sb1);
+	/* names that come later get later ids than a fresh listing would give them */
+	MERGE(c, { "a.sqfs", 1, 1, "e1" }, { "b.sqfs", 7, 7, NULL }, { "c/y.sqfs", 2, 2, NULL });
+	find(c, "a", NULL, NULL, &sa);
+	find(c, "b", NULL, &v, &sb);
+	find(c, "c/y", NULL, NULL, &sy);
+	dir_c = qc_model_dir(c, "c");
+	assert_int_equal(v, 2);
+	assert_int_equal(qc_model_dir(c, "d"), 0);
+	assert_true(dir_c != 0);
+
+	assert_int_equal(qc_journal_seed(d, fd), 0);
+	find(d, "a", NULL, NULL, &s2);
+	assert_int_equal(s2, sa);
+	find(d, "b", NULL, &v, &s2);
+	assert_int_equal(s2, sb);
+	assert_int_equal(v, 2);
+	find(d, "c/y", NULL, NULL, &s2);
+	assert_int_equal(s2, sy);
+	assert_int_equal(qc_model_dir(d, "c"), dir_c);
+	assert_int_equal(qc_model_dir(d, "d"), 0);
+	assert_non_null(qc_slot(d, sb1));              /* b's first version: the kernel may still name it */
+	assert_true(atomic_load(&qc_slot(d, sb1)->superseded));
+	MERGE(d, { "a.sqfs", 1, 1, "e1" }, { "b.sqfs", 7, 7, NULL }, { "c/y.sqfs", 2, 2, NULL });
+	find(d, "a", NULL, NULL, &s2);
+	assert_int_equal(s2, sa);
+	find(d, "c/y", NULL, NULL, &s2);
+	assert_int_equal(s2, sy);
+	assert_int_equal(qc_model_sweep(d, 60), 0);    /* an inherited slot is never taken back */
+
+	/* a record cut short by a kill: dropped, the ones before it read */
+	MERGE(c, { "a.sqfs", 1, 1, "e1" }, { "b.sqfs", 7, 7, NULL }, { "c/y.sqfs", 2, 2, NULL }, { "z.sqfs", 9, 9, NULL });
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_int_equal(ftruncate(fd, st.st_size - 3), 0);
+	assert_int_equal(qc_journal_seed(e, fd), 0);
+	assert_int_equal(find(e, "z", NULL, NULL, NULL), 0);
+	find(e, "c/y", NULL, NULL, &s2);
+	assert_int_equal(s2, sy);
+	close(fd);
+	qc_model_free(c);
+	qc_model_free(d);
+	qc_model_free(e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -408,6 +473,7 @@ int main(void)
 		cmocka_unit_test(test_name_clash),
 		cmocka_unit_test(test_versions),
 		cmocka_unit_test(test_slot_reuse),
+		cmocka_unit_test(test_journal),
 		cmocka_unit_test(test_alias_text),
 		cmocka_unit_test(test_alias_resolve),
 	};
