@@ -287,8 +287,11 @@ quash_up() {   # quash_up VARIANT IMAGES
 	"$QUASH" mount --catalog ${opts:+-o "${opts#,}"} "$2" "$QUASH_MP"
 }
 
+# The process that serves $QUASH_MP: the holder's server child (mount/holder.h), else a daemon with no holder.
 quash_pid() {
 	local pid
+	pid=$(pgrep -f -- "mount-server $QUASH_MP\$" | head -1)
+	[ -n "$pid" ] && { echo "$pid"; return; }
 	for pid in $(pgrep -x quash); do
 		tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q -- " $QUASH_MP\( \|$\)" && { echo "$pid"; return; }
 	done
