@@ -231,7 +231,7 @@ struct qm_catalog {
 	bool flush_all;
 
 	pthread_mutex_t jlock;      /* the state file (journal.c), innermost of all */
-	int jfd;                    /* a held catalog's state file, or -1 */
+	int jfd;                    /* a held catalog's state file, or -1: set under jlock, read atomically without it */
 	size_t jbytes, jlive;       /* its size, and its size when last rewritten */
 
 	int inotify_fd;

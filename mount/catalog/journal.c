@@ -144,8 +144,14 @@ static void journal_failed(struct qm_catalog *c, int err)
 	qm_log(c->fs, "catalog: %s: cannot keep its state for a restart (%s): the mount ends with this server",
 	       c->fs->name, strerror(-err));
 	close(c->jfd);
-	c->jfd = -1;
+	__atomic_store_n(&c->jfd, -1, __ATOMIC_RELAXED);
 	qm_server_send_state(c->fs, -1);
+}
+
+/* Is a state file kept?  A first look without c->jlock, under which c->jfd changes. */
+static bool journaling(struct qm_catalog *c)
+{
+	return __atomic_load_n(&c->jfd, __ATOMIC_RELAXED) >= 0;
 }
 
 /* Append b's records (c->jlock held). */
@@ -175,7 +181,7 @@ void qc_journal_dir(struct qm_catalog *c, const struct qc_node *n)
 {
 	struct jbuf b = { 0 };
 
-	if (c->jfd < 0)
+	if (!journaling(c))
 		return;
 	put_dir(&b, n);
 	append_one(c, &b);
@@ -185,7 +191,7 @@ void qc_journal_slot(struct qm_catalog *c, const struct qc_image *im)
 {
 	struct jbuf b = { 0 };
 
-	if (c->jfd < 0)
+	if (!journaling(c))
 		return;
 	put_slot(&b, im);
 	append_one(c, &b);
@@ -195,7 +201,7 @@ void qc_journal_gone(struct qm_catalog *c, bool slot, uint32_t id)
 {
 	struct jbuf b = { 0 };
 
-	if (c->jfd < 0)
+	if (!journaling(c))
 		return;
 	end_record(&b, begin_record(&b, slot ? QC_J_SLOT_GONE : QC_J_DIR_GONE, id));
 	append_one(c, &b);
@@ -234,7 +240,7 @@ static int rewrite(struct qm_catalog *c)
 	}
 	if (c->jfd >= 0)
 		close(c->jfd);
-	c->jfd = fd;
+	__atomic_store_n(&c->jfd, fd, __ATOMIC_RELAXED);
 	c->jbytes = c->jlive = b.len;
 	return 0;
 }
@@ -253,15 +259,13 @@ int qc_journal_start(struct qm_catalog *c)
 
 void qc_journal_tidy(struct qm_catalog *c)
 {
-	int err = 0;
+	int err;
 
-	if (c->jfd < 0 || c->jbytes <= 2 * c->jlive + QC_J_SLACK)
+	if (!journaling(c))
 		return;
 	pthread_rwlock_rdlock(&c->lock);
 	pthread_mutex_lock(&c->jlock);
-	if (c->jfd >= 0)
-		err = rewrite(c);
-	if (err)
+	if (c->jfd >= 0 && c->jbytes > 2 * c->jlive + QC_J_SLACK && (err = rewrite(c)) != 0)
 		journal_failed(c, err);
 	pthread_mutex_unlock(&c->jlock);
 	pthread_rwlock_unlock(&c->lock);
